@@ -1,0 +1,96 @@
+"""The ASGI application: FastAPI for REST, the MCP router for /mcp, one engine behind both."""
+from __future__ import annotations
+
+import contextlib
+import logging
+
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from .. import __version__
+from ..config import Settings
+from ..engine import Engine
+from ..mcp.routing import MCPRouter, send_json
+from ..mcp.surfaces import build_server
+from . import banks, errors, keys, memories
+
+log = logging.getLogger("hindsight")
+
+
+def _manager(server) -> StreamableHTTPSessionManager:
+    return StreamableHTTPSessionManager(app=server._lowlevel_server, json_response=True, stateless=True)
+
+
+def create_app(settings: Settings) -> "RootApp":
+    engine = Engine(settings)
+    holder: dict = {}
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        await engine.start()
+        async with contextlib.AsyncExitStack() as stack:
+            if settings.mcp_enabled:
+                single, multi = _manager(build_server(engine, False)), _manager(build_server(engine, True))
+                await stack.enter_async_context(single.run())
+                await stack.enter_async_context(multi.run())
+                holder["mcp"] = MCPRouter(engine, single, multi)
+            log.warning(
+                "hindsight %s ready: %s; MCP %s; auth %s",
+                __version__, engine.database_label, "on /mcp" if settings.mcp_enabled else "disabled",
+                "API keys" if settings.auth_enabled else "open (no API key required)",
+            )
+            try:
+                yield
+            finally:
+                holder.pop("mcp", None)
+        await engine.close()
+
+    api = FastAPI(title="Hindsight", version=__version__, lifespan=lifespan,
+                  description="Postgres-native memory banks for AI agents (REST face; MCP at /mcp).")
+    api.state.engine = engine
+    errors.install(api)
+    api.include_router(banks.router)
+    api.include_router(memories.router)
+    api.include_router(keys.router)
+
+    @api.get("/health", tags=["system"], summary="Liveness and configuration summary (no key needed)")
+    async def health() -> dict:
+        return {
+            "status": "ok", "version": __version__,
+            "database": "external" if settings.database_url else "embedded",
+            "embedding_model": engine.embedder.name if engine.embedder else None,
+            "mcp": settings.mcp_enabled, "auth": settings.auth_enabled,
+            "llm": None, "mode": "offline (no LLM configured)",
+        }
+
+    @api.get("/ready", tags=["system"], summary="Readiness: the database answers (no key needed)")
+    async def ready():
+        try:
+            ok = await engine.ready()
+        except Exception:
+            ok = False
+        return JSONResponse({"ready": ok}, status_code=200 if ok else 503)
+
+    return RootApp(api, holder, settings)
+
+
+class RootApp:
+    """Routes /mcp and /mcp/... to the MCP router without Starlette's slash redirects."""
+
+    def __init__(self, api: FastAPI, holder: dict, settings: Settings):
+        self.api = api
+        self.holder = holder
+        self.settings = settings
+        self.engine = api.state.engine
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            path = scope["path"]
+            if path == "/mcp" or path.startswith("/mcp/"):
+                router = self.holder.get("mcp")
+                if router is None:
+                    return await send_json(send, 404, {"error": "not_found", "message": "MCP is disabled on this server"
+                                                       if not self.settings.mcp_enabled else "server is starting"})
+                return await router(scope, receive, send)
+        await self.api(scope, receive, send)

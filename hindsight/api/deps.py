@@ -1,0 +1,20 @@
+"""Request-scoped dependencies: the engine and the calling principal."""
+from __future__ import annotations
+
+from fastapi import Request
+
+from ..engine import Engine
+from ..engine.banks import check_bank_id
+from ..engine.keys import Principal
+
+
+def engine(request: Request) -> Engine:
+    return request.app.state.engine
+
+
+async def principal(request: Request) -> Principal:
+    return await request.app.state.engine.authenticate(request.headers.get("authorization"))
+
+
+def bank_path(bank_id: str) -> str:
+    return check_bank_id(bank_id)

@@ -1,0 +1,50 @@
+"""Every REST error is JSON `{error, message, field?}` with a 4xx status; nothing leaks a trace."""
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from ..engine.errors import HindsightError
+
+log = logging.getLogger("hindsight.api")
+
+
+def describe(errors: list[dict]) -> str:
+    parts = []
+    for e in errors:
+        loc = [str(p) for p in e.get("loc", ()) if p not in ("body",)]
+        if e.get("type") == "json_invalid":
+            parts.append("body: malformed JSON")
+            continue
+        where = ".".join(loc) or "body"
+        parts.append(f"{where}: {str(e.get('msg', 'invalid')).removeprefix('Value error, ')}")
+    return "; ".join(parts)
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(HindsightError)
+    async def _hindsight(_: Request, exc: HindsightError):
+        headers = {"WWW-Authenticate": 'Bearer realm="hindsight"'} if exc.status == 401 else None
+        return JSONResponse(exc.to_dict(), status_code=exc.status, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError):
+        errors = exc.errors()
+        status = 400 if any(e.get("type") == "json_invalid" for e in errors) else 422
+        return JSONResponse(
+            {"error": "invalid_argument", "message": describe(errors)}, status_code=status
+        )
+
+    @app.exception_handler(HTTPException)
+    async def _http(_: Request, exc: HTTPException):
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return JSONResponse({"error": code, "message": str(exc.detail)}, status_code=exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception):
+        log.exception("unexpected error")
+        return JSONResponse({"error": "internal", "message": "internal error; see the server log"}, status_code=500)

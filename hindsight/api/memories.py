@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Body, Depends, Query
+from pydantic import ValidationError
+
+from ..engine.errors import InvalidArgument
+from ..engine.keys import Principal
+from ..engine.models import Memory, RecallRequest, RecallResult, RetainItem, RetainResult
+from ..mcp.tools import describe_validation
+from .deps import bank_path, engine, principal
+
+router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["memories"])
+
+_RETAIN_BODY = {
+    "oneOf": [
+        RetainItem.model_json_schema(),
+        {"type": "object", "properties": {"items": {"type": "array", "items": RetainItem.model_json_schema()}},
+         "required": ["items"]},
+    ]
+}
+
+
+@router.post(
+    "/memories", summary="Retain one item, or {\"items\": [...]}; creates the bank on first use",
+    openapi_extra={"requestBody": {"content": {"application/json": {"schema": _RETAIN_BODY}}, "required": True}},
+)
+async def retain(
+    bank_id: str = Depends(bank_path),
+    body: Any = Body(...),
+    who: Principal = Depends(principal),
+    eng=Depends(engine),
+) -> RetainResult:
+    if not isinstance(body, dict):
+        raise InvalidArgument("body: expected a JSON object with 'content' or 'items'")
+    if "items" in body:
+        if set(body) != {"items"} or not isinstance(body["items"], list):
+            raise InvalidArgument("body: a batch is exactly {\"items\": [ ... ]}", "items")
+        raw, prefix = body["items"], "items.{i}."
+    else:
+        raw, prefix = [body], ""
+    items = []
+    for i, it in enumerate(raw):
+        if not isinstance(it, dict):
+            raise InvalidArgument(f"items.{i}: must be an object", "items")
+        try:
+            items.append(RetainItem(**it))
+        except ValidationError as exc:
+            raise InvalidArgument(describe_validation(exc, prefix.format(i=i))) from None
+    return await eng.retain(who, bank_id, items)
+
+
+@router.post("/recall", summary="Recall memories for a query, cut to max_tokens")
+async def recall(req: RecallRequest, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)) -> RecallResult:
+    return await eng.recall(who, bank_id, req)
+
+
+@router.get("/memories", summary="List memories, newest first")
+async def list_memories(
+    bank_id: str = Depends(bank_path),
+    limit: int = Query(50, ge=1, le=1000),
+    offset: int = Query(0, ge=0),
+    document_id: str | None = None,
+    who: Principal = Depends(principal),
+    eng=Depends(engine),
+) -> dict:
+    items, total = await eng.list_memories(who, bank_id, limit, offset, document_id)
+    return {"memories": [m.model_dump(mode="json") for m in items], "total": total, "limit": limit, "offset": offset}
+
+
+@router.get("/memories/{memory_id}", summary="Get one memory")
+async def get_memory(memory_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)) -> Memory:
+    return await eng.get_memory(who, bank_id, memory_id)
+
+
+@router.delete("/memories/{memory_id}", summary="Delete one memory")
+async def delete_memory(memory_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)) -> dict:
+    await eng.delete_memory(who, bank_id, memory_id)
+    return {"deleted": True, "memory_id": memory_id}

@@ -1,0 +1,232 @@
+"""`hindsight` command line: `serve` runs the server; the other commands talk to a running server
+over REST (URL from --url / HINDSIGHT_URL, key from --key / HINDSIGHT_KEY)."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+
+import click
+import httpx
+
+DEFAULT_URL = "http://127.0.0.1:8888"
+
+
+@click.group()
+@click.version_option(package_name="hindsight")
+def cli() -> None:
+    """Hindsight: memory banks for AI agents."""
+
+
+@cli.command()
+@click.option("--host", default=None, help="Bind address [HINDSIGHT_API_HOST, default 127.0.0.1].")
+@click.option("--port", default=None, type=int, help="Port [HINDSIGHT_API_PORT, default 8888].")
+def serve(host: str | None, port: int | None) -> None:
+    """Run the server (embedded PostgreSQL unless HINDSIGHT_API_DATABASE_URL is set)."""
+    from ..config import ConfigError, load_settings
+
+    try:
+        settings = load_settings()
+        if settings.tenant_extension and "ApiKeyTenantExtension" in settings.tenant_extension and not settings.tenant_api_key:
+            raise ConfigError("HINDSIGHT_API_TENANT_API_KEY: required when the API-key tenant extension is on")
+    except ConfigError as exc:
+        click.echo(f"hindsight: configuration error: {exc}", err=True)
+        sys.exit(2)
+    import uvicorn
+
+    from ..api.app import create_app
+
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
+    logging.getLogger("mcp").setLevel(logging.WARNING)
+    app = create_app(settings)
+    config = uvicorn.Config(
+        app, host=host or settings.host, port=port or settings.port, log_level=settings.log_level,
+        lifespan="on", timeout_graceful_shutdown=10,
+    )
+    server = uvicorn.Server(config)
+    try:
+        server.run()
+    except Exception as exc:  # start-up failures (database, model) end with a message, not a trace
+        click.echo(f"hindsight: {exc}", err=True)
+        sys.exit(1)
+    if not server.started:
+        sys.exit(1)
+
+
+# ---- client side ------------------------------------------------------------------------
+class Client:
+    def __init__(self, url: str, key: str | None):
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=120)
+
+    def call(self, method: str, path: str, **kw):
+        try:
+            r = self.http.request(method, path, **kw)
+        except httpx.HTTPError as exc:
+            raise click.ClickException(f"cannot reach the server at {self.http.base_url}: {exc}")
+        try:
+            body = r.json()
+        except ValueError:
+            body = {"message": r.text}
+        if r.status_code >= 400:
+            raise click.ClickException(f"{r.status_code} {body.get('error', '')}: {body.get('message', body)}")
+        return body
+
+
+pass_client = click.make_pass_decorator(Client)
+
+
+def _out(data) -> None:
+    click.echo(json.dumps(data, indent=2, default=str))
+
+
+def client_group(name: str, help: str):
+    @cli.group(name=name, help=help)
+    @click.option("--url", envvar="HINDSIGHT_URL", default=DEFAULT_URL, show_default=True, help="Server URL [HINDSIGHT_URL].")
+    @click.option("--key", envvar="HINDSIGHT_KEY", default=None, help="API key [HINDSIGHT_KEY].")
+    @click.pass_context
+    def group(ctx, url, key):
+        ctx.obj = Client(url, key)
+
+    return group
+
+
+banks = client_group("banks", "Create, list, inspect, update and delete banks.")
+keys = client_group("keys", "Manage API keys (admin key required).")
+
+
+@banks.command("list")
+@pass_client
+def banks_list(c: Client):
+    for b in c.call("GET", "/v1/banks")["banks"]:
+        click.echo(f"{b['bank_id']}\t{b.get('memory_count', 0)} memories\t{b.get('name') or ''}")
+
+
+@banks.command("create")
+@click.argument("bank_id")
+@click.option("--name")
+@click.option("--mission")
+@pass_client
+def banks_create(c: Client, bank_id, name, mission):
+    _out(c.call("POST", "/v1/banks", json={k: v for k, v in {"bank_id": bank_id, "name": name, "mission": mission}.items() if v}))
+
+
+@banks.command("get")
+@click.argument("bank_id")
+@pass_client
+def banks_get(c: Client, bank_id):
+    _out(c.call("GET", f"/v1/banks/{bank_id}"))
+
+
+@banks.command("update")
+@click.argument("bank_id")
+@click.option("--name")
+@click.option("--mission")
+@pass_client
+def banks_update(c: Client, bank_id, name, mission):
+    _out(c.call("PATCH", f"/v1/banks/{bank_id}", json={k: v for k, v in {"name": name, "mission": mission}.items() if v is not None}))
+
+
+@banks.command("delete")
+@click.argument("bank_id")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@pass_client
+def banks_delete(c: Client, bank_id, yes):
+    if not yes:
+        click.confirm(f"Delete bank {bank_id} and all its memories?", abort=True)
+    _out(c.call("DELETE", f"/v1/banks/{bank_id}"))
+
+
+@keys.command("create")
+@click.argument("name")
+@click.option("--admin", is_flag=True, help="An admin key (all banks, bank management).")
+@click.option("--bank", "banks_", multiple=True, help="Bank the key may access (repeatable).")
+@click.option("--read-only", is_flag=True, help="Scoped key may only read.")
+@pass_client
+def keys_create(c: Client, name, admin, banks_, read_only):
+    body = {"name": name, "role": "admin" if admin else "bank", "banks": list(banks_),
+            "access": "read" if read_only else "read_write"}
+    _out(c.call("POST", "/v1/keys", json=body))
+
+
+@keys.command("list")
+@pass_client
+def keys_list(c: Client):
+    _out(c.call("GET", "/v1/keys")["keys"])
+
+
+@keys.command("revoke")
+@click.argument("key_id")
+@pass_client
+def keys_revoke(c: Client, key_id):
+    _out(c.call("DELETE", f"/v1/keys/{key_id}"))
+
+
+@cli.command()
+@click.argument("bank_id")
+@click.argument("content", required=False)
+@click.option("--file", "file_", type=click.File("r"), help="Read content from a file ('-' for stdin).")
+@click.option("--jsonl", type=click.File("r"), help="Batch: one JSON item per line.")
+@click.option("--context", default=None)
+@click.option("--timestamp", default=None, help="ISO 8601 time of the event.")
+@click.option("--tag", "tags", multiple=True)
+@click.option("--document-id", default=None)
+@click.option("--url", envvar="HINDSIGHT_URL", default=DEFAULT_URL)
+@click.option("--key", envvar="HINDSIGHT_KEY", default=None)
+def retain(bank_id, content, file_, jsonl, context, timestamp, tags, document_id, url, key):
+    """Store CONTENT (or --file, or a --jsonl batch) in BANK_ID."""
+    c = Client(url, key)
+    if jsonl:
+        items = [json.loads(line) for line in jsonl if line.strip()]
+        _out(c.call("POST", f"/v1/banks/{bank_id}/memories", json={"items": items}))
+        return
+    if file_:
+        content = file_.read()
+    if not content:
+        raise click.UsageError("give CONTENT, --file or --jsonl")
+    body = {"content": content, "context": context, "timestamp": timestamp, "tags": list(tags) or None, "document_id": document_id}
+    _out(c.call("POST", f"/v1/banks/{bank_id}/memories", json={k: v for k, v in body.items() if v is not None}))
+
+
+@cli.command()
+@click.argument("bank_id")
+@click.argument("query")
+@click.option("--max-tokens", default=4096, show_default=True)
+@click.option("--tag", "tags", multiple=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the full JSON result.")
+@click.option("--url", envvar="HINDSIGHT_URL", default=DEFAULT_URL)
+@click.option("--key", envvar="HINDSIGHT_KEY", default=None)
+def recall(bank_id, query, max_tokens, tags, as_json, url, key):
+    """Recall memories of BANK_ID for QUERY."""
+    c = Client(url, key)
+    body = {"query": query, "max_tokens": max_tokens}
+    if tags:
+        body["tags"] = list(tags)
+    res = c.call("POST", f"/v1/banks/{bank_id}/recall", json=body)
+    if as_json:
+        _out(res)
+        return
+    for m in res["results"]:
+        when = (m.get("occurred_start") or m.get("mentioned_at") or "")[:10]
+        click.echo(f"{m['score']:.4f}  {when}  {m['text']}")
+
+
+@cli.command("config")
+def config_table():
+    """Print every setting with its default (Markdown)."""
+    from ..config import env_table
+
+    click.echo("| Variable | Default | Meaning |\n|---|---|---|")
+    for var, default, desc in env_table():
+        click.echo(f"| `{var}` | `{default}` | {desc} |")
+
+
+def main() -> None:
+    cli()
+
+
+if __name__ == "__main__":
+    main()

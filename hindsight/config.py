@@ -1,0 +1,129 @@
+"""Every setting of the server, read once from the environment.
+
+One pydantic-settings model so the README table, validation and defaults live in one place.
+Unknown `HINDSIGHT_API_*` variables are an error (with a suggestion) because a typo that silently
+falls back to a default is the hardest kind of misconfiguration to notice.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ENV_PREFIX = "HINDSIGHT_API_"
+BANK_ENV = "HINDSIGHT_MCP_BANK_ID"
+BANK_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+
+
+class ConfigError(Exception):
+    """Raised at start-up with a message naming the offending variable."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, case_sensitive=False, extra="forbid")
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, *args, **kwargs):
+        # load_settings() reads the environment itself (to reject unknown names), so the
+        # values arrive as init arguments only: one source, one place that validates.
+        return (init_settings,)
+
+    host: str = Field("127.0.0.1", description="Address `hindsight serve` binds to.")
+    port: int = Field(8888, ge=1, le=65535, description="Port `hindsight serve` listens on.")
+    data_dir: Path = Field(
+        Path("~/.hindsight").expanduser(),
+        description="Folder of the embedded PostgreSQL (used when no database URL is set).",
+    )
+    database_url: str | None = Field(
+        None, description="PostgreSQL URL (with pgvector); unset means the embedded PostgreSQL."
+    )
+    db_pool_min: int = Field(2, ge=1, le=100, description="Minimum database connections.")
+    db_pool_max: int = Field(10, ge=1, le=200, description="Maximum database connections.")
+    mcp_enabled: bool = Field(True, description="Serve MCP under /mcp; false makes /mcp a 404.")
+    tenant_extension: str | None = Field(
+        None,
+        description="`module:Class` of the tenant extension; "
+        "`hindsight.extensions.builtin.tenant:ApiKeyTenantExtension` turns API keys on.",
+    )
+    tenant_api_key: str | None = Field(
+        None, description="The admin API key when the API-key tenant extension is on."
+    )
+    embedding_model_dir: Path | None = Field(
+        None,
+        description="Folder with model.onnx and tokenizer.json of a local ONNX embedding model; "
+        "unset means the bundled all-MiniLM-L6-v2 (int8).",
+    )
+    embedding_threads: int = Field(0, ge=0, le=64, description="ONNX threads; 0 means all cores.")
+    max_content_chars: int = Field(
+        100_000, ge=100, le=10_000_000, description="Largest `content` of one retained item."
+    )
+    max_batch_items: int = Field(
+        5_000, ge=1_000, le=100_000, description="Most items in one retain call."
+    )
+    max_recall_tokens: int = Field(
+        32_768, ge=256, le=1_000_000, description="Largest `max_tokens` a recall may ask for."
+    )
+    unit_max_chars: int = Field(
+        1_200, ge=200, le=20_000, description="Longest memory unit; longer content is split."
+    )
+    log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
+    mcp_bank_id: str = Field(
+        "default",
+        description="Bank used in multi-bank MCP mode when neither argument nor X-Bank-Id names one.",
+        pattern=BANK_ID_PATTERN,
+    )
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _lower(cls, v: object) -> object:
+        return v.lower() if isinstance(v, str) else v
+
+    @property
+    def auth_enabled(self) -> bool:
+        return bool(self.tenant_extension)
+
+
+def _env_name(field: str) -> str:
+    if field == "mcp_bank_id":
+        return BANK_ENV
+    return ENV_PREFIX + field.upper()
+
+
+def env_table() -> list[tuple[str, str, str]]:
+    """(variable, default, description) rows, for the README and `hindsight config`."""
+    rows = []
+    for name, f in Settings.model_fields.items():
+        default = f.default
+        if name == "data_dir":
+            default = "~/.hindsight"
+        rows.append((_env_name(name), "" if default is None else str(default), f.description or ""))
+    return rows
+
+
+def load_settings(environ: dict[str, str] | None = None) -> Settings:
+    """Validate the environment, naming the variable at fault on any error."""
+    env = dict(os.environ if environ is None else environ)
+    known = {_env_name(n) for n in Settings.model_fields}
+    for key in env:
+        if key.upper().startswith(ENV_PREFIX) and key.upper() not in known:
+            close = difflib.get_close_matches(key.upper(), sorted(known), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ConfigError(f"unknown setting {key}{hint}")
+    values = {}
+    for name in Settings.model_fields:
+        var = _env_name(name)
+        for key, val in env.items():
+            if key.upper() == var:
+                values[name] = val
+    try:
+        return Settings(**values)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            field = str(err["loc"][0]) if err["loc"] else "?"
+            problems.append(f"{_env_name(field)}: {err['msg']}")
+        raise ConfigError("invalid setting " + "; ".join(problems)) from None

@@ -1,0 +1,91 @@
+"""Connection pool, schema migrations and the checks that make start-up errors readable."""
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import asyncpg
+from pgvector.asyncpg import register_vector
+
+log = logging.getLogger("hindsight.db")
+
+_PKG = Path(__file__).resolve().parent.parent
+# Installed wheels carry the SQL inside the package; a source checkout has it at the repo root.
+MIGRATIONS_DIR = next(
+    (p for p in (_PKG / "migrations", _PKG.parent / "migrations") if p.is_dir()), _PKG / "migrations"
+)
+# Any constant works; all hindsight processes on one database share it.
+MIGRATION_LOCK_KEY = 0x48494E44  # "HIND"
+
+
+class DatabaseError(Exception):
+    """A start-up problem with the database, worded for the operator."""
+
+
+def redact(url: str) -> str:
+    return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    await register_vector(conn)
+
+
+async def ensure_vector_extension(url: str) -> None:
+    conn = await asyncpg.connect(url)
+    try:
+        have = await conn.fetchval("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
+        if have:
+            return
+        try:
+            await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except asyncpg.PostgresError as exc:
+            raise DatabaseError(
+                f"the PostgreSQL at {redact(url)} has no 'vector' extension (pgvector) and it "
+                f"could not be created: {exc}. Install pgvector on that server, or have an "
+                "administrator run CREATE EXTENSION vector, or unset HINDSIGHT_API_DATABASE_URL "
+                "to use the embedded PostgreSQL."
+            ) from None
+    finally:
+        await conn.close()
+
+
+async def migrate(url: str) -> list[str]:
+    """Apply pending migrations, one transaction each, under a session advisory lock so that
+    several processes starting together apply each migration once."""
+    conn = await asyncpg.connect(url)
+    applied_now: list[str] = []
+    try:
+        await conn.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK_KEY)
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version integer PRIMARY KEY, name text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        done = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
+        for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
+            version = int(path.name.split("_", 1)[0])
+            if version in done:
+                continue
+            async with conn.transaction():
+                await conn.execute(path.read_text())
+                await conn.execute(
+                    "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", version, path.name
+                )
+            applied_now.append(path.name)
+            log.info("applied migration %s", path.name)
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK_KEY)
+        await conn.close()
+    return applied_now
+
+
+async def create_pool(url: str, min_size: int, max_size: int) -> asyncpg.Pool:
+    return await asyncpg.create_pool(
+        url,
+        min_size=min_size,
+        max_size=max_size,
+        init=_init_connection,
+        # Iterative HNSW scans keep bank-filtered vector searches complete (pgvector 0.8).
+        server_settings={"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100", "jit": "off"},
+    )

@@ -1,0 +1,3 @@
+from .core import Engine
+
+__all__ = ["Engine"]

@@ -1,0 +1,123 @@
+"""Bank life cycle. Banks are cheap rows; deleting one cascades to everything in it."""
+from __future__ import annotations
+
+import json
+import re
+
+import asyncpg
+
+from ..config import BANK_ID_PATTERN
+from .errors import InvalidArgument, NotFound
+from .models import Bank, BankCreate, BankUpdate
+
+_BANK_RE = re.compile(BANK_ID_PATTERN)
+_COLUMNS = "id, name, mission, disposition, created_at, updated_at"
+
+
+def check_bank_id(bank_id: object, field: str = "bank_id") -> str:
+    if not isinstance(bank_id, str) or not _BANK_RE.match(bank_id):
+        raise InvalidArgument(
+            f"{field}: invalid bank id {bank_id!r}; use 1-64 characters of A-Z a-z 0-9 _ -", field
+        )
+    return bank_id
+
+
+def _bank(row: asyncpg.Record, stats: asyncpg.Record | None = None) -> Bank:
+    b = Bank(
+        bank_id=row["id"],
+        name=row["name"],
+        mission=row["mission"],
+        disposition=json.loads(row["disposition"]) if isinstance(row["disposition"], str) else row["disposition"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+    if stats is not None:
+        b.memory_count = stats["memories"]
+        b.entity_count = stats["entities"]
+        b.document_count = stats["documents"]
+        b.last_memory_at = stats["last_memory_at"]
+    return b
+
+
+async def ensure_bank(conn: asyncpg.Connection, bank_id: str) -> None:
+    """Implicit creation on first retain."""
+    await conn.execute("INSERT INTO banks (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", bank_id)
+
+
+async def create_bank(pool: asyncpg.Pool, req: BankCreate) -> tuple[Bank, bool]:
+    """Create, or return the existing bank unchanged (create_bank is idempotent, like the
+    reference's 'create or retrieve'); a name or mission given for a new bank is stored."""
+    async with pool.acquire() as conn:
+        row = await conn.fetchrow(
+            f"INSERT INTO banks (id, name, mission) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING RETURNING {_COLUMNS}",
+            req.bank_id, req.name, req.mission,
+        )
+        if row is not None:
+            return _bank(row), True
+        row = await conn.fetchrow(f"SELECT {_COLUMNS} FROM banks WHERE id = $1", req.bank_id)
+        return _bank(row), False
+
+
+async def get_bank(pool: asyncpg.Pool, bank_id: str) -> Bank:
+    async with pool.acquire() as conn:
+        row = await conn.fetchrow(f"SELECT {_COLUMNS} FROM banks WHERE id = $1", bank_id)
+        if row is None:
+            raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
+        stats = await conn.fetchrow(
+            "SELECT (SELECT count(*) FROM memories WHERE bank_id = $1) AS memories,"
+            " (SELECT count(*) FROM entities WHERE bank_id = $1) AS entities,"
+            " (SELECT count(DISTINCT document_id) FROM memories WHERE bank_id = $1 AND document_id IS NOT NULL) AS documents,"
+            " (SELECT max(created_at) FROM memories WHERE bank_id = $1) AS last_memory_at",
+            bank_id,
+        )
+        return _bank(row, stats)
+
+
+async def list_banks(pool: asyncpg.Pool, only: set[str] | None = None) -> list[Bank]:
+    async with pool.acquire() as conn:
+        if only is None:
+            rows = await conn.fetch(f"SELECT {_COLUMNS} FROM banks ORDER BY id")
+        else:
+            rows = await conn.fetch(f"SELECT {_COLUMNS} FROM banks WHERE id = ANY($1::text[]) ORDER BY id", list(only))
+        counts = {
+            r["bank_id"]: r["n"]
+            for r in await conn.fetch(
+                "SELECT bank_id, count(*) AS n FROM memories WHERE bank_id = ANY($1::text[]) GROUP BY bank_id",
+                [r["id"] for r in rows],
+            )
+        }
+    out = []
+    for r in rows:
+        b = _bank(r)
+        b.memory_count = counts.get(r["id"], 0)
+        out.append(b)
+    return out
+
+
+async def update_bank(pool: asyncpg.Pool, bank_id: str, req: BankUpdate) -> Bank:
+    fields = req.model_dump(exclude_unset=True)
+    async with pool.acquire() as conn:
+        row = await conn.fetchrow(
+            f"UPDATE banks SET name = CASE WHEN $2 THEN $3 ELSE name END,"
+            f" mission = CASE WHEN $4 THEN $5 ELSE mission END,"
+            f" disposition = CASE WHEN $6 THEN $7::jsonb ELSE disposition END,"
+            f" updated_at = now() WHERE id = $1 RETURNING {_COLUMNS}",
+            bank_id,
+            "name" in fields, fields.get("name"),
+            "mission" in fields, fields.get("mission"),
+            "disposition" in fields and fields["disposition"] is not None,
+            json.dumps(fields.get("disposition") or {}),
+        )
+    if row is None:
+        raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
+    return _bank(row)
+
+
+async def delete_bank(pool: asyncpg.Pool, bank_id: str) -> int:
+    async with pool.acquire() as conn:
+        async with conn.transaction():
+            n = await conn.fetchval("SELECT count(*) FROM memories WHERE bank_id = $1", bank_id)
+            deleted = await conn.fetchval("DELETE FROM banks WHERE id = $1 RETURNING id", bank_id)
+    if deleted is None:
+        raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
+    return n

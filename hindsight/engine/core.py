@@ -1,0 +1,157 @@
+"""The engine: one async method per operation, each taking the calling principal first.
+
+MCP tools, REST routes and the CLI are thin adapters over these methods, so validation,
+authorisation and limits are enforced once, whichever face a request came through.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from ..config import Settings
+from ..db.embedded import EmbeddedPostgres
+from ..db.pool import create_pool, ensure_vector_extension, migrate, redact
+from ..embedding import load_embedder
+from . import banks, keys, memories
+from .banks import check_bank_id
+from .errors import NotFound
+from .keys import Principal
+from .models import (
+    ApiKey, ApiKeyCreate, Bank, BankCreate, BankUpdate, Memory, RecallRequest, RecallResult,
+    RetainItem, RetainResult,
+)
+from .recall import recall as _recall
+from .retain import retain as _retain
+
+log = logging.getLogger("hindsight")
+
+
+class Engine:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.pool = None
+        self.embedder = None
+        self.embedded: EmbeddedPostgres | None = None
+        self.database_label = ""
+        self.tenant = None
+        # Embedding batches saturate the cores; more than two at once only adds queueing.
+        self.cpu_slots = asyncio.Semaphore(2)
+        self.started_at = time.time()
+
+    # ---- life cycle -------------------------------------------------------------------
+    async def start(self) -> None:
+        from ..extensions.builtin.tenant import load_extension
+
+        s = self.settings
+        if s.database_url:
+            url = s.database_url
+            self.database_label = f"external PostgreSQL at {redact(url)}"
+        else:
+            self.embedded = EmbeddedPostgres(s.data_dir)
+            url = await asyncio.to_thread(self.embedded.start)
+            self.database_label = f"embedded PostgreSQL in {self.embedded.pgdata}"
+        log.warning("DATABASE: using %s", self.database_label)
+        await ensure_vector_extension(url)
+        applied = await migrate(url)
+        if applied:
+            log.info("migrations applied: %s", ", ".join(applied))
+        self.pool = await create_pool(url, s.db_pool_min, s.db_pool_max)
+        self.embedder = await asyncio.to_thread(load_embedder, s.embedding_model_dir, s.embedding_threads)
+        log.info("embedding model %s (%d dimensions)", self.embedder.name, self.embedder.dim)
+        self.tenant = load_extension(s.tenant_extension, s, self.pool)
+
+    async def close(self) -> None:
+        if self.pool is not None:
+            await self.pool.close()
+            self.pool = None
+        if self.embedded is not None:
+            await asyncio.to_thread(self.embedded.stop)
+            self.embedded = None
+
+    async def ready(self) -> bool:
+        if self.pool is None:
+            return False
+        async with self.pool.acquire() as conn:
+            return await conn.fetchval("SELECT 1") == 1
+
+    async def authenticate(self, authorization: str | None) -> Principal:
+        return await self.tenant.principal(authorization)
+
+    # ---- banks --------------------------------------------------------------------------
+    async def create_bank(self, who: Principal, req: BankCreate) -> tuple[Bank, bool]:
+        who.require_admin()
+        return await banks.create_bank(self.pool, req)
+
+    async def list_banks(self, who: Principal) -> list[Bank]:
+        return await banks.list_banks(self.pool, who.visible_banks())
+
+    async def get_bank(self, who: Principal, bank_id: str) -> Bank:
+        check_bank_id(bank_id)
+        who.require_bank(bank_id)
+        return await banks.get_bank(self.pool, bank_id)
+
+    async def update_bank(self, who: Principal, bank_id: str, req: BankUpdate) -> Bank:
+        check_bank_id(bank_id)
+        who.require_bank(bank_id, write=True)
+        return await banks.update_bank(self.pool, bank_id, req)
+
+    async def delete_bank(self, who: Principal, bank_id: str) -> int:
+        check_bank_id(bank_id)
+        who.require_admin()
+        return await banks.delete_bank(self.pool, bank_id)
+
+    # ---- memories -------------------------------------------------------------------
+    async def retain(self, who: Principal, bank_id: str, items: list[RetainItem]) -> RetainResult:
+        check_bank_id(bank_id)
+        who.require_bank(bank_id, write=True)
+        return await _retain(self, bank_id, items)
+
+    async def recall(self, who: Principal, bank_id: str, req: RecallRequest) -> RecallResult:
+        check_bank_id(bank_id)
+        who.require_bank(bank_id)
+        if req.max_tokens > self.settings.max_recall_tokens:
+            from .errors import InvalidArgument
+
+            raise InvalidArgument(
+                f"max_tokens: {req.max_tokens} exceeds the limit of {self.settings.max_recall_tokens}", "max_tokens"
+            )
+        if not await self._bank_exists(bank_id):
+            raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
+        return await _recall(self, bank_id, req)
+
+    async def list_memories(
+        self, who: Principal, bank_id: str, limit: int = 50, offset: int = 0, document_id: str | None = None
+    ) -> tuple[list[Memory], int]:
+        check_bank_id(bank_id)
+        who.require_bank(bank_id)
+        if not await self._bank_exists(bank_id):
+            raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
+        return await memories.list_memories(self.pool, bank_id, limit, offset, document_id)
+
+    async def get_memory(self, who: Principal, bank_id: str, memory_id: str) -> Memory:
+        check_bank_id(bank_id)
+        who.require_bank(bank_id)
+        return await memories.get_memory(self.pool, bank_id, memory_id)
+
+    async def delete_memory(self, who: Principal, bank_id: str, memory_id: str) -> None:
+        check_bank_id(bank_id)
+        who.require_bank(bank_id, write=True)
+        await memories.delete_memory(self.pool, bank_id, memory_id)
+
+    async def _bank_exists(self, bank_id: str) -> bool:
+        async with self.pool.acquire() as conn:
+            return bool(await conn.fetchval("SELECT 1 FROM banks WHERE id = $1", bank_id))
+
+    # ---- keys -------------------------------------------------------------------------
+    async def create_key(self, who: Principal, req: ApiKeyCreate) -> ApiKey:
+        who.require_admin()
+        return await keys.create_key(self.pool, req)
+
+    async def list_keys(self, who: Principal) -> list[ApiKey]:
+        who.require_admin()
+        return await keys.list_keys(self.pool)
+
+    async def revoke_key(self, who: Principal, key_id: str) -> ApiKey:
+        who.require_admin()
+        return await keys.revoke_key(self.pool, key_id)

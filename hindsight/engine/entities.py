@@ -1,0 +1,115 @@
+"""Entities without an LLM: capitalised name sequences, classified by cheap cues.
+
+A heuristic rather than an NLP library because the small libraries that tag names (spaCy,
+flair, stanza) fetch their models from a hub at run time, which fails offline. It finds proper
+names (people, places, organisations) in English text well enough for the entity arm of recall,
+where a name in the query must meet the same name in a memory; the LLM path (issue 3) replaces it.
+Rules: a run of capitalised words (allowing "of", "the", "de", "&" inside) that is not a lone
+sentence-initial common word; "-ing/-ed" words, pronouns, weekdays and months are not names.
+Kind: `organization` by suffix (Inc, University, ...), `place` after in/at/from/to or by suffix
+(City, Street, ...), else `person` for one or two words that look like given names, else `name`.
+"""
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"[A-Z][a-zA-Z'’\-]*[a-zA-Z]|[A-Z]{2,}|[A-Z]")
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z'’\-]*|[0-9]+|[.!?;:,()\"\n]")
+_CONNECTORS = {"of", "the", "de", "del", "da", "van", "von", "&", "and"}
+_ORG_SUFFIX = {
+    "inc", "corp", "corporation", "ltd", "llc", "company", "co", "university", "college",
+    "school", "institute", "bank", "group", "foundation", "association", "society", "club",
+    "team", "agency", "hospital", "church", "museum", "library", "center", "centre", "academy",
+}
+_PLACE_SUFFIX = {
+    "city", "street", "st", "avenue", "road", "park", "lake", "river", "mountain", "mountains",
+    "island", "islands", "county", "state", "beach", "valley", "bay", "country", "village",
+}
+_PLACE_PREP = {"in", "at", "from", "near", "visited", "visit", "around"}
+_STOP = {
+    # pronouns, determiners, auxiliaries and conversational openers that start sentences
+    "i", "i'm", "i've", "i'd", "i'll", "im", "ive", "you", "he", "she", "it", "we", "they", "me",
+    "my", "your", "his", "her", "its", "our", "their", "this", "that", "these", "those", "there",
+    "here", "what", "when", "where", "who", "whom", "which", "why", "how", "a", "an", "the",
+    "and", "but", "or", "so", "if", "then", "yes", "no", "not", "oh", "wow", "hey", "hi",
+    "hello", "thanks", "thank", "ok", "okay", "yeah", "sure", "well", "just", "also", "really",
+    "do", "does", "did", "is", "are", "was", "were", "be", "been", "have", "has", "had", "can",
+    "could", "would", "should", "will", "shall", "may", "might", "must", "let", "let's", "lets",
+    "as", "at", "by", "for", "from", "in", "into", "of", "on", "to", "with", "about", "after",
+    "before", "since", "until", "while", "all", "any", "some", "every", "each", "both", "many",
+    "much", "more", "most", "other", "such", "only", "own", "same", "too", "very", "again",
+    "once", "always", "never", "sometimes", "maybe", "definitely", "absolutely", "totally",
+    "great", "good", "nice", "awesome", "amazing", "cool", "glad", "sorry", "congrats",
+    "congratulations", "haha", "lol", "btw", "anyway", "plus", "however", "though", "still",
+    "today", "tomorrow", "yesterday", "tonight", "last", "next", "now", "soon", "recently",
+    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+    "january", "february", "march", "april", "june", "july", "august", "september",
+    "october", "november", "december", "mr", "mrs", "ms", "dr", "one", "two", "first",
+    "speaking", "talking", "looking", "that's", "it's", "what's", "there's", "here's",
+    "don't", "didn't", "can't", "won't", "isn't", "aren't", "wasn't", "haven't", "you're",
+    "we're", "they're", "he's", "she's", "you've", "we've", "wanna", "gonna", "please",
+}
+_GIVEN_NAME_SHAPE = re.compile(r"^[A-Z][a-z]{1,14}$")
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"\s+", " ", name.replace("’", "'")).strip().lower()
+
+
+def canonical(name: str) -> str:
+    return _canonical(name)
+
+
+def extract_entities(text: str) -> list[tuple[str, str]]:
+    """[(surface name, kind)] in order of first mention, deduplicated by canonical form."""
+    tokens = _TOKEN.findall(text)
+    found: dict[str, tuple[str, str]] = {}
+    i, n = 0, len(tokens)
+    while i < n:
+        tok = tokens[i]
+        if not tok[0].isupper():
+            i += 1
+            continue
+        sentence_start = i == 0 or tokens[i - 1] in {".", "!", "?", "\n", ":", '"', "("}
+        run = [tok]
+        j = i + 1
+        while j < n:
+            t = tokens[j]
+            if t[0].isupper() and t.lower() not in _STOP:
+                run.append(t)
+                j += 1
+            elif t.lower() in _CONNECTORS and j + 1 < n and tokens[j + 1][0].isupper() and tokens[j + 1].lower() not in _STOP:
+                run.extend([t, tokens[j + 1]])
+                j += 2
+            else:
+                break
+        # drop leading stop words ("The", "My", "Yesterday") from the run
+        while run and run[0].lower() in _STOP | _CONNECTORS:
+            run.pop(0)
+            sentence_start = False
+        while run and run[-1].lower() in _CONNECTORS:
+            run.pop()
+        if run:
+            name = " ".join(run).strip("'’-")
+            low = name.lower()
+            single = len(run) == 1
+            if low in _STOP or len(name) < 2 or (single and name.endswith(("ing", "ed")) and sentence_start):
+                pass
+            elif single and sentence_start and not _GIVEN_NAME_SHAPE.match(name):
+                pass
+            else:
+                prev = tokens[i - 1].lower() if i > 0 else ""
+                last = run[-1].lower()
+                if any(w.lower() in _ORG_SUFFIX for w in run) or (name.isupper() and single):
+                    kind = "organization"
+                elif last in _PLACE_SUFFIX or prev in _PLACE_PREP:
+                    kind = "place"
+                elif len(run) <= 2 and all(_GIVEN_NAME_SHAPE.match(w) for w in run):
+                    kind = "person"
+                else:
+                    kind = "name"
+                key = _canonical(name)
+                if key not in found:
+                    found[key] = (name, kind)
+        i = max(j, i + 1)
+    return list(found.values())

@@ -1,0 +1,67 @@
+"""Browsing and deleting stored memory units (REST and CLI; agents use recall)."""
+from __future__ import annotations
+
+import json
+import uuid
+
+from .errors import InvalidArgument, NotFound
+from .models import Memory
+
+_COLUMNS = (
+    "m.id, m.text, m.kind, m.context, m.occurred_start, m.occurred_end, m.mentioned_at,"
+    " m.document_id, m.metadata, m.tags, m.created_at,"
+    " (SELECT coalesce(array_agg(e.name ORDER BY e.name), '{}') FROM memory_entities me"
+    "  JOIN entities e ON e.id = me.entity_id WHERE me.memory_id = m.id) AS entities"
+)
+
+
+def to_memory(r) -> Memory:
+    return Memory(
+        id=str(r["id"]), text=r["text"], type=r["kind"], context=r["context"],
+        occurred_start=r["occurred_start"], occurred_end=r["occurred_end"], mentioned_at=r["mentioned_at"],
+        entities=list(r["entities"]), document_id=r["document_id"], metadata=json.loads(r["metadata"]),
+        tags=list(r["tags"]), created_at=r["created_at"],
+    )
+
+
+def parse_memory_id(memory_id: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(memory_id))
+    except ValueError:
+        raise InvalidArgument(f"memory_id: {memory_id!r} is not a memory id (a UUID)", "memory_id") from None
+
+
+async def list_memories(pool, bank_id: str, limit: int, offset: int, document_id: str | None) -> tuple[list[Memory], int]:
+    async with pool.acquire() as conn:
+        rows = await conn.fetch(
+            f"SELECT {_COLUMNS} FROM memories m WHERE m.bank_id = $1 AND ($2::text IS NULL OR m.document_id = $2)"
+            " ORDER BY m.created_at DESC, m.source_id, m.position LIMIT $3 OFFSET $4",
+            bank_id, document_id, limit, offset,
+        )
+        total = await conn.fetchval(
+            "SELECT count(*) FROM memories WHERE bank_id = $1 AND ($2::text IS NULL OR document_id = $2)",
+            bank_id, document_id,
+        )
+    return [to_memory(r) for r in rows], total
+
+
+async def get_memory(pool, bank_id: str, memory_id: str) -> Memory:
+    mid = parse_memory_id(memory_id)
+    async with pool.acquire() as conn:
+        r = await conn.fetchrow(f"SELECT {_COLUMNS} FROM memories m WHERE m.bank_id = $1 AND m.id = $2", bank_id, mid)
+    if r is None:
+        raise NotFound(f"memory {memory_id} does not exist in bank {bank_id!r}", "memory_id")
+    return to_memory(r)
+
+
+async def delete_memory(pool, bank_id: str, memory_id: str) -> None:
+    mid = parse_memory_id(memory_id)
+    async with pool.acquire() as conn:
+        async with conn.transaction():
+            await conn.execute(
+                "UPDATE entities e SET mention_count = greatest(0, e.mention_count - 1)"
+                " FROM memory_entities me WHERE me.memory_id = $1 AND me.entity_id = e.id", mid
+            )
+            done = await conn.fetchval("DELETE FROM memories WHERE bank_id = $1 AND id = $2 RETURNING id", bank_id, mid)
+    if done is None:
+        raise NotFound(f"memory {memory_id} does not exist in bank {bank_id!r}", "memory_id")

@@ -1,0 +1,195 @@
+"""Typed shapes at the edges of the engine; MCP tools, REST routes and the CLI all speak these."""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..config import BANK_ID_PATTERN
+
+BankId = Field(pattern=BANK_ID_PATTERN, description="Bank id: 1-64 of A-Z a-z 0-9 _ -")
+MemoryType = Literal["world", "experience"]
+MAX_TAGS = 64
+MAX_TAG_CHARS = 128
+
+
+def _maybe_json(v: Any) -> Any:
+    """LLM agents often send lists and objects as JSON strings; accept those."""
+    if isinstance(v, str):
+        s = v.strip()
+        if s[:1] in "[{":
+            try:
+                return json.loads(s)
+            except ValueError:
+                return v
+    return v
+
+
+def _clean_tags(v: Any) -> Any:
+    v = _maybe_json(v)
+    if isinstance(v, str):
+        v = [v]
+    if isinstance(v, list):
+        if len(v) > MAX_TAGS:
+            raise ValueError(f"at most {MAX_TAGS} tags")
+        for t in v:
+            if not isinstance(t, str) or not t.strip() or len(t) > MAX_TAG_CHARS:
+                raise ValueError(f"each tag must be a non-empty string of at most {MAX_TAG_CHARS} characters")
+        return sorted({t.strip() for t in v})
+    return v
+
+
+class RetainItem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(min_length=1, description="The text to remember.")
+    context: str = Field("general", max_length=200, description="Category of the memory.")
+    timestamp: datetime | None = Field(None, description="ISO 8601 time the content was said or happened.")
+    tags: list[str] = Field(default_factory=list, description="Labels for filtering recall.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Free JSON object kept with each unit.")
+    document_id: str | None = Field(
+        None, min_length=1, max_length=256, description="Groups units; retaining it again replaces them."
+    )
+
+    _tags = field_validator("tags", mode="before")(_clean_tags)
+
+    @field_validator("metadata", mode="before")
+    @classmethod
+    def _meta(cls, v: Any) -> Any:
+        v = _maybe_json(v)
+        if v is None:
+            return {}
+        if isinstance(v, dict) and len(json.dumps(v, default=str)) > 16_384:
+            raise ValueError("metadata is larger than 16 KiB")
+        return v
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("content is blank")
+        return v
+
+
+class RetainResult(BaseModel):
+    bank_id: str
+    memory_ids: list[str]
+    items: int
+    units: int
+
+
+class Entity(BaseModel):
+    name: str
+    kind: str
+
+
+class Memory(BaseModel):
+    id: str
+    text: str
+    type: str
+    context: str
+    occurred_start: datetime | None = None
+    occurred_end: datetime | None = None
+    mentioned_at: datetime | None = None
+    entities: list[str] = Field(default_factory=list)
+    document_id: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=list)
+    created_at: datetime | None = None
+    score: float | None = None
+    arms: list[str] | None = Field(None, description="Which recall arms found it.")
+
+
+class RecallRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=4_000)
+    max_tokens: int = Field(4096, ge=1)
+    tags: list[str] | None = None
+    tags_match: Literal["any", "all"] = "any"
+    types: list[MemoryType] | None = None
+    query_timestamp: datetime | None = None
+
+    _tags = field_validator("tags", mode="before")(_clean_tags)
+
+    @field_validator("types", mode="before")
+    @classmethod
+    def _types(cls, v: Any) -> Any:
+        v = _maybe_json(v)
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("query")
+    @classmethod
+    def _query(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("query is blank")
+        return v
+
+
+class RecallResult(BaseModel):
+    bank_id: str
+    query: str
+    results: list[Memory]
+    total_tokens: int
+
+
+class Bank(BaseModel):
+    bank_id: str
+    name: str | None = None
+    mission: str | None = None
+    disposition: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    memory_count: int | None = None
+    entity_count: int | None = None
+    document_count: int | None = None
+    last_memory_at: datetime | None = None
+
+
+class BankCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    bank_id: str = BankId
+    name: str | None = Field(None, max_length=200)
+    mission: str | None = Field(None, max_length=4_000)
+
+
+class BankUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(None, max_length=200)
+    mission: str | None = Field(None, max_length=4_000)
+    disposition: dict[str, Any] | None = None
+
+
+class ApiKeyCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+    role: Literal["admin", "bank"] = "bank"
+    banks: list[str] = Field(default_factory=list)
+    access: Literal["read", "read_write"] = "read_write"
+
+    @field_validator("banks")
+    @classmethod
+    def _banks(cls, v: list[str]) -> list[str]:
+        import re
+
+        for b in v:
+            if not re.match(BANK_ID_PATTERN, b):
+                raise ValueError(f"invalid bank id {b!r}")
+        return sorted(set(v))
+
+
+class ApiKey(BaseModel):
+    key_id: str
+    name: str
+    role: str
+    banks: list[str]
+    access: str
+    created_at: datetime | None = None
+    revoked_at: datetime | None = None
+    last_used_at: datetime | None = None
+    key: str | None = Field(None, description="The secret; shown once, at creation.")

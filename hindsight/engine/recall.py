@@ -1,0 +1,206 @@
+"""Recall: four arms, each one indexed query, run concurrently and fused with RRF.
+
+- semantic: HNSW cosine search over the query embedding (bank-filtered, iterative scan);
+- keyword: full-text OR-query over the content words, ranked by ts_rank_cd;
+- entity: memories linked to entities named in the query (any 1-3 word n-gram matched against
+  canonical names, so "melanie" finds "Melanie"), ordered by how many they share, then similarity;
+- temporal: memories whose occurred window or mention time falls in a window parsed from the
+  query ("last May", "in 2023"), ordered by similarity.
+Fusion is reciprocal rank fusion; the top hits then bring their neighbouring units (same document
+or item, adjacent position), because in conversations the answer is often the next turn.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import numpy as np
+
+from .entities import canonical
+from .models import Memory, RecallRequest, RecallResult
+from .temporal import find_time_windows
+from .text import estimate_tokens
+
+RRF_K = 60
+ARM_LIMIT = 60
+ARM_WEIGHTS = {"semantic": 1.0, "keyword": 0.9, "entity": 0.6, "temporal": 0.8}
+NEIGHBOUR_PARENTS = 8
+NEIGHBOUR_DECAY = 0.9
+_WORD = re.compile(r"[A-Za-z0-9]+")
+_QUERY_STOP = {
+    "what", "when", "where", "who", "whom", "which", "why", "how", "did", "does", "do", "is",
+    "are", "was", "were", "the", "a", "an", "of", "to", "in", "on", "for", "and", "or", "with",
+    "has", "have", "had", "be", "been", "at", "by", "from", "about", "as", "it", "its", "that",
+    "this", "there", "their", "they", "he", "she", "his", "her", "him", "you", "your", "i", "me",
+    "my", "we", "our", "us", "can", "could", "would", "should", "will", "some", "any", "kind",
+}
+
+
+@dataclass
+class Filters:
+    """SQL fragment and parameters shared by every arm; values are always bind parameters."""
+
+    sql: str = ""
+    params: list = field(default_factory=list)
+
+    @classmethod
+    def build(cls, req: RecallRequest, first_param: int) -> "Filters":
+        parts, params = [], []
+        n = first_param
+        if req.tags:
+            op = "@>" if req.tags_match == "all" else "&&"
+            parts.append(f"m.tags {op} ${n}::text[]")
+            params.append(req.tags)
+            n += 1
+        if req.types:
+            parts.append(f"m.kind = ANY(${n}::text[])")
+            params.append(list(req.types))
+            n += 1
+        return cls("".join(f" AND {p}" for p in parts), params)
+
+
+def keyword_query(query: str) -> str | None:
+    words = [w.lower() for w in _WORD.findall(query)]
+    words = [w for w in dict.fromkeys(words) if w not in _QUERY_STOP and len(w) > 1]
+    return " | ".join(words) if words else None
+
+
+def entity_candidates(query: str) -> list[str]:
+    words = [w.lower() for w in re.findall(r"[A-Za-z0-9'’\-]+", query)]
+    grams = set()
+    for n in (1, 2, 3):
+        for i in range(len(words) - n + 1):
+            g = canonical(" ".join(words[i : i + n]))
+            if n == 1 and (g in _QUERY_STOP or len(g) < 2):
+                continue
+            grams.add(g)
+    return sorted(grams)
+
+
+async def _arm(pool, sql: str, *params) -> list:
+    async with pool.acquire() as conn:
+        return [r[0] for r in await conn.fetch(sql, *params)]
+
+
+async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
+    pool = engine.pool
+    qvec = await asyncio.to_thread(engine.embedder.embed_query, req.query)
+    base = req.query_timestamp or datetime.now(timezone.utc)
+    if base.tzinfo is None:
+        base = base.replace(tzinfo=timezone.utc)
+    f = Filters.build(req, 4)
+
+    arms: dict[str, asyncio.Future] = {}
+    arms["semantic"] = _arm(
+        pool,
+        "SELECT id FROM (SELECT m.id, m.embedding <=> $2 AS d FROM memories m"
+        f" WHERE m.bank_id = $1{f.sql} ORDER BY m.embedding <=> $2 LIMIT $3) s ORDER BY d",
+        bank_id, qvec, ARM_LIMIT, *f.params,
+    )
+    tsq = keyword_query(req.query)
+    if tsq:
+        arms["keyword"] = _arm(
+            pool,
+            "SELECT m.id FROM memories m, to_tsquery('english', $2) q"
+            f" WHERE m.bank_id = $1 AND m.tsv @@ q{f.sql}"
+            " ORDER BY ts_rank_cd(m.tsv, q, 1) DESC LIMIT $3",
+            bank_id, tsq, ARM_LIMIT, *f.params,
+        )
+    arms["entity"] = _arm(
+        pool,
+        "SELECT m.id FROM entities e JOIN memory_entities me ON me.entity_id = e.id"
+        " JOIN memories m ON m.id = me.memory_id"
+        f" WHERE e.bank_id = $1 AND e.canonical = ANY($2::text[]){f.sql}"
+        f" GROUP BY m.id, m.embedding ORDER BY count(*) DESC, m.embedding <=> ${4 + len(f.params)} LIMIT $3",
+        bank_id, entity_candidates(req.query), ARM_LIMIT, *f.params, qvec,
+    )
+    windows = find_time_windows(req.query, base)
+    if windows:
+        w = windows[0]
+        arms["temporal"] = _arm(
+            pool,
+            "SELECT m.id FROM memories m WHERE m.bank_id = $1"
+            f" AND ((m.occurred_start < ${5 + len(f.params)} AND m.occurred_end > ${4 + len(f.params)})"
+            f"  OR (m.mentioned_at >= ${4 + len(f.params)} AND m.mentioned_at < ${5 + len(f.params)})){f.sql}"
+            f" ORDER BY m.embedding <=> $2 LIMIT $3",
+            bank_id, qvec, ARM_LIMIT, *f.params, w.start, w.end,
+        )
+    names = list(arms)
+    ranked = dict(zip(names, await asyncio.gather(*arms.values())))
+
+    scores: dict = {}
+    found_by: dict = {}
+    for arm, ids in ranked.items():
+        weight = ARM_WEIGHTS[arm]
+        for rank, mid in enumerate(ids):
+            scores[mid] = scores.get(mid, 0.0) + weight / (RRF_K + rank + 1)
+            found_by.setdefault(mid, []).append(arm)
+    order = sorted(scores, key=scores.get, reverse=True)
+    budget_rows = max(1, min(len(order), req.max_tokens // 8 + NEIGHBOUR_PARENTS * 2))
+    order = order[:budget_rows]
+    results = await _details(pool, bank_id, order, f, scores, found_by)
+    return RecallResult(bank_id=bank_id, query=req.query, **_cut(results, req.max_tokens))
+
+
+_DETAIL_COLUMNS = (
+    "m.id, m.text, m.kind, m.context, m.occurred_start, m.occurred_end, m.mentioned_at,"
+    " m.document_id, m.metadata, m.tags, m.created_at, m.source_id, m.position,"
+    " (SELECT coalesce(array_agg(e.name ORDER BY e.name), '{}') FROM memory_entities me"
+    "  JOIN entities e ON e.id = me.entity_id WHERE me.memory_id = m.id) AS entities"
+)
+
+
+async def _details(pool, bank_id, order, f: Filters, scores, found_by) -> list[Memory]:
+    """One round trip: the fused hits plus the neighbours of the best of them."""
+    if not order:
+        return []
+    async with pool.acquire() as conn:
+        rows = await conn.fetch(
+            f"WITH hits AS (SELECT m.* FROM memories m WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[])),"
+            f" parents AS (SELECT source_id, position FROM hits WHERE id = ANY($3::uuid[])),"
+            f" nb AS (SELECT m.* FROM memories m JOIN parents p ON m.bank_id = $1"
+            f"   AND m.source_id = p.source_id AND m.position IN (p.position - 1, p.position + 1)"
+            f"   WHERE true{f.sql})"
+            f" SELECT {_DETAIL_COLUMNS} FROM (SELECT * FROM hits UNION SELECT * FROM nb) m",
+            bank_id, order, order[:NEIGHBOUR_PARENTS], *f.params,
+        )
+    by_id = {r["id"]: r for r in rows}
+    by_pos = {(r["source_id"], r["position"]): r["id"] for r in rows}
+    scored: dict = {mid: scores[mid] for mid in order if mid in by_id}
+    for parent in order[:NEIGHBOUR_PARENTS]:
+        r = by_id.get(parent)
+        if r is None:
+            continue
+        for pos in (r["position"] - 1, r["position"] + 1):
+            nid = by_pos.get((r["source_id"], pos))
+            if nid is not None and nid not in scored:
+                scored[nid] = scores[parent] * NEIGHBOUR_DECAY
+                found_by.setdefault(nid, []).append("neighbour")
+    out = []
+    for mid in sorted(scored, key=scored.get, reverse=True):
+        r = by_id[mid]
+        out.append(
+            Memory(
+                id=str(mid), text=r["text"], type=r["kind"], context=r["context"],
+                occurred_start=r["occurred_start"], occurred_end=r["occurred_end"],
+                mentioned_at=r["mentioned_at"], entities=list(r["entities"]),
+                document_id=r["document_id"], metadata=json.loads(r["metadata"]),
+                tags=list(r["tags"]), created_at=r["created_at"],
+                score=round(scored[mid], 6), arms=found_by.get(mid, []),
+            )
+        )
+    return out
+
+
+def _cut(results: list[Memory], max_tokens: int) -> dict:
+    kept, total = [], 0
+    for m in results:
+        t = estimate_tokens(m.text)
+        if total + t > max_tokens:
+            break
+        kept.append(m)
+        total += t
+    return {"results": kept, "total_tokens": total}

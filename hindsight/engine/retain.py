@@ -1,0 +1,172 @@
+"""Retain without an LLM: items become bounded units with embeddings, entities and times.
+
+The CPU work (splitting, entity and time extraction, embedding) runs in a worker thread so the
+event loop keeps serving recalls; the database work is one transaction, so an accepted call is
+committed whole or not at all. Documents are replaced under a per-document advisory lock, so two
+concurrent retains of one document_id cannot interleave their units.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import asyncpg
+
+from .banks import ensure_bank
+from .entities import canonical, extract_entities
+from .errors import InvalidArgument
+from .models import RetainItem, RetainResult
+from .temporal import find_time_windows
+from .text import split_units
+
+_FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|me|my|mine|myself|we|we're|our|us)\b")
+_COPY_COLUMNS = [
+    "id", "bank_id", "text", "kind", "context", "embedding", "occurred_start", "occurred_end",
+    "mentioned_at", "tags", "metadata", "document_id", "source_id", "position",
+]
+
+
+@dataclass
+class Unit:
+    id: uuid.UUID
+    text: str
+    kind: str
+    item: RetainItem
+    source_id: str
+    position: int
+    occurred: tuple[datetime, datetime] | None
+    entities: list[tuple[str, str]] = field(default_factory=list)
+
+
+def memory_type(text: str) -> str:
+    """Without an LLM: first-person statements are the speaker's experience, the rest world facts."""
+    return "experience" if _FIRST_PERSON.search(text) else "world"
+
+
+def check_items(items: list[RetainItem], max_items: int, max_chars: int) -> None:
+    if not items:
+        raise InvalidArgument("items: at least one item is required", "items")
+    if len(items) > max_items:
+        raise InvalidArgument(f"items: {len(items)} items exceed the limit of {max_items} per call", "items")
+    for i, it in enumerate(items):
+        if len(it.content) > max_chars:
+            where = "content" if len(items) == 1 else f"items[{i}].content"
+            raise InvalidArgument(
+                f"{where}: {len(it.content)} characters exceed the limit of {max_chars}", where
+            )
+
+
+def prepare_units(items: list[RetainItem], unit_max_chars: int) -> list[Unit]:
+    units: list[Unit] = []
+    next_pos: Counter[str] = Counter()
+    for it in items:
+        source = f"doc:{it.document_id}" if it.document_id else f"item:{uuid.uuid4()}"
+        base = it.timestamp
+        for piece in split_units(it.content, unit_max_chars):
+            windows = find_time_windows(piece, base)
+            occurred = (windows[0].start, windows[0].end) if windows else None
+            units.append(
+                Unit(
+                    id=uuid.uuid4(),
+                    text=piece,
+                    kind=memory_type(piece),
+                    item=it,
+                    source_id=source,
+                    position=next_pos[source],
+                    occurred=occurred,
+                    entities=extract_entities(piece),
+                )
+            )
+            next_pos[source] += 1
+    return units
+
+
+async def store_units(conn: asyncpg.Connection, bank_id: str, units: list[Unit], vectors) -> None:
+    """Write units, their entities and links; the caller holds the transaction."""
+    now = datetime.now(timezone.utc)
+    records = []
+    for u, vec in zip(units, vectors):
+        it = u.item
+        records.append((
+            u.id, bank_id, u.text, u.kind, it.context, vec,
+            u.occurred[0] if u.occurred else None, u.occurred[1] if u.occurred else None,
+            it.timestamp or now, it.tags, json.dumps(it.metadata, default=str),
+            it.document_id, u.source_id, u.position,
+        ))
+    await conn.copy_records_to_table("memories", records=records, columns=_COPY_COLUMNS)
+
+    mentions: Counter[str] = Counter()
+    names: dict[str, tuple[str, str]] = {}
+    for u in units:
+        for name, kind in u.entities:
+            c = canonical(name)
+            mentions[c] += 1
+            names.setdefault(c, (name, kind))
+    if not mentions:
+        return
+    keys = sorted(mentions)  # fixed order: concurrent upserts of the same names cannot deadlock
+    rows = await conn.fetch(
+        "INSERT INTO entities (bank_id, name, canonical, kind, mention_count)"
+        " SELECT $1, n, c, k, m FROM unnest($2::text[], $3::text[], $4::text[], $5::int[]) AS t(n, c, k, m)"
+        " ORDER BY c"
+        " ON CONFLICT (bank_id, canonical) DO UPDATE SET mention_count = entities.mention_count + EXCLUDED.mention_count"
+        " RETURNING id, canonical",
+        bank_id,
+        [names[k][0] for k in keys], keys, [names[k][1] for k in keys], [mentions[k] for k in keys],
+    )
+    ids = {r["canonical"]: r["id"] for r in rows}
+    ent_ids, mem_ids = [], []
+    for u in units:
+        for c in {canonical(n) for n, _ in u.entities}:
+            ent_ids.append(ids[c])
+            mem_ids.append(u.id)
+    await conn.execute(
+        "INSERT INTO memory_entities (entity_id, memory_id)"
+        " SELECT * FROM unnest($1::bigint[], $2::uuid[]) ON CONFLICT DO NOTHING",
+        ent_ids, mem_ids,
+    )
+
+
+async def delete_documents(conn: asyncpg.Connection, bank_id: str, document_ids: list[str]) -> int:
+    """Remove a document's units (and their share of entity mention counts)."""
+    await conn.execute(
+        "UPDATE entities e SET mention_count = greatest(0, e.mention_count - x.n)"
+        " FROM (SELECT me.entity_id, count(*) AS n FROM memory_entities me"
+        "       JOIN memories m ON m.id = me.memory_id"
+        "       WHERE m.bank_id = $1 AND m.document_id = ANY($2::text[]) GROUP BY me.entity_id) x"
+        " WHERE e.id = x.entity_id",
+        bank_id, document_ids,
+    )
+    status = await conn.execute(
+        "DELETE FROM memories WHERE bank_id = $1 AND document_id = ANY($2::text[])", bank_id, document_ids
+    )
+    return int(status.split()[-1])
+
+
+async def retain(engine, bank_id: str, items: list[RetainItem]) -> RetainResult:
+    s = engine.settings
+    check_items(items, s.max_batch_items, s.max_content_chars)
+
+    def cpu_work():
+        units = prepare_units(items, s.unit_max_chars)
+        return units, engine.embedder.embed([u.text for u in units])
+
+    async with engine.cpu_slots:
+        units, vectors = await asyncio.to_thread(cpu_work)
+    doc_ids = sorted({it.document_id for it in items if it.document_id})
+    async with engine.pool.acquire() as conn:
+        async with conn.transaction():
+            await ensure_bank(conn, bank_id)
+            for d in doc_ids:
+                await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"{bank_id}\x00{d}")
+            if doc_ids:
+                await delete_documents(conn, bank_id, doc_ids)
+            await store_units(conn, bank_id, units, vectors)
+    return RetainResult(
+        bank_id=bank_id, memory_ids=[str(u.id) for u in units], items=len(items), units=len(units)
+    )

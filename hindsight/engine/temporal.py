@@ -1,0 +1,167 @@
+"""Time expressions in text, resolved to windows against a reference time.
+
+Retain uses it to give a unit an occurred window ("yesterday" in a message sent on 8 May 2023 is
+7 May 2023); recall uses it on the query ("what did she do last May?") for the temporal arm.
+Relative expressions are resolved here because they denote windows (a day, a week, a month), not
+instants, which is what `dateparser` returns; absolute dates go to `dateparser`. A cheap regex
+gate runs first so that text without a time word costs almost nothing on the retain path.
+"""
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_name) if m}
+MONTHS.update({m.lower(): i for i, m in enumerate(calendar.month_abbr) if m})
+MONTHS.pop("may", None)
+MONTHS["may"] = 5
+WEEKDAYS = {d.lower(): i for i, d in enumerate(calendar.day_name)}
+_MONTH_RE = r"(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)"
+_WEEKDAY_RE = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+_NUM_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+              "seven": 7, "eight": 8, "nine": 9, "ten": 10, "couple of": 2, "few": 3, "several": 3}
+
+_GATE = re.compile(
+    r"\b(yesterday|today|tonight|tomorrow|ago|last|next|this|in|\d{4}|" + _MONTH_RE[1:-1] + "|" + _WEEKDAY_RE[1:-1] + r")\b",
+    re.I,
+)
+_PATTERNS: list[tuple[str, re.Pattern]] = [
+    ("iso", re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")),
+    ("day_month_year", re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH_RE + r",?\s+(\d{4})\b", re.I)),
+    ("month_day_year", re.compile(r"\b" + _MONTH_RE + r"\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b", re.I)),
+    ("month_year", re.compile(r"\b" + _MONTH_RE + r"\.?,?\s+(?:of\s+)?(\d{4})\b", re.I)),
+    ("rel_day", re.compile(r"\b(yesterday|today|tonight|tomorrow)\b", re.I)),
+    ("ago", re.compile(r"\b(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|couple of|few|several)\s+(day|week|month|year)s?\s+ago\b", re.I)),
+    ("rel_unit", re.compile(r"\b(last|this|next|past)\s+(week|weekend|month|year)\b", re.I)),
+    ("rel_weekday", re.compile(r"\b(last|this|next|on)\s+" + _WEEKDAY_RE + r"\b", re.I)),
+    ("rel_month", re.compile(r"\b(last|this|next|in|since|during)\s+" + _MONTH_RE + r"\b(?!\s+\d)", re.I)),
+    ("year", re.compile(r"\b(?:in|since|during|of)\s+((?:19|20)\d{2})\b", re.I)),
+]
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    start: datetime
+    end: datetime
+    text: str
+
+
+def _day(d: datetime) -> tuple[datetime, datetime]:
+    s = d.replace(hour=0, minute=0, second=0, microsecond=0)
+    return s, s + timedelta(days=1)
+
+
+def _month(year: int, month: int, tz) -> tuple[datetime, datetime]:
+    s = datetime(year, month, 1, tzinfo=tz)
+    e = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=tz)
+    return s, e
+
+
+def _year(year: int, tz) -> tuple[datetime, datetime]:
+    return datetime(year, 1, 1, tzinfo=tz), datetime(year + 1, 1, 1, tzinfo=tz)
+
+
+def _week(d: datetime) -> tuple[datetime, datetime]:
+    s, _ = _day(d - timedelta(days=d.weekday()))
+    return s, s + timedelta(days=7)
+
+
+def _shift_months(d: datetime, n: int) -> datetime:
+    m = d.month - 1 + n
+    y = d.year + m // 12
+    m = m % 12 + 1
+    return d.replace(year=y, month=m, day=min(d.day, calendar.monthrange(y, m)[1]))
+
+
+def _resolve(kind: str, m: re.Match, base: datetime) -> tuple[datetime, datetime] | None:
+    tz = base.tzinfo
+    g = [x.lower() if isinstance(x, str) else x for x in m.groups()]
+    try:
+        if kind == "iso":
+            return _day(datetime(int(g[0]), int(g[1]), int(g[2]), tzinfo=tz))
+        if kind == "day_month_year":
+            return _day(datetime(int(g[2]), MONTHS[g[1]], int(g[0]), tzinfo=tz))
+        if kind == "month_day_year":
+            return _day(datetime(int(g[2]), MONTHS[g[0]], int(g[1]), tzinfo=tz))
+        if kind == "month_year":
+            return _month(int(g[1]), MONTHS[g[0]], tz)
+    except (ValueError, KeyError):
+        return None
+    if kind == "rel_day":
+        offset = {"yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1}[g[0]]
+        return _day(base + timedelta(days=offset))
+    if kind == "ago":
+        n = int(g[0]) if g[0].isdigit() else _NUM_WORDS.get(g[0], 1)
+        unit = g[1]
+        if unit == "day":
+            return _day(base - timedelta(days=n))
+        if unit == "week":
+            return _week(base - timedelta(weeks=n))
+        if unit == "month":
+            d = _shift_months(base, -n)
+            return _month(d.year, d.month, tz)
+        return _year(base.year - n, tz)
+    if kind == "rel_unit":
+        which, unit = g
+        step = {"last": -1, "past": -1, "this": 0, "next": 1}[which]
+        if unit in ("week", "weekend"):
+            s, e = _week(base + timedelta(weeks=step))
+            return (s + timedelta(days=5), e) if unit == "weekend" else (s, e)
+        if unit == "month":
+            d = _shift_months(base, step)
+            return _month(d.year, d.month, tz)
+        return _year(base.year + step, tz)
+    if kind == "rel_weekday":
+        which, wd = g
+        target = WEEKDAYS[wd]
+        delta = (base.weekday() - target) % 7
+        if which == "next":
+            ahead = (target - base.weekday()) % 7 or 7
+            return _day(base + timedelta(days=ahead))
+        if which == "last":
+            delta = delta or 7
+        return _day(base - timedelta(days=delta))
+    if kind == "rel_month":
+        which, mon = g[0], MONTHS[g[1]]
+        if which == "next":
+            year = base.year if mon > base.month else base.year + 1
+        elif which == "this":
+            year = base.year
+        elif which == "last":
+            year = base.year if mon < base.month else base.year - 1
+        else:  # in / since / during: the most recent such month, this one included
+            year = base.year if mon <= base.month else base.year - 1
+        return _month(year, mon, tz)
+    if kind == "year":
+        return _year(int(g[0]), tz)
+    return None
+
+
+def find_time_windows(text: str, base: datetime | None) -> list[TimeWindow]:
+    """Windows for every time expression in `text`, in order of appearance."""
+    if not text or not _GATE.search(text):
+        return []
+    base = base or datetime.now(timezone.utc)
+    if base.tzinfo is None:
+        base = base.replace(tzinfo=timezone.utc)
+    taken: list[tuple[int, int]] = []
+    out: list[tuple[int, TimeWindow]] = []
+    for kind, rx in _PATTERNS:
+        for m in rx.finditer(text):
+            if any(m.start() < e and s < m.end() for s, e in taken):
+                continue
+            win = _resolve(kind, m, base)
+            if win is None:
+                continue
+            taken.append((m.start(), m.end()))
+            out.append((m.start(), TimeWindow(win[0], win[1], m.group(0))))
+    return [w for _, w in sorted(out, key=lambda x: x[0])]
+
+
+def parse_absolute(text: str) -> datetime | None:
+    """A free-form absolute date ("8 May 2023", "May 8th") via dateparser, for CLI/REST input."""
+    import dateparser
+
+    return dateparser.parse(text, settings={"RETURN_AS_TIMEZONE_AWARE": True, "PREFER_DATES_FROM": "past"})

@@ -1,0 +1,83 @@
+"""ASGI routing in front of the MCP servers.
+
+`/mcp` and `/mcp/` (no redirect) go to the multi-bank server, `/mcp/{bank_id}` and
+`/mcp/{bank_id}/` to the single-bank server. Authentication happens here, once per HTTP request,
+and a bank-scoped key is refused at the door for a bank path or X-Bank-Id header it may not reach
+(the `bank_id` argument is checked again in the engine). Known client habits are accepted: a
+missing or `*/*` Accept header is treated as accepting JSON and SSE, and a GET (Claude Code sends
+one before initialize) gets the SDK's 405, which clients read as "no standalone stream".
+"""
+from __future__ import annotations
+
+import json
+import re
+
+from ..config import BANK_ID_PATTERN
+from ..engine.errors import HindsightError
+from .surfaces import SCOPE_KEY
+
+_BANK = re.compile(BANK_ID_PATTERN)
+_ACCEPT = b"application/json, text/event-stream"
+
+
+async def send_json(send, status: int, body: dict, headers: list | None = None) -> None:
+    data = json.dumps(body).encode()
+    await send({
+        "type": "http.response.start", "status": status,
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+        + (headers or []),
+    })
+    await send({"type": "http.response.body", "body": data})
+
+
+def _header(scope, name: bytes) -> str | None:
+    for k, v in scope.get("headers", []):
+        if k == name:
+            return v.decode("latin-1")
+    return None
+
+
+class MCPRouter:
+    def __init__(self, engine, single, multi):
+        self.engine = engine
+        self.single = single  # session managers
+        self.multi = multi
+
+    async def __call__(self, scope, receive, send):
+        path = scope["path"].rstrip("/")
+        parts = path.split("/")[2:]  # after "", "mcp"
+        if len(parts) > 1:
+            return await send_json(send, 404, {"error": "not_found", "message": f"no MCP endpoint at {scope['path']}"})
+        bank_id = parts[0] if parts else None
+        if bank_id is not None and not _BANK.match(bank_id):
+            return await send_json(send, 404, {
+                "error": "not_found",
+                "message": f"invalid bank id {bank_id!r} in the URL; use 1-64 characters of A-Z a-z 0-9 _ -",
+            })
+        try:
+            who = await self.engine.authenticate(_header(scope, b"authorization"))
+            header_bank = (_header(scope, b"x-bank-id") or "").strip() or None
+            if header_bank is not None and not _BANK.match(header_bank):
+                return await send_json(send, 400, {
+                    "error": "invalid_argument", "field": "X-Bank-Id",
+                    "message": f"X-Bank-Id: invalid bank id {header_bank!r}",
+                })
+            if bank_id is not None:
+                who.require_bank(bank_id)
+            elif header_bank is not None:
+                who.require_bank(header_bank)
+        except HindsightError as exc:
+            extra = [(b"www-authenticate", b'Bearer realm="hindsight"')] if exc.status == 401 else []
+            return await send_json(send, exc.status, exc.to_dict(), extra)
+
+        headers = [(k, v) for k, v in scope["headers"] if k != b"accept"]
+        accept = _header(scope, b"accept")
+        if not accept or accept.strip() in ("*/*", "application/*"):
+            accept = _ACCEPT.decode()
+        elif "application/json" in accept and "text/event-stream" not in accept:
+            accept += ", text/event-stream"
+        headers.append((b"accept", accept.encode()))
+        scope = dict(scope, headers=headers, path="/mcp", raw_path=b"/mcp")
+        scope[SCOPE_KEY] = {"who": who, "bank_id": bank_id, "header_bank": header_bank}
+        manager = self.single if bank_id is not None else self.multi
+        await manager.handle_request(scope, receive, send)
