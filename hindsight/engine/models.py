@@ -61,13 +61,21 @@ class RetainItem(BaseModel):
         v = _maybe_json(v)
         if v is None:
             return {}
-        if isinstance(v, dict) and len(json.dumps(v, default=str)) > 16_384:
-            raise ValueError("metadata is larger than 16 KiB")
+        if isinstance(v, dict):
+            dumped = json.dumps(v, default=str)
+            if len(dumped) > 16_384:
+                raise ValueError("metadata is larger than 16 KiB")
+            if "\\u0000" in dumped:
+                raise ValueError("metadata may not contain NUL characters")
         return v
 
-    @field_validator("content")
+    @field_validator("content", "context", "document_id")
     @classmethod
-    def _content(cls, v: str) -> str:
+    def _content(cls, v: str | None) -> str | None:
+        # PostgreSQL text cannot hold NUL; it never carries meaning in text, so drop it.
+        if v is None:
+            return v
+        v = v.replace("\x00", "")
         if not v.strip():
             raise ValueError("content is blank")
         return v

@@ -163,7 +163,7 @@ async def retain(engine, bank_id: str, items: list[RetainItem]) -> RetainResult:
         async with conn.transaction():
             await ensure_bank(conn, bank_id)
             for d in doc_ids:
-                await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"{bank_id}\x00{d}")
+                await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"{bank_id}/{d}")
             if doc_ids:
                 await delete_documents(conn, bank_id, doc_ids)
             await store_units(conn, bank_id, units, vectors)

@@ -70,6 +70,11 @@ class MCPRouter:
             extra = [(b"www-authenticate", b'Bearer realm="hindsight"')] if exc.status == 401 else []
             return await send_json(send, exc.status, exc.to_dict(), extra)
 
+        if scope["method"] in ("GET", "DELETE"):
+            # Stateless server: no standalone SSE stream to open and no session to end.
+            return await send_json(send, 405, {
+                "error": "method_not_allowed", "message": "this MCP endpoint is stateless: POST JSON-RPC messages",
+            }, [(b"allow", b"POST")])
         headers = [(k, v) for k, v in scope["headers"] if k != b"accept"]
         accept = _header(scope, b"accept")
         if not accept or accept.strip() in ("*/*", "application/*"):

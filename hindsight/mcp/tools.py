@@ -7,6 +7,7 @@ HINDSIGHT_MCP_BANK_ID). `scope="global"` tools (bank management) exist only in m
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
@@ -42,7 +43,7 @@ TOOLS: list[ToolDef] = []
 
 def tool(*, scope: str = "bank", read_only: bool = False, destructive: bool = False, idempotent: bool = False):
     def deco(fn: Callable) -> Callable:
-        TOOLS.append(ToolDef(fn, fn.__name__, (fn.__doc__ or "").strip(), scope, read_only, destructive, idempotent))
+        TOOLS.append(ToolDef(fn, fn.__name__, inspect.cleandoc(fn.__doc__ or ""), scope, read_only, destructive, idempotent))
         return fn
 
     return deco

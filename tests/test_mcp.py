@@ -1,0 +1,146 @@
+"""MCP over Streamable HTTP with the official SDK client, both surfaces."""
+from __future__ import annotations
+
+import httpx
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from conftest import Server, mcp_session
+
+
+async def tool_names(url, headers=None):
+    async with mcp_session(url, headers) as c:
+        return {t.name: t for t in (await c.list_tools()).tools}
+
+
+async def test_single_bank_surface(server, bank):
+    tools = await tool_names(f"{server.url}/mcp/{bank}/")
+    assert set(tools) == {"retain", "retain_batch", "recall"}
+    assert "bank_id" not in tools["recall"].input_schema["properties"]
+    assert tools["recall"].annotations.read_only_hint is True
+    assert tools["retain"].annotations.read_only_hint is False
+    async with mcp_session(f"{server.url}/mcp/{bank}/") as c:
+        r = await c.call_tool("retain", {"content": "User prefers Python over JavaScript for backend development",
+                                         "context": "programming_preferences"})
+        assert not r.is_error and len(r.structured_content["memory_ids"]) == 1
+        r = await c.call_tool("recall", {"query": "What are the user's programming language preferences?"})
+        assert r.structured_content["results"][0]["text"].startswith("User prefers Python")
+        assert "User prefers Python" in r.content[0].text
+
+
+async def test_multi_bank_surface_and_resolution(server, bank):
+    tools = await tool_names(f"{server.url}/mcp/")
+    assert {"retain", "recall", "retain_batch", "list_banks", "create_bank"} <= set(tools)
+    assert "bank_id" in tools["recall"].input_schema["properties"]
+    assert "bank_id" in tools["create_bank"].input_schema["required"]
+    h_bank, a_bank = bank + "_h", bank + "_a"
+    async with mcp_session(f"{server.url}/mcp", {"X-Bank-Id": h_bank}) as c:
+        created = await c.call_tool("create_bank", {"bank_id": a_bank, "name": "Arg bank", "mission": "test"})
+        assert created.structured_content["created"] is True
+        await c.call_tool("retain", {"content": "Header bank memory about kayaks."})
+        await c.call_tool("retain", {"content": "Argument bank memory about kayaks.", "bank_id": a_bank})
+        by_header = await c.call_tool("recall", {"query": "kayaks"})
+        by_arg = await c.call_tool("recall", {"query": "kayaks", "bank_id": a_bank})
+        assert [m["text"] for m in by_header.structured_content["results"]] == ["Header bank memory about kayaks."]
+        assert [m["text"] for m in by_arg.structured_content["results"]] == ["Argument bank memory about kayaks."]
+        banks = {b["bank_id"] for b in (await c.call_tool("list_banks", {})).structured_content["banks"]}
+        assert {h_bank, a_bank} <= banks
+
+
+async def test_env_default_bank(pg_url, bank):
+    s = Server({"HINDSIGHT_API_DATABASE_URL": pg_url, "HINDSIGHT_MCP_BANK_ID": bank}).start()
+    try:
+        async with mcp_session(f"{s.url}/mcp") as c:
+            await c.call_tool("retain", {"content": "Default bank memory."})
+        with httpx.Client(base_url=s.url) as api:
+            assert api.get(f"/v1/banks/{bank}/memories").json()["total"] == 1
+    finally:
+        s.stop()
+
+
+@pytest.mark.parametrize("args,needle", [
+    ({}, "query"),
+    ({"query": 5}, "query"),
+    ({"query": "x", "max_tokens": "lots"}, "max_tokens"),
+    ({"query": "x", "max_tokens": 0}, "max_tokens"),
+    ({"query": "x", "types": ["opinion"]}, "types"),
+    ({"query": "   "}, "query"),
+])
+async def test_recall_bad_arguments(server, bank, args, needle):
+    async with mcp_session(f"{server.url}/mcp/{bank}/") as c:
+        await c.call_tool("retain", {"content": "something"})
+        with pytest.raises(MCPError) as e:
+            await c.call_tool("recall", args)
+        assert e.value.code == -32602 and needle in e.value.message
+
+
+@pytest.mark.parametrize("args,needle", [
+    ({}, "content"),
+    ({"content": ["a"]}, "content"),
+    ({"content": "x", "timestamp": "yesterday-ish"}, "timestamp"),
+    ({"content": "x" * 100_001}, "100000"),
+    ({"content": "x", "tags": [1]}, "tags"),
+])
+async def test_retain_bad_arguments_change_nothing(server, bank, args, needle):
+    async with mcp_session(f"{server.url}/mcp/{bank}/") as c:
+        await c.call_tool("retain", {"content": "kept"})
+        with pytest.raises(MCPError) as e:
+            await c.call_tool("retain", args)
+        assert e.value.code == -32602 and needle in e.value.message
+        with pytest.raises(MCPError) as e:
+            await c.call_tool("retain_batch", {"items": [{"content": "fine"}, {"content": 3}]})
+        assert e.value.code == -32602 and "items.1.content" in e.value.message
+    with server.http() as api:
+        assert api.get(f"/v1/banks/{bank}/memories").json()["total"] == 1
+
+
+async def test_unknown_bank_tool_and_lenient_arguments(server, bank):
+    async with mcp_session(f"{server.url}/mcp/") as c:
+        with pytest.raises(MCPError) as e:
+            await c.call_tool("recall", {"query": "x", "bank_id": bank + "_missing"})
+        assert e.value.code == -32602 and "does not exist" in e.value.message
+        with pytest.raises(MCPError) as e:
+            await c.call_tool("recall", {"query": "x", "bank_id": "no spaces allowed"})
+        assert e.value.code == -32602 and "bank_id" in e.value.message
+        with pytest.raises(MCPError) as e:
+            await c.call_tool("no_such_tool", {})
+        assert e.value.code == -32602
+        # agents send lists as JSON strings and add stray arguments
+        r = await c.call_tool("retain", {"content": "Tagged memory", "tags": '["a", "b"]', "bank_id": bank, "mood": "happy"})
+        assert not r.is_error
+        r = await c.call_tool("recall", {"query": "Tagged", "tags": '["b"]', "bank_id": bank})
+        assert r.structured_content["results"][0]["tags"] == ["a", "b"]
+
+
+def test_raw_http_shapes(server, bank):
+    """curl-style calls: no initialize, no Accept header, /mcp without slash, GET, bad JSON-RPC."""
+    with httpx.Client(base_url=server.url, follow_redirects=False) as h:
+        body = {"jsonrpc": "2.0", "method": "tools/list", "id": 1}
+        for path in ("/mcp", "/mcp/", f"/mcp/{bank}", f"/mcp/{bank}/"):
+            r = h.post(path, json=body, headers={"X-Bank-Id": bank})
+            assert r.status_code == 200, (path, r.text)
+            assert r.json()["result"]["tools"]
+        r = h.post("/mcp", json=body, headers={"Accept": "application/json, text/event-stream"})
+        assert r.status_code == 200
+        assert h.get(f"/mcp/{bank}/").status_code == 405
+        r = h.post(f"/mcp/{bank}/", content=b"{nope", headers={"content-type": "application/json"})
+        assert r.json()["error"]["code"] == -32700
+        r = h.post(f"/mcp/{bank}/", json={"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "recall"}})
+        assert r.json()["error"]["code"] == -32602
+        r = h.post(f"/mcp/{bank}/", json={"jsonrpc": "2.0", "id": 4, "method": "no/such"})
+        assert r.json()["error"]["code"] == -32601
+        assert h.post("/mcp/bad id/", json=body).status_code == 404
+        assert h.post(f"/mcp/{bank}/extra", json=body).status_code == 404
+        r = h.post("/mcp", json=body, headers={"X-Bank-Id": "bad id"})
+        assert r.status_code == 400 and "X-Bank-Id" in r.json()["message"]
+
+
+def test_mcp_disabled(pg_url):
+    s = Server({"HINDSIGHT_API_DATABASE_URL": pg_url, "HINDSIGHT_API_MCP_ENABLED": "false"}).start()
+    try:
+        with httpx.Client(base_url=s.url) as h:
+            for path in ("/mcp", "/mcp/", "/mcp/alice/"):
+                assert h.post(path, json={"jsonrpc": "2.0", "method": "tools/list", "id": 1}).status_code == 404
+            assert h.get("/health").json()["mcp"] is False
+    finally:
+        s.stop()
