@@ -31,7 +31,7 @@ class Server:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
-        self.env.update({"HINDSIGHT_API_PORT": str(self.port), "HINDSIGHT_API_LOG_LEVEL": "warning"})
+        self.env.update({"HINDSIGHT_API_PORT": str(self.port), "HINDSIGHT_API_LOG_LEVEL": "info"})
         if data_dir is not None:
             self.env["HINDSIGHT_API_DATA_DIR"] = str(data_dir)
         self.env.update(env)

@@ -28,7 +28,8 @@ def create_app(settings: Settings) -> "RootApp":
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
-        await engine.start()
+        if engine.pool is None:  # `hindsight serve` starts it earlier; plain ASGI hosts start it here
+            await engine.start()
         async with contextlib.AsyncExitStack() as stack:
             if settings.mcp_enabled:
                 single, multi = _manager(build_server(engine, False)), _manager(build_server(engine, True))

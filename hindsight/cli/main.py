@@ -2,6 +2,7 @@
 over REST (URL from --url / HINDSIGHT_URL, key from --key / HINDSIGHT_KEY)."""
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -47,13 +48,20 @@ def serve(host: str | None, port: int | None) -> None:
         lifespan="on", timeout_graceful_shutdown=10,
     )
     server = uvicorn.Server(config)
-    try:
-        server.run()
-    except Exception as exc:  # start-up failures (database, model) end with a message, not a trace
-        click.echo(f"hindsight: {exc}", err=True)
-        sys.exit(1)
-    if not server.started:
-        sys.exit(1)
+
+    async def run() -> int:
+        # Start the engine before serving so that a database or model problem ends with one
+        # clear line instead of uvicorn's lifespan traceback.
+        try:
+            await app.engine.start()
+        except Exception as exc:
+            click.echo(f"hindsight: cannot start: {exc}", err=True)
+            await app.engine.close()
+            return 1
+        await server.serve()
+        return 0 if server.started else 1
+
+    sys.exit(asyncio.run(run()))
 
 
 # ---- client side ------------------------------------------------------------------------

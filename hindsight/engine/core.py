@@ -11,7 +11,9 @@ import time
 
 from ..config import Settings
 from ..db.embedded import EmbeddedPostgres
-from ..db.pool import create_pool, ensure_vector_extension, migrate, redact
+import asyncpg
+
+from ..db.pool import DatabaseError, create_pool, ensure_vector_extension, migrate, redact
 from ..embedding import load_embedder
 from . import banks, keys, memories
 from .banks import check_bank_id
@@ -52,7 +54,10 @@ class Engine:
             url = await asyncio.to_thread(self.embedded.start)
             self.database_label = f"embedded PostgreSQL in {self.embedded.pgdata}"
         log.warning("DATABASE: using %s", self.database_label)
-        await ensure_vector_extension(url)
+        try:
+            await ensure_vector_extension(url)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise DatabaseError(f"cannot connect to the {self.database_label}: {exc}") from None
         applied = await migrate(url)
         if applied:
             log.info("migrations applied: %s", ", ".join(applied))
