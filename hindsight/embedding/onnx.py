@@ -30,6 +30,9 @@ class Embedder:
         if threads:
             opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
+        # The arena keeps the peak activation memory of the largest batch for the process's
+        # lifetime (~150 MB); without it memory returns after each batch at no measurable cost.
+        opts.enable_cpu_mem_arena = False
         self.session = ort.InferenceSession(str(model_path), opts, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self.session.get_inputs()}
         self.dim = int(self.embed(["dimension probe"])[0].shape[0])

@@ -1,0 +1,244 @@
+"""LoCoMo retrieval benchmark: evidence recall@5/10/20 per category, recall latency and retain
+throughput, next to a pure-vector baseline computed in the same run, plus latency on a bank grown
+to --scale memories (synthesised from the LoCoMo turns with perturbed embeddings).
+
+    .venv/bin/python bench/locomo.py            # full run (about 15 minutes on 2 cores)
+    .venv/bin/python bench/locomo.py --scale 0  # skip the large-bank part
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+
+import asyncpg
+import httpx
+import numpy as np
+import psutil
+from pgvector.asyncpg import register_vector
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from hindsight.embedding import load_embedder  # noqa: E402
+from hindsight.testing import Server  # noqa: E402
+
+LOCOMO = Path(os.environ.get("LOCOMO_DIR", ROOT.parent / "shared" / "bench" / "locomo"))
+sys.path.insert(0, str(LOCOMO))
+import load as locomo  # noqa: E402
+
+KS = (5, 10, 20)
+CATS = ("single-hop", "multi-hop", "temporal", "open-domain")
+
+
+def pct(xs, p):
+    return float(np.percentile(np.array(xs), p)) if xs else float("nan")
+
+
+class RSS:
+    def __init__(self, pid):
+        self.proc = psutil.Process(pid)
+        self.peak = 0
+
+    def sample(self):
+        self.peak = max(self.peak, self.proc.memory_info().rss)
+
+
+def turn_items(conv):
+    for s in conv["sessions"]:
+        items = []
+        for t in s["turns"]:
+            text = f"{t['speaker']}: {t['text']}"
+            if t["image_caption"]:
+                text += f" [shares image: {t['image_caption']}]"
+            items.append({
+                "content": text, "timestamp": (t["timestamp"] + "Z") if t["timestamp"] else None,
+                "metadata": {"turn_id": t["turn_id"]}, "document_id": f"{conv['sample_id']}:{s['session_id']}",
+            })
+        yield [{k: v for k, v in it.items() if v is not None} for it in items]
+
+
+async def retain_all(client, convs, rss):
+    n, t0 = 0, time.perf_counter()
+    for conv in convs:
+        bank = "locomo_" + conv["sample_id"].replace("-", "_")
+        batch = []
+        for session in turn_items(conv):
+            if batch and len(batch) + len(session) > 1000:
+                (await client.post(f"/v1/banks/{bank}/memories", json={"items": batch})).raise_for_status()
+                n += len(batch)
+                batch = []
+            batch.extend(session)
+        if batch:
+            (await client.post(f"/v1/banks/{bank}/memories", json={"items": batch})).raise_for_status()
+            n += len(batch)
+        rss.sample()
+    return n, time.perf_counter() - t0
+
+
+async def timed_recall(client, bank, q, when):
+    t0 = time.perf_counter()
+    r = await client.post(f"/v1/banks/{bank}/recall", json={"query": q, "max_tokens": 4096, "query_timestamp": when})
+    r.raise_for_status()
+    return time.perf_counter() - t0, [m["metadata"].get("turn_id") for m in r.json()["results"]]
+
+
+async def concurrent(client, jobs, clients=16, rss=None):
+    lat, queue = [], list(jobs)
+    t0 = time.perf_counter()
+
+    async def worker():
+        while queue:
+            bank, q, when = queue.pop()
+            dt, _ = await timed_recall(client, bank, q, when)
+            lat.append(dt)
+            if rss and len(lat) % 50 == 0:
+                rss.sample()
+
+    await asyncio.gather(*(worker() for _ in range(clients)))
+    return len(lat) / (time.perf_counter() - t0), lat
+
+
+def score(ranked, evidence):
+    return {k: len(set(ranked[:k]) & set(evidence)) / len(evidence) for k in KS}
+
+
+async def synthesize(pg_url, bank, n, src_banks):
+    """Grow `bank` to n memories: LoCoMo turns with embeddings perturbed (sigma 0.03), so the
+    HNSW graph and full-text index see realistic, non-identical content."""
+    conn = await asyncpg.connect(pg_url)
+    await register_vector(conn)
+    rows = await conn.fetch("SELECT text, embedding, mentioned_at FROM memories WHERE bank_id = ANY($1::text[])", src_banks)
+    await conn.execute("INSERT INTO banks (id) VALUES ($1) ON CONFLICT DO NOTHING", bank)
+    rng = np.random.default_rng(7)
+    t0, done = time.perf_counter(), 0
+    while done < n:
+        recs = []
+        for i in range(done, min(n, done + 5000)):
+            r = rows[i % len(rows)]
+            v = np.asarray(r["embedding"], dtype=np.float32) + rng.normal(0, 0.03, 384).astype(np.float32)
+            recs.append((uuid.uuid4(), bank, f"{r['text']} (variant {i})", "world", "general", v / np.linalg.norm(v),
+                         None, None, r["mentioned_at"], [], "{}", None, f"syn:{i // 20}", i % 20))
+        await conn.copy_records_to_table("memories", records=recs, columns=[
+            "id", "bank_id", "text", "kind", "context", "embedding", "occurred_start", "occurred_end",
+            "mentioned_at", "tags", "metadata", "document_id", "source_id", "position"])
+        done += len(recs)
+        print(f"  synthesised {done}/{n} ({time.perf_counter() - t0:.0f}s)", flush=True)
+    await conn.execute("VACUUM ANALYZE memories")
+    await conn.close()
+
+
+async def main(args):
+    tmp = Path(tempfile.mkdtemp(prefix="hindsight-bench-"))
+    os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+    import pgserver
+
+    pg = pgserver.get_server(tmp / "pgdata", cleanup_mode="delete")
+    pg_url = pg.get_uri()
+    server = Server({"HINDSIGHT_API_DATABASE_URL": pg_url, "HINDSIGHT_API_DB_POOL_MAX": "40",
+                     "HINDSIGHT_API_LOG_LEVEL": "warning"}).start()
+    rss = RSS(server.proc.pid)
+    out = {"machine": f"{platform.machine()}, {psutil.cpu_count()} cores, {psutil.virtual_memory().total // 2**30} GiB, "
+                      f"Python {platform.python_version()}", "date": time.strftime("%Y-%m-%d")}
+    try:
+        convs = list(locomo.locomo_conversations())[: args.conversations]
+        last_ts = {c["sample_id"]: max(s["timestamp"] for s in c["sessions"] if s["timestamp"]) + "Z" for c in convs}
+        questions = [q for q in locomo.locomo_questions() if q["sample_id"] in last_ts
+                     and q["category"] in CATS and q["evidence"]]
+        async with httpx.AsyncClient(base_url=server.url, timeout=300,
+                                     limits=httpx.Limits(max_connections=64)) as client:
+            print(f"retaining {sum(len(c['turns']) for c in convs)} turns ...", flush=True)
+            n, dt = await retain_all(client, convs, rss)
+            out["retain"] = {"turns": n, "seconds": round(dt, 1), "turns_per_s": round(n / dt, 1)}
+            print(f"  {n} turns in {dt:.1f}s = {n / dt:.0f} turns/s", flush=True)
+
+            embedder = load_embedder()
+            pool = await asyncpg.create_pool(pg_url, min_size=1, max_size=4, init=register_vector)
+            hits = defaultdict(lambda: defaultdict(list))
+            lat = []
+            print(f"recalling {len(questions)} questions ...", flush=True)
+            for q in questions:
+                bank = "locomo_" + q["sample_id"].replace("-", "_")
+                dt, ranked = await timed_recall(client, bank, q["question"], last_ts[q["sample_id"]])
+                lat.append(dt)
+                vec = embedder.embed_query(q["question"])
+                base = [r[0] for r in await pool.fetch(
+                    "SELECT metadata->>'turn_id' FROM memories WHERE bank_id = $1 ORDER BY embedding <=> $2 LIMIT 20",
+                    bank, vec)]
+                for name, ids in (("hindsight", ranked), ("vector", base)):
+                    s = score(ids, q["evidence"])
+                    for k in KS:
+                        hits[name][(q["category"], k)].append(s[k])
+                        hits[name][("all", k)].append(s[k])
+            rss.sample()
+            await pool.close()
+            table = {}
+            for name in ("hindsight", "vector"):
+                table[name] = {cat: {f"r@{k}": round(statistics.mean(hits[name][(cat, k)]), 3) for k in KS}
+                               for cat in (*CATS, "all")}
+            out["evidence_recall"] = table
+            out["questions"] = {c: len(hits["hindsight"][(c, 5)]) for c in (*CATS, "all")}
+            out["recall_latency_ms_locomo"] = {"p50": round(pct(lat, 50) * 1000, 1), "p95": round(pct(lat, 95) * 1000, 1)}
+            jobs = [("locomo_" + q["sample_id"].replace("-", "_"), q["question"], last_ts[q["sample_id"]]) for q in questions]
+            qps, clat = await concurrent(client, jobs, 16, rss)
+            out["recall_16_clients_locomo"] = {"per_s": round(qps, 1), "p50_ms": round(pct(clat, 50) * 1000, 1),
+                                               "p95_ms": round(pct(clat, 95) * 1000, 1)}
+
+            if args.scale:
+                big = "scale_bank"
+                print(f"growing a bank to {args.scale} memories ...", flush=True)
+                await synthesize(pg_url, big, args.scale, ["locomo_" + c["sample_id"].replace("-", "_") for c in convs])
+                sample = [(big, q["question"], None) for q in questions[:: max(1, len(questions) // 300)]]
+                for b, qq, w in sample[:20]:  # warm caches
+                    await timed_recall(client, b, qq, w)
+                slat = []
+                for b, qq, w in sample:
+                    dt, _ = await timed_recall(client, b, qq, w)
+                    slat.append(dt)
+                rss.sample()
+                qps, clat = await concurrent(client, sample * 3, 16, rss)
+                out["scale"] = {
+                    "memories": args.scale,
+                    "sequential_ms": {"p50": round(pct(slat, 50) * 1000, 1), "p95": round(pct(slat, 95) * 1000, 1)},
+                    "clients_16": {"per_s": round(qps, 1), "p50_ms": round(pct(clat, 50) * 1000, 1),
+                                   "p95_ms": round(pct(clat, 95) * 1000, 1)},
+                }
+        out["server_peak_rss_mb"] = round(rss.peak / 2**20)
+    finally:
+        server.stop()
+        pg._cleanup()
+    report(out)
+    dest = ROOT / "bench" / "results"
+    dest.mkdir(exist_ok=True)
+    (dest / "latest.json").write_text(json.dumps(out, indent=2))
+
+
+def report(out):
+    print("\n== Hindsight LoCoMo benchmark ==", out["machine"], out["date"])
+    print(f"retain: {out['retain']['turns_per_s']} turns/s ({out['retain']['turns']} turns)")
+    print("evidence recall (hindsight | pure vector):")
+    er = out["evidence_recall"]
+    for cat in (*CATS, "all"):
+        h, v = er["hindsight"][cat], er["vector"][cat]
+        print(f"  {cat:12s} n={out['questions'][cat]:4d}  " + "  ".join(
+            f"@{k}: {h[f'r@{k}']:.3f} | {v[f'r@{k}']:.3f}" for k in KS))
+    print(f"recall latency (LoCoMo banks): {out['recall_latency_ms_locomo']}; 16 clients: {out['recall_16_clients_locomo']}")
+    if "scale" in out:
+        print(f"recall at {out['scale']['memories']} memories: sequential {out['scale']['sequential_ms']}; "
+              f"16 clients: {out['scale']['clients_16']}")
+    print(f"server peak RSS: {out['server_peak_rss_mb']} MB")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scale", type=int, default=100_000, help="grow a bank to this many memories (0: skip)")
+    ap.add_argument("--conversations", type=int, default=10)
+    asyncio.run(main(ap.parse_args()))
