@@ -3,12 +3,10 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Body, Depends, Query, Response
-from pydantic import ValidationError
-
 from ..engine.errors import InvalidArgument
 from ..engine.keys import Principal
 from ..engine.models import Memory, RecallRequest, RecallResult, RetainItem, RetainResult
-from ..mcp.tools import describe_validation
+from ..engine.validation import parse_retain_items
 from .deps import bank_path, engine, principal
 
 router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["memories"])
@@ -35,19 +33,11 @@ async def retain(
     if not isinstance(body, dict):
         raise InvalidArgument("body: expected a JSON object with 'content' or 'items'")
     if "items" in body:
-        if set(body) != {"items"} or not isinstance(body["items"], list):
+        if set(body) != {"items"}:
             raise InvalidArgument("body: a batch is exactly {\"items\": [ ... ]}", "items")
-        raw, prefix = body["items"], "items.{i}."
+        items = parse_retain_items(body["items"])
     else:
-        raw, prefix = [body], ""
-    items = []
-    for i, it in enumerate(raw):
-        if not isinstance(it, dict):
-            raise InvalidArgument(f"items.{i}: must be an object", "items")
-        try:
-            items.append(RetainItem(**it))
-        except ValidationError as exc:
-            raise InvalidArgument(describe_validation(exc, prefix.format(i=i))) from None
+        items = parse_retain_items([body], batch=False)
     return await eng.retain(who, bank_id, items)
 
 

@@ -18,7 +18,8 @@ from pydantic import ValidationError
 
 from ..engine.banks import check_bank_id
 from ..engine.errors import Forbidden, HindsightError, Unauthorized
-from .tools import TOOLS, Call, ToolDef, describe_validation
+from ..engine.validation import describe_validation
+from .tools import TOOLS, Call, ToolDef
 
 INVALID_PARAMS = -32602
 # JSON-RPC leaves -32000..-32099 to implementations; we use -32001 for authentication and

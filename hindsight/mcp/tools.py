@@ -14,6 +14,7 @@ from typing import Any, Callable, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from ..engine.errors import InvalidArgument
+from ..engine.validation import describe_validation, parse_retain_items
 from ..engine.keys import Principal
 from ..engine.models import (
     Bank, BankCreate, RecallRequest, RecallResult, RetainItem, RetainResult,
@@ -57,15 +58,6 @@ def validated(model: type[BaseModel], prefix: str = "", **values: Any):
         raise InvalidArgument(describe_validation(exc, prefix)) from None
 
 
-def describe_validation(exc: ValidationError, prefix: str = "") -> str:
-    parts = []
-    for err in exc.errors():
-        loc = prefix + ".".join(str(p) for p in err["loc"]) if err["loc"] else prefix.rstrip(".") or "arguments"
-        msg = err["msg"].removeprefix("Value error, ")
-        parts.append(f"{loc}: {msg}")
-    return "invalid arguments: " + "; ".join(parts)
-
-
 class BankList(BaseModel):
     banks: list[Bank]
 
@@ -105,16 +97,7 @@ async def retain_batch(call: Call, items: list[dict[str, Any]]) -> RetainResult:
 
     Each item takes the arguments of `retain`: content (required), context, timestamp, tags,
     metadata, document_id. All items are committed together or not at all."""
-    if not isinstance(items, list):
-        raise InvalidArgument("items: must be a list of objects", "items")
-    parsed = []
-    for i, it in enumerate(items):
-        if not isinstance(it, dict):
-            raise InvalidArgument(f"items.{i}: must be an object with at least 'content'", "items")
-        try:
-            parsed.append(RetainItem(**it))
-        except ValidationError as exc:
-            raise InvalidArgument(describe_validation(exc, f"items.{i}.")) from None
+    parsed = parse_retain_items(items)
     return await call.engine.retain(call.who, call.bank_id, parsed)
 
 
