@@ -124,7 +124,7 @@ async def synthesize(pg_url, bank, n, src_banks):
         recs = []
         for i in range(done, min(n, done + 5000)):
             r = rows[i % len(rows)]
-            v = np.asarray(r["embedding"], dtype=np.float32) + rng.normal(0, 0.03, 384).astype(np.float32)
+            v = r["embedding"].to_numpy().astype(np.float32) + rng.normal(0, 0.03, 384).astype(np.float32)
             recs.append((uuid.uuid4(), bank, f"{r['text']} (variant {i})", "world", "general", v / np.linalg.norm(v),
                          None, None, r["mentioned_at"], [], "{}", None, f"syn:{i // 20}", i % 20))
         await conn.copy_records_to_table("memories", records=recs, columns=[
@@ -192,6 +192,9 @@ async def main(args):
             out["recall_16_clients_locomo"] = {"per_s": round(qps, 1), "p50_ms": round(pct(clat, 50) * 1000, 1),
                                                "p95_ms": round(pct(clat, 95) * 1000, 1)}
 
+            out["server_peak_rss_mb"] = round(rss.peak / 2**20)
+            report(out)
+            save(out)
             if args.scale:
                 big = "scale_bank"
                 print(f"growing a bank to {args.scale} memories ...", flush=True)
@@ -216,6 +219,10 @@ async def main(args):
         server.stop()
         pg._cleanup()
     report(out)
+    save(out)
+
+
+def save(out):
     dest = ROOT / "bench" / "results"
     dest.mkdir(exist_ok=True)
     (dest / "latest.json").write_text(json.dumps(out, indent=2))

@@ -17,7 +17,6 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-import numpy as np
 
 from .entities import canonical
 from .models import Memory, RecallRequest, RecallResult
