@@ -29,6 +29,7 @@ from pgvector.asyncpg import register_vector
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from hindsight.embedding import load_embedder  # noqa: E402
+from hindsight.engine.retain import COPY_COLUMNS  # noqa: E402
 from hindsight.testing import Server  # noqa: E402
 
 LOCOMO = Path(os.environ.get("LOCOMO_DIR", ROOT.parent / "shared" / "bench" / "locomo"))
@@ -127,9 +128,7 @@ async def synthesize(pg_url, bank, n, src_banks):
             v = r["embedding"].to_numpy().astype(np.float32) + rng.normal(0, 0.03, 384).astype(np.float32)
             recs.append((uuid.uuid4(), bank, f"{r['text']} (variant {i})", "world", "general", v / np.linalg.norm(v),
                          None, None, r["mentioned_at"], [], "{}", None, f"syn:{i // 20}", i % 20))
-        await conn.copy_records_to_table("memories", records=recs, columns=[
-            "id", "bank_id", "text", "kind", "context", "embedding", "occurred_start", "occurred_end",
-            "mentioned_at", "tags", "metadata", "document_id", "source_id", "position"])
+        await conn.copy_records_to_table("memories", records=recs, columns=COPY_COLUMNS)
         done += len(recs)
         print(f"  synthesised {done}/{n} ({time.perf_counter() - t0:.0f}s)", flush=True)
     await conn.execute("VACUUM ANALYZE memories")

@@ -17,7 +17,7 @@ from ..db.pool import DatabaseError, create_pool, ensure_vector_extension, migra
 from ..embedding import load_embedder
 from . import banks, keys, memories
 from .banks import check_bank_id
-from .errors import NotFound
+from .errors import InvalidArgument, NotFound
 from .keys import Principal
 from .models import (
     ApiKey, ApiKeyCreate, Bank, BankCreate, BankUpdate, Memory, RecallRequest, RecallResult,
@@ -116,14 +116,14 @@ class Engine:
         check_bank_id(bank_id)
         who.require_bank(bank_id)
         if req.max_tokens > self.settings.max_recall_tokens:
-            from .errors import InvalidArgument
-
             raise InvalidArgument(
                 f"max_tokens: {req.max_tokens} exceeds the limit of {self.settings.max_recall_tokens}", "max_tokens"
             )
-        if not await self._bank_exists(bank_id):
+        result = await _recall(self, bank_id, req)
+        # Only an empty answer can hide a missing bank; the hot path saves the round trip.
+        if not result.results and not await self._bank_exists(bank_id):
             raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
-        return await _recall(self, bank_id, req)
+        return result
 
     async def list_memories(
         self, who: Principal, bank_id: str, limit: int = 50, offset: int = 0, document_id: str | None = None

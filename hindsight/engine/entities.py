@@ -52,12 +52,8 @@ _STOP = {
 _GIVEN_NAME_SHAPE = re.compile(r"^[A-Z][a-z]{1,14}$")
 
 
-def _canonical(name: str) -> str:
-    return re.sub(r"\s+", " ", name.replace("’", "'")).strip().lower()
-
-
 def canonical(name: str) -> str:
-    return _canonical(name)
+    return re.sub(r"\s+", " ", name.replace("’", "'")).strip().lower()
 
 
 def extract_entities(text: str) -> list[tuple[str, str]]:
@@ -108,7 +104,7 @@ def extract_entities(text: str) -> list[tuple[str, str]]:
                     kind = "person"
                 else:
                     kind = "name"
-                key = _canonical(name)
+                key = canonical(name)
                 if key not in found:
                     found[key] = (name, kind)
         i = max(j, i + 1)

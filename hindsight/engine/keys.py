@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import asyncpg
 
-from .errors import Forbidden, NotFound
+from .errors import Forbidden, InvalidArgument, NotFound
 from .models import ApiKey, ApiKeyCreate
 
 KEY_PREFIX = "hsk_"
@@ -66,8 +66,6 @@ def _row(r: asyncpg.Record, secret: str | None = None) -> ApiKey:
 
 async def create_key(pool: asyncpg.Pool, req: ApiKeyCreate) -> ApiKey:
     if req.role == "bank" and not req.banks:
-        from .errors import InvalidArgument
-
         raise InvalidArgument("banks: a bank-scoped key needs at least one bank", "banks")
     key_id = "key_" + secrets.token_hex(6)
     secret = KEY_PREFIX + secrets.token_urlsafe(32)

@@ -7,20 +7,20 @@ import uuid
 from .errors import InvalidArgument, NotFound
 from .models import Memory
 
-_COLUMNS = (
+COLUMNS = (
     "m.id, m.text, m.kind, m.context, m.occurred_start, m.occurred_end, m.mentioned_at,"
-    " m.document_id, m.metadata, m.tags, m.created_at,"
+    " m.document_id, m.metadata, m.tags, m.created_at, m.source_id, m.position,"
     " (SELECT coalesce(array_agg(e.name ORDER BY e.name), '{}') FROM memory_entities me"
     "  JOIN entities e ON e.id = me.entity_id WHERE me.memory_id = m.id) AS entities"
 )
 
 
-def to_memory(r) -> Memory:
+def to_memory(r, **extra) -> Memory:
     return Memory(
         id=str(r["id"]), text=r["text"], type=r["kind"], context=r["context"],
         occurred_start=r["occurred_start"], occurred_end=r["occurred_end"], mentioned_at=r["mentioned_at"],
         entities=list(r["entities"]), document_id=r["document_id"], metadata=json.loads(r["metadata"]),
-        tags=list(r["tags"]), created_at=r["created_at"],
+        tags=list(r["tags"]), created_at=r["created_at"], **extra,
     )
 
 
@@ -34,7 +34,7 @@ def parse_memory_id(memory_id: str) -> uuid.UUID:
 async def list_memories(pool, bank_id: str, limit: int, offset: int, document_id: str | None) -> tuple[list[Memory], int]:
     async with pool.acquire() as conn:
         rows = await conn.fetch(
-            f"SELECT {_COLUMNS} FROM memories m WHERE m.bank_id = $1 AND ($2::text IS NULL OR m.document_id = $2)"
+            f"SELECT {COLUMNS} FROM memories m WHERE m.bank_id = $1 AND ($2::text IS NULL OR m.document_id = $2)"
             " ORDER BY m.created_at DESC, m.source_id, m.position LIMIT $3 OFFSET $4",
             bank_id, document_id, limit, offset,
         )
@@ -48,7 +48,7 @@ async def list_memories(pool, bank_id: str, limit: int, offset: int, document_id
 async def get_memory(pool, bank_id: str, memory_id: str) -> Memory:
     mid = parse_memory_id(memory_id)
     async with pool.acquire() as conn:
-        r = await conn.fetchrow(f"SELECT {_COLUMNS} FROM memories m WHERE m.bank_id = $1 AND m.id = $2", bank_id, mid)
+        r = await conn.fetchrow(f"SELECT {COLUMNS} FROM memories m WHERE m.bank_id = $1 AND m.id = $2", bank_id, mid)
     if r is None:
         raise NotFound(f"memory {memory_id} does not exist in bank {bank_id!r}", "memory_id")
     return to_memory(r)

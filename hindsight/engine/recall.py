@@ -12,13 +12,13 @@ or item, adjacent position), because in conversations the answer is often the ne
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 
 from .entities import canonical
+from .memories import COLUMNS, to_memory
 from .models import Memory, RecallRequest, RecallResult
 from .temporal import find_time_windows
 from .text import estimate_tokens
@@ -144,14 +144,6 @@ async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
     return RecallResult(bank_id=bank_id, query=req.query, **_cut(results, req.max_tokens))
 
 
-_DETAIL_COLUMNS = (
-    "m.id, m.text, m.kind, m.context, m.occurred_start, m.occurred_end, m.mentioned_at,"
-    " m.document_id, m.metadata, m.tags, m.created_at, m.source_id, m.position,"
-    " (SELECT coalesce(array_agg(e.name ORDER BY e.name), '{}') FROM memory_entities me"
-    "  JOIN entities e ON e.id = me.entity_id WHERE me.memory_id = m.id) AS entities"
-)
-
-
 async def _details(pool, bank_id, order, f: Filters, scores, found_by) -> list[Memory]:
     """One round trip: the fused hits plus the neighbours of the best of them."""
     if not order:
@@ -163,7 +155,7 @@ async def _details(pool, bank_id, order, f: Filters, scores, found_by) -> list[M
             f" nb AS (SELECT m.* FROM memories m JOIN parents p ON m.bank_id = $1"
             f"   AND m.source_id = p.source_id AND m.position IN (p.position - 1, p.position + 1)"
             f"   WHERE true{f.sql})"
-            f" SELECT {_DETAIL_COLUMNS} FROM (SELECT * FROM hits UNION SELECT * FROM nb) m",
+            f" SELECT {COLUMNS} FROM (SELECT * FROM hits UNION SELECT * FROM nb) m",
             bank_id, order, order[:NEIGHBOUR_PARENTS], *f.params,
         )
     by_id = {r["id"]: r for r in rows}
@@ -178,20 +170,10 @@ async def _details(pool, bank_id, order, f: Filters, scores, found_by) -> list[M
             if nid is not None and nid not in scored:
                 scored[nid] = scores[parent] * NEIGHBOUR_DECAY
                 found_by.setdefault(nid, []).append("neighbour")
-    out = []
-    for mid in sorted(scored, key=scored.get, reverse=True):
-        r = by_id[mid]
-        out.append(
-            Memory(
-                id=str(mid), text=r["text"], type=r["kind"], context=r["context"],
-                occurred_start=r["occurred_start"], occurred_end=r["occurred_end"],
-                mentioned_at=r["mentioned_at"], entities=list(r["entities"]),
-                document_id=r["document_id"], metadata=json.loads(r["metadata"]),
-                tags=list(r["tags"]), created_at=r["created_at"],
-                score=round(scored[mid], 6), arms=found_by.get(mid, []),
-            )
-        )
-    return out
+    return [
+        to_memory(by_id[mid], score=round(scored[mid], 6), arms=found_by.get(mid, []))
+        for mid in sorted(scored, key=scored.get, reverse=True)
+    ]
 
 
 def _cut(results: list[Memory], max_tokens: int) -> dict:

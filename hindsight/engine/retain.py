@@ -25,7 +25,7 @@ from .temporal import find_time_windows
 from .text import split_units
 
 _FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|me|my|mine|myself|we|we're|our|us)\b")
-_COPY_COLUMNS = [
+COPY_COLUMNS = [
     "id", "bank_id", "text", "kind", "context", "embedding", "occurred_start", "occurred_end",
     "mentioned_at", "tags", "metadata", "document_id", "source_id", "position",
 ]
@@ -98,7 +98,7 @@ async def store_units(conn: asyncpg.Connection, bank_id: str, units: list[Unit],
             it.timestamp or now, it.tags, json.dumps(it.metadata, default=str),
             it.document_id, u.source_id, u.position,
         ))
-    await conn.copy_records_to_table("memories", records=records, columns=_COPY_COLUMNS)
+    await conn.copy_records_to_table("memories", records=records, columns=COPY_COLUMNS)
 
     mentions: Counter[str] = Counter()
     names: dict[str, tuple[str, str]] = {}
