@@ -77,10 +77,54 @@ class Settings(BaseSettings):
         pattern=BANK_ID_PATTERN,
     )
 
+    # ---- LLM (through litellm); no model means offline mode ----------------------------------
+    llm_model: str | None = Field(
+        None, description="litellm model string (e.g. `openai/gpt-4o-mini`, `anthropic/claude-...`, "
+        "`ollama/llama3`); unset means offline mode (no LLM).",
+    )
+    llm_api_key: str | None = Field(None, description="API key for the LLM provider.")
+    llm_base_url: str | None = Field(None, description="Base URL of the LLM API (OpenAI-compatible servers, Ollama, vLLM).")
+    retain_llm_model: str | None = Field(None, description="Model for fact extraction on retain; default: the LLM model.")
+    retain_llm_api_key: str | None = Field(None, description="API key for the retain model; default: the LLM API key.")
+    retain_llm_base_url: str | None = Field(None, description="Base URL for the retain model; default: the LLM base URL.")
+    reflect_llm_model: str | None = Field(None, description="Model for reflect and mental models; default: the LLM model.")
+    reflect_llm_api_key: str | None = Field(None, description="API key for the reflect model; default: the LLM API key.")
+    reflect_llm_base_url: str | None = Field(None, description="Base URL for the reflect model; default: the LLM base URL.")
+    llm_max_concurrent: int = Field(4, ge=1, le=256, description="Most LLM calls in flight per server process.")
+    llm_timeout: float = Field(120.0, gt=0, le=3600, description="Seconds before one LLM call is abandoned.")
+    llm_max_retries: int = Field(3, ge=0, le=10, description="Retries of a failed or malformed LLM call (exponential backoff).")
+    retain_llm_batch_tokens: int = Field(
+        3_000, ge=200, le=200_000, description="Token budget of the items sent in one fact-extraction call."
+    )
+    fact_dedup_threshold: float = Field(
+        0.95, ge=0.5, le=1.0, description="Cosine similarity above which a new fact is merged into an existing one."
+    )
+    retain_wait_timeout: float = Field(120.0, gt=0, le=3600, description="Longest `wait=true` retain waits for extraction.")
+    # ---- operations and the scheduler ----------------------------------------------------------
+    worker_concurrency: int = Field(2, ge=0, le=64, description="Operations run at once per process; 0 disables the worker.")
+    operation_max_attempts: int = Field(5, ge=1, le=50, description="Attempts before an operation is marked failed.")
+    operation_timeout: float = Field(900.0, gt=0, le=86_400, description="Wall-clock limit of one operation attempt, seconds.")
+    operation_lease: float = Field(
+        30.0, ge=1, le=3600, description="Seconds a worker's claim lasts without a heartbeat; a crashed worker's operations are reclaimed after it."
+    )
+    scheduler_interval: float = Field(1.0, gt=0, le=3600, description="Seconds between scheduler ticks (claim work, sweep stale models).")
+    mental_model_debounce: float = Field(
+        30.0, ge=0, le=86_400, description="Quiet seconds after new memories before a stale mental model is refreshed."
+    )
+    mental_model_history: int = Field(10, ge=1, le=1000, description="Content versions kept per mental model.")
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _lower(cls, v: object) -> object:
         return v.lower() if isinstance(v, str) else v
+
+    def llm_for(self, purpose: str) -> tuple[str, str | None, str | None] | None:
+        """(model, api_key, base_url) for "retain" or "reflect", or None in offline mode."""
+        model = getattr(self, f"{purpose}_llm_model") or self.llm_model
+        if not model:
+            return None
+        return (model, getattr(self, f"{purpose}_llm_api_key") or self.llm_api_key,
+                getattr(self, f"{purpose}_llm_base_url") or self.llm_base_url)
 
     @property
     def auth_enabled(self) -> bool:

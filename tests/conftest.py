@@ -63,3 +63,62 @@ async def mcp_session(url: str, headers: dict | None = None):
     async with create_mcp_http_client(headers=headers or {}) as http:
         async with Client(streamable_http_client(url, http_client=http)) as client:
             yield client
+
+
+# ---- LLM features: a stub OpenAI-compatible server and servers configured to use it -----------
+@pytest.fixture(scope="session")
+def stub():
+    from hindsight.stub_llm import StubLLM
+
+    s = StubLLM().start()
+    yield s
+    s.stop()
+
+
+def fresh_database(pg_url: str, name: str) -> str:
+    """A separate database on the session's PostgreSQL, so that workers of servers with other
+    settings never claim this test's operations."""
+    import asyncio
+
+    import asyncpg
+
+    async def create():
+        conn = await asyncpg.connect(pg_url)
+        try:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            await conn.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await conn.close()
+
+    asyncio.run(create())
+    return pg_url.replace("/postgres?", f"/{name}?", 1)
+
+
+def llm_env(stub, db_url: str, **extra) -> dict:
+    env = {
+        "HINDSIGHT_API_DATABASE_URL": db_url,
+        "HINDSIGHT_API_LLM_MODEL": "openai/stub-model",
+        "HINDSIGHT_API_LLM_BASE_URL": stub.base_url,
+        "HINDSIGHT_API_LLM_API_KEY": "stub-key",
+        "HINDSIGHT_API_LLM_MAX_RETRIES": "1",
+        "HINDSIGHT_API_OPERATION_MAX_ATTEMPTS": "2",
+        "HINDSIGHT_API_OPERATION_LEASE": "2",
+        "HINDSIGHT_API_SCHEDULER_INTERVAL": "0.3",
+        "HINDSIGHT_API_MENTAL_MODEL_DEBOUNCE": "1",
+        "HINDSIGHT_API_RETAIN_LLM_BATCH_TOKENS": "400",
+    }
+    env.update({f"HINDSIGHT_API_{k.upper()}": str(v) for k, v in extra.items()})
+    return env
+
+
+@pytest.fixture(scope="session")
+def llm_server(pg_url, stub):
+    s = Server(llm_env(stub, fresh_database(pg_url, "llm_main"))).start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def llm_api(llm_server):
+    with llm_server.http() as c:
+        yield c

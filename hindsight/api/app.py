@@ -13,7 +13,7 @@ from ..config import Settings
 from ..engine import Engine
 from ..mcp.routing import MCPRouter, send_json
 from ..mcp.surfaces import build_server
-from . import banks, errors, keys, memories
+from . import banks, errors, keys, memories, mental_models
 
 log = logging.getLogger("hindsight")
 
@@ -37,8 +37,8 @@ def create_app(settings: Settings) -> "RootApp":
                 await stack.enter_async_context(multi.run())
                 holder["mcp"] = MCPRouter(engine, single, multi)
             log.warning(
-                "hindsight %s ready: %s; MCP %s; auth %s",
-                __version__, engine.database_label, "on /mcp" if settings.mcp_enabled else "disabled",
+                "hindsight %s ready: %s; %s; MCP %s; auth %s",
+                __version__, engine.database_label, engine.llm_label, "on /mcp" if settings.mcp_enabled else "disabled",
                 "API keys" if settings.auth_enabled else "open (no API key required)",
             )
             try:
@@ -53,6 +53,7 @@ def create_app(settings: Settings) -> "RootApp":
     errors.install(api)
     api.include_router(banks.router)
     api.include_router(memories.router)
+    api.include_router(mental_models.router)
     api.include_router(keys.router)
 
     @api.get("/health", tags=["system"], summary="Liveness and configuration summary (no key needed)")
@@ -62,7 +63,11 @@ def create_app(settings: Settings) -> "RootApp":
             "database": "external" if settings.database_url else "embedded",
             "embedding_model": engine.embedder.name if engine.embedder else None,
             "mcp": settings.mcp_enabled, "auth": settings.auth_enabled,
-            "llm": None, "mode": "offline (no LLM configured)",
+            "llm": {p: engine.llm.model_name(p) for p in ("retain", "reflect")} if engine.llm else None,
+            "mode": "llm" if engine.llm and (engine.llm.configured("retain") or engine.llm.configured("reflect"))
+            else "offline (no LLM configured)",
+            "worker": {"concurrency": settings.worker_concurrency,
+                       "running": len(engine.worker.running) if engine.worker else 0},
         }
 
     @api.get("/ready", tags=["system"], summary="Readiness: the database answers (no key needed)")

@@ -27,6 +27,7 @@ _RETAIN_BODY = {
 async def retain(
     bank_id: str = Depends(bank_path),
     body: Any = Body(...),
+    wait: bool = Query(False, description="With an LLM: return once facts are extracted, with their ids."),
     who: Principal = Depends(principal),
     eng=Depends(engine),
 ) -> RetainResult:
@@ -38,7 +39,7 @@ async def retain(
         items = parse_retain_items(body["items"])
     else:
         items = parse_retain_items([body], batch=False)
-    return await eng.retain(who, bank_id, items)
+    return await eng.retain(who, bank_id, items, wait=wait)
 
 
 @router.post("/recall", summary="Recall memories for a query, cut to max_tokens", response_model=RecallResult)

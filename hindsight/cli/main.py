@@ -9,9 +9,9 @@ import os
 import sys
 
 import click
-import httpx
 
-DEFAULT_URL = "http://127.0.0.1:8888"
+from .llm_commands import register as register_llm_commands
+from .client import DEFAULT_URL, Client, make_group, out as _out, pass_client
 
 
 @click.group()
@@ -65,41 +65,8 @@ def serve(host: str | None, port: int | None) -> None:
 
 
 # ---- client side ------------------------------------------------------------------------
-class Client:
-    def __init__(self, url: str, key: str | None):
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self.http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=120)
-
-    def call(self, method: str, path: str, **kw):
-        try:
-            r = self.http.request(method, path, **kw)
-        except httpx.HTTPError as exc:
-            raise click.ClickException(f"cannot reach the server at {self.http.base_url}: {exc}")
-        try:
-            body = r.json()
-        except ValueError:
-            body = {"message": r.text}
-        if r.status_code >= 400:
-            raise click.ClickException(f"{r.status_code} {body.get('error', '')}: {body.get('message', body)}")
-        return body
-
-
-pass_client = click.make_pass_decorator(Client)
-
-
-def _out(data) -> None:
-    click.echo(json.dumps(data, indent=2, default=str))
-
-
 def client_group(name: str, help: str):
-    @cli.group(name=name, help=help)
-    @click.option("--url", envvar="HINDSIGHT_URL", default=DEFAULT_URL, show_default=True, help="Server URL [HINDSIGHT_URL].")
-    @click.option("--key", envvar="HINDSIGHT_KEY", default=None, help="API key [HINDSIGHT_KEY].")
-    @click.pass_context
-    def group(ctx, url, key):
-        ctx.obj = Client(url, key)
-
-    return group
+    return make_group(cli, name, help)
 
 
 banks = client_group("banks", "Create, list, inspect, update and delete banks.")
@@ -182,21 +149,23 @@ def keys_revoke(c: Client, key_id):
 @click.option("--timestamp", default=None, help="ISO 8601 time of the event.")
 @click.option("--tag", "tags", multiple=True)
 @click.option("--document-id", default=None)
+@click.option("--wait", is_flag=True, help="With an LLM: wait for fact extraction.")
 @click.option("--url", envvar="HINDSIGHT_URL", default=DEFAULT_URL)
 @click.option("--key", envvar="HINDSIGHT_KEY", default=None)
-def retain(bank_id, content, file_, jsonl, context, timestamp, tags, document_id, url, key):
+def retain(bank_id, content, file_, jsonl, context, timestamp, tags, document_id, wait, url, key):
     """Store CONTENT (or --file, or a --jsonl batch) in BANK_ID."""
     c = Client(url, key)
     if jsonl:
         items = [json.loads(line) for line in jsonl if line.strip()]
-        _out(c.call("POST", f"/v1/banks/{bank_id}/memories", json={"items": items}))
+        _out(c.call("POST", f"/v1/banks/{bank_id}/memories", json={"items": items}, params={"wait": wait}))
         return
     if file_:
         content = file_.read()
     if not content:
         raise click.UsageError("give CONTENT, --file or --jsonl")
     body = {"content": content, "context": context, "timestamp": timestamp, "tags": list(tags) or None, "document_id": document_id}
-    _out(c.call("POST", f"/v1/banks/{bank_id}/memories", json={k: v for k, v in body.items() if v is not None}))
+    _out(c.call("POST", f"/v1/banks/{bank_id}/memories", json={k: v for k, v in body.items() if v is not None},
+               params={"wait": wait}))
 
 
 @cli.command()
@@ -230,6 +199,9 @@ def config_table():
     click.echo("| Variable | Default | Meaning |\n|---|---|---|")
     for var, default, desc in env_table():
         click.echo(f"| `{var}` | `{default}` | {desc} |")
+
+
+register_llm_commands(cli)
 
 
 def main() -> None:

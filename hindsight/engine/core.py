@@ -15,7 +15,8 @@ import asyncpg
 
 from ..db.pool import DatabaseError, create_pool, ensure_vector_extension, migrate, redact
 from ..embedding import load_embedder
-from . import banks, keys, memories
+from . import banks, extract, keys, memories, operations as ops  # noqa: F401  (extract registers its handler)
+from . import mental_models as mm
 from .banks import check_bank_id
 from .errors import InvalidArgument, NotFound
 from .keys import Principal
@@ -23,7 +24,10 @@ from .models import (
     ApiKey, ApiKeyCreate, Bank, BankCreate, BankUpdate, Memory, RecallRequest, RecallResult,
     RetainItem, RetainResult,
 )
+from .mental_models import MentalModel, MentalModelCreate, MentalModelOperation, MentalModelUpdate, MentalModelVersion
+from .operations import Operation
 from .recall import recall as _recall
+from .reflect import ReflectRequest, ReflectResult, reflect as _reflect
 from .retain import retain as _retain
 
 log = logging.getLogger("hindsight")
@@ -37,12 +41,15 @@ class Engine:
         self.embedded: EmbeddedPostgres | None = None
         self.database_label = ""
         self.tenant = None
+        self.llm = None
+        self.worker = None
+        self.scheduler = None
         # Embedding batches saturate the cores; more than two at once only adds queueing.
         self.cpu_slots = asyncio.Semaphore(2)
         self.started_at = time.time()
 
     # ---- life cycle -------------------------------------------------------------------
-    async def start(self) -> None:
+    async def start(self, run_scheduler: bool = True) -> None:
         from ..extensions.builtin.tenant import load_extension
 
         s = self.settings
@@ -65,8 +72,28 @@ class Engine:
         self.embedder = await asyncio.to_thread(load_embedder, s.embedding_model_dir, s.embedding_threads)
         log.info("embedding model %s (%d dimensions)", self.embedder.name, self.embedder.dim)
         self.tenant = load_extension(s.tenant_extension, s, self.pool)
+        from ..llm import LLM
+        from ..scheduler import Scheduler
+        from ..worker import Worker
+
+        self.llm = LLM(s, self.pool)
+        await self.llm.warm()
+        log.warning("LLM: %s", self.llm_label)
+        self.worker = Worker(self)
+        if run_scheduler:
+            self.scheduler = Scheduler(self, self.worker)
+            self.scheduler.start()
+
+    @property
+    def llm_label(self) -> str:
+        if not self.llm or not (self.llm.configured("retain") or self.llm.configured("reflect")):
+            return "offline mode (no LLM configured): retain stores text units, reflect is extractive"
+        return f"retain with {self.llm.model_name('retain') or 'no LLM'}, reflect with {self.llm.model_name('reflect') or 'no LLM'}"
 
     async def close(self) -> None:
+        if self.scheduler is not None:
+            await self.scheduler.stop()
+            self.scheduler = None
         if self.pool is not None:
             await self.pool.close()
             self.pool = None
@@ -107,10 +134,10 @@ class Engine:
         return await banks.delete_bank(self.pool, bank_id)
 
     # ---- memories -------------------------------------------------------------------
-    async def retain(self, who: Principal, bank_id: str, items: list[RetainItem]) -> RetainResult:
+    async def retain(self, who: Principal, bank_id: str, items: list[RetainItem], wait: bool = False) -> RetainResult:
         check_bank_id(bank_id)
         who.require_bank(bank_id, write=True)
-        return await _retain(self, bank_id, items)
+        return await _retain(self, bank_id, items, wait)
 
     async def recall(self, who: Principal, bank_id: str, req: RecallRequest) -> RecallResult:
         check_bank_id(bank_id)
@@ -143,6 +170,73 @@ class Engine:
         check_bank_id(bank_id)
         who.require_bank(bank_id, write=True)
         await memories.delete_memory(self.pool, bank_id, memory_id)
+
+    async def reflect(self, who: Principal, bank_id: str, req: ReflectRequest) -> ReflectResult:
+        await self._readable(who, bank_id)
+        return await _reflect(self, bank_id, req)
+
+    # ---- mental models ------------------------------------------------------------------
+    async def create_mental_model(self, who: Principal, bank_id: str, req: MentalModelCreate) -> MentalModelOperation:
+        check_bank_id(bank_id)
+        who.require_bank(bank_id, write=True)
+        return await mm.create(self, bank_id, req)
+
+    async def list_mental_models(self, who: Principal, bank_id: str, tags: list[str] | None = None) -> list[MentalModel]:
+        await self._readable(who, bank_id)
+        return await mm.list_(self, bank_id, tags)
+
+    async def get_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModel:
+        await self._readable(who, bank_id)
+        return await mm.get(self, bank_id, model_id)
+
+    async def mental_model_history(self, who: Principal, bank_id: str, model_id: str) -> list[MentalModelVersion]:
+        await self._readable(who, bank_id)
+        return await mm.history(self, bank_id, model_id)
+
+    async def update_mental_model(self, who: Principal, bank_id: str, model_id: str, req: MentalModelUpdate) -> MentalModel:
+        await self._writable(who, bank_id)
+        return await mm.update(self, bank_id, model_id, req)
+
+    async def delete_mental_model(self, who: Principal, bank_id: str, model_id: str) -> None:
+        await self._writable(who, bank_id)
+        await mm.delete(self, bank_id, model_id)
+
+    async def refresh_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModelOperation:
+        await self._writable(who, bank_id)
+        return await mm.refresh(self, bank_id, model_id)
+
+    # ---- operations and usage -------------------------------------------------------------
+    async def get_operation(self, who: Principal, bank_id: str, operation_id: str) -> Operation:
+        await self._readable(who, bank_id)
+        return await ops.get(self.pool, bank_id, operation_id)
+
+    async def list_operations(
+        self, who: Principal, bank_id: str, status: str | None = None, type_: str | None = None, limit: int = 50
+    ) -> list[Operation]:
+        await self._readable(who, bank_id)
+        return await ops.list_(self.pool, bank_id, status, type_, limit)
+
+    async def cancel_operation(self, who: Principal, bank_id: str, operation_id: str) -> Operation:
+        await self._writable(who, bank_id)
+        return await ops.cancel(self.pool, bank_id, operation_id)
+
+    async def usage(self, who: Principal, bank_id: str) -> dict:
+        await self._readable(who, bank_id)
+        from .usage import bank_usage
+
+        return await bank_usage(self.pool, bank_id)
+
+    async def _readable(self, who: Principal, bank_id: str) -> None:
+        check_bank_id(bank_id)
+        who.require_bank(bank_id)
+        if not await self._bank_exists(bank_id):
+            raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
+
+    async def _writable(self, who: Principal, bank_id: str) -> None:
+        check_bank_id(bank_id)
+        who.require_bank(bank_id, write=True)
+        if not await self._bank_exists(bank_id):
+            raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
 
     async def _bank_exists(self, bank_id: str) -> bool:
         async with self.pool.acquire() as conn:

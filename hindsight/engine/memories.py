@@ -9,7 +9,7 @@ from .models import Memory
 
 COLUMNS = (
     "m.id, m.text, m.kind, m.context, m.occurred_start, m.occurred_end, m.mentioned_at,"
-    " m.document_id, m.metadata, m.tags, m.created_at, m.source_id, m.position,"
+    " m.document_id, m.metadata, m.tags, m.created_at, m.source_id, m.position, m.superseded,"
     " (SELECT coalesce(array_agg(e.name ORDER BY e.name), '{}') FROM memory_entities me"
     "  JOIN entities e ON e.id = me.entity_id WHERE me.memory_id = m.id) AS entities"
 )
@@ -20,7 +20,7 @@ def to_memory(r, **extra) -> Memory:
         id=str(r["id"]), text=r["text"], type=r["kind"], context=r["context"],
         occurred_start=r["occurred_start"], occurred_end=r["occurred_end"], mentioned_at=r["mentioned_at"],
         entities=list(r["entities"]), document_id=r["document_id"], metadata=json.loads(r["metadata"]),
-        tags=list(r["tags"]), created_at=r["created_at"], **extra,
+        tags=list(r["tags"]), created_at=r["created_at"], superseded=r["superseded"] or None, **extra,
     )
 
 
@@ -58,10 +58,18 @@ async def delete_memory(pool, bank_id: str, memory_id: str) -> None:
     mid = parse_memory_id(memory_id)
     async with pool.acquire() as conn:
         async with conn.transaction():
+            # Facts extracted only from this unit go with it; facts shared with others stay.
+            orphans = [r[0] for r in await conn.fetch(
+                "SELECT f.fact_id FROM fact_sources f WHERE f.raw_id = $1 AND NOT EXISTS"
+                " (SELECT 1 FROM fact_sources g WHERE g.fact_id = f.fact_id AND g.raw_id <> $1)", mid
+            )]
             await conn.execute(
-                "UPDATE entities e SET mention_count = greatest(0, e.mention_count - 1)"
-                " FROM memory_entities me WHERE me.memory_id = $1 AND me.entity_id = e.id", mid
+                "UPDATE entities e SET mention_count = greatest(0, e.mention_count - x.n)"
+                " FROM (SELECT entity_id, count(*) AS n FROM memory_entities WHERE memory_id = ANY($1::uuid[])"
+                "       GROUP BY entity_id) x WHERE x.entity_id = e.id", [mid, *orphans]
             )
+            if orphans:
+                await conn.execute("DELETE FROM memories WHERE bank_id = $1 AND id = ANY($2::uuid[])", bank_id, orphans)
             done = await conn.fetchval("DELETE FROM memories WHERE bank_id = $1 AND id = $2 RETURNING id", bank_id, mid)
     if done is None:
         raise NotFound(f"memory {memory_id} does not exist in bank {bank_id!r}", "memory_id")

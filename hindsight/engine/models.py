@@ -83,9 +83,17 @@ class RetainItem(BaseModel):
 
 class RetainResult(BaseModel):
     bank_id: str
-    memory_ids: list[str]
+    memory_ids: list[str] = Field(
+        description="Memories now in recall for this call: the raw units, or, after `wait` with an LLM, "
+        "the extracted facts (plus raw units that yielded none)."
+    )
     items: int
     units: int
+    operation_id: str | None = Field(None, description="Fact-extraction operation (only with an LLM).")
+    extraction: Literal["none", "queued", "running", "succeeded", "failed", "cancelled"] = Field(
+        "none", description="none: offline mode; otherwise the extraction status when the call returned."
+    )
+    facts: int | None = Field(None, description="Facts linked to this call (with `wait`).")
 
 
 class Entity(BaseModel):
@@ -106,6 +114,7 @@ class Memory(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     tags: list[str] = Field(default_factory=list)
     created_at: datetime | None = None
+    superseded: bool | None = Field(None, description="A raw unit replaced in recall by the facts extracted from it.")
     score: float | None = None
     arms: list[str] | None = Field(None, description="Which recall arms found it.")
 

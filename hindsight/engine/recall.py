@@ -47,7 +47,7 @@ class Filters:
 
     @classmethod
     def build(cls, req: RecallRequest, first_param: int) -> "Filters":
-        parts, params = [], []
+        parts, params = ["NOT m.superseded"], []
         n = first_param
         if req.tags:
             op = "@>" if req.tags_match == "all" else "&&"

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 
 import asyncpg
 
+from . import operations as ops
 from .banks import ensure_bank
 from .entities import canonical, extract_entities
 from .errors import InvalidArgument
@@ -148,7 +149,7 @@ async def delete_documents(conn: asyncpg.Connection, bank_id: str, document_ids:
     return int(status.split()[-1])
 
 
-async def retain(engine, bank_id: str, items: list[RetainItem]) -> RetainResult:
+async def retain(engine, bank_id: str, items: list[RetainItem], wait: bool = False) -> RetainResult:
     s = engine.settings
     check_items(items, s.max_batch_items, s.max_content_chars)
 
@@ -167,6 +168,22 @@ async def retain(engine, bank_id: str, items: list[RetainItem]) -> RetainResult:
             if doc_ids:
                 await delete_documents(conn, bank_id, doc_ids)
             await store_units(conn, bank_id, units, vectors)
-    return RetainResult(
-        bank_id=bank_id, memory_ids=[str(u.id) for u in units], items=len(items), units=len(units)
+            op_id = None
+            if engine.llm.configured("retain"):
+                op_id = await ops.enqueue(
+                    conn, bank_id, "retain_extract", {"raw_ids": [str(u.id) for u in units]},
+                    max_attempts=s.operation_max_attempts,
+                )
+    result = RetainResult(
+        bank_id=bank_id, memory_ids=[str(u.id) for u in units], items=len(items), units=len(units),
+        operation_id=str(op_id) if op_id else None, extraction="queued" if op_id else "none",
     )
+    if op_id:
+        engine.worker.poke()
+        if wait:
+            op = await ops.wait(engine.pool, bank_id, str(op_id), s.retain_wait_timeout)
+            result.extraction = op.status
+            if op.status == "succeeded":
+                result.memory_ids = op.result["memory_ids"]
+                result.facts = op.result["new_facts"] + op.result["merged_facts"]
+    return result

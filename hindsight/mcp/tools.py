@@ -16,9 +16,14 @@ from pydantic import BaseModel, Field, ValidationError
 from ..engine.errors import InvalidArgument
 from ..engine.validation import describe_validation, parse_retain_items
 from ..engine.keys import Principal
-from ..engine.models import (
-    Bank, BankCreate, RecallRequest, RecallResult, RetainItem, RetainResult,
+from ..engine.mental_models import (
+    MentalModel, MentalModelCreate, MentalModelOperation, MentalModelUpdate, check_model_id,
 )
+from ..engine.models import (
+    Bank, BankCreate, RecallRequest, RecallResult, RetainItem, RetainResult, _clean_tags,
+)
+from ..engine.operations import Operation, Status
+from ..engine.reflect import ReflectRequest, ReflectResult
 
 
 @dataclass
@@ -76,6 +81,7 @@ async def retain(
     tags: list[str] | None = None,
     metadata: dict[str, Any] | None = None,
     document_id: str | None = None,
+    wait: bool = False,
 ) -> RetainResult:
     """Store information to long-term memory.
 
@@ -83,22 +89,24 @@ async def retain(
     milestones, states decisions, opinions or goals, or discusses work context. `timestamp` is the
     ISO 8601 time the event occurred (relative dates such as "yesterday" are resolved against it);
     `tags` label the memory for filtered recall; retaining the same `document_id` again replaces
-    that document's memories. Returns the ids of the stored memory units."""
+    that document's memories. Returns the ids of the stored memory units. With an LLM configured,
+    facts are extracted in the background (`operation_id`); `wait=true` returns once they are
+    stored, with their ids."""
     item = validated(
         RetainItem, content=content, context=context, timestamp=timestamp, tags=tags,
         metadata=metadata, document_id=document_id,
     )
-    return await call.engine.retain(call.who, call.bank_id, [item])
+    return await call.engine.retain(call.who, call.bank_id, [item], wait=wait)
 
 
 @tool()
-async def retain_batch(call: Call, items: list[dict[str, Any]]) -> RetainResult:
+async def retain_batch(call: Call, items: list[dict[str, Any]], wait: bool = False) -> RetainResult:
     """Store many memories in one call (up to the server's batch limit, at least 1,000).
 
     Each item takes the arguments of `retain`: content (required), context, timestamp, tags,
-    metadata, document_id. All items are committed together or not at all."""
+    metadata, document_id. All items are committed together or not at all. `wait` as in retain."""
     parsed = parse_retain_items(items)
-    return await call.engine.retain(call.who, call.bank_id, parsed)
+    return await call.engine.retain(call.who, call.bank_id, parsed, wait=wait)
 
 
 @tool(read_only=True, idempotent=True)
@@ -138,3 +146,113 @@ async def create_bank(call: Call, bank_id: str, name: str | None = None, mission
     req = validated(BankCreate, bank_id=bank_id, name=name, mission=mission)
     bank, created = await call.engine.create_bank(call.who, req)
     return BankCreated(bank=bank, created=created)
+
+
+@tool(read_only=True)
+async def reflect(
+    call: Call, query: str, context: str | None = None, budget: Literal["low", "mid", "high"] = "low",
+) -> ReflectResult:
+    """Generate thoughtful analysis by synthesizing stored memories with the bank's personality.
+
+    Use it when reasoned analysis is needed rather than fact retrieval ("What should I do?",
+    patterns across many memories). `context` says why the reflection is needed; `budget` (low,
+    mid, high) sets how much memory is searched. Returns the answer and the ids of the memories
+    and mental models it is based on; without an LLM configured it returns the most relevant
+    memories and says so."""
+    req = validated(ReflectRequest, query=query, context=context, budget=budget)
+    return await call.engine.reflect(call.who, call.bank_id, req)
+
+
+class MentalModelList(BaseModel):
+    mental_models: list[MentalModel]
+
+
+class Deleted(BaseModel):
+    deleted: bool
+    mental_model_id: str
+
+
+def _model_id(value: Any) -> str:
+    return check_model_id(value)
+
+
+@tool()
+async def create_mental_model(
+    call: Call, name: str, source_query: str, mental_model_id: str | None = None,
+    tags: list[str] | None = None, max_tokens: int = 2048,
+) -> MentalModelOperation:
+    """Create a mental model: a living document that stays current with your memories.
+
+    Mental models are pre-computed reflections of `source_query`, refreshed automatically as new
+    memories (matching `tags`, when given) arrive. `mental_model_id` is lowercase letters, digits
+    and hyphens (generated from the name when omitted). Content is generated asynchronously; the
+    response includes the `operation_id` to track it."""
+    req = validated(MentalModelCreate, name=name, source_query=source_query, mental_model_id=mental_model_id,
+                    tags=tags, max_tokens=max_tokens)
+    return await call.engine.create_mental_model(call.who, call.bank_id, req)
+
+
+@tool(read_only=True, idempotent=True)
+async def list_mental_models(call: Call, tags: list[str] | None = None) -> MentalModelList:
+    """List all mental models in the bank, optionally only those sharing a tag with `tags`."""
+    try:
+        clean = _clean_tags(tags) if tags is not None else None
+    except ValueError as exc:
+        raise InvalidArgument(f"tags: {exc}", "tags") from None
+    return MentalModelList(mental_models=await call.engine.list_mental_models(call.who, call.bank_id, clean))
+
+
+@tool(read_only=True, idempotent=True)
+async def get_mental_model(call: Call, mental_model_id: str) -> MentalModel:
+    """Retrieve a mental model by id, with its full content, last refresh time and status."""
+    return await call.engine.get_mental_model(call.who, call.bank_id, _model_id(mental_model_id))
+
+
+@tool(idempotent=True)
+async def update_mental_model(
+    call: Call, mental_model_id: str, name: str | None = None, source_query: str | None = None,
+    tags: list[str] | None = None, max_tokens: int | None = None,
+) -> MentalModel:
+    """Update a mental model's name, source query, tags or max tokens. Changing the query, tags or
+    size queues a refresh."""
+    req = validated(MentalModelUpdate, name=name, source_query=source_query, tags=tags, max_tokens=max_tokens)
+    return await call.engine.update_mental_model(call.who, call.bank_id, _model_id(mental_model_id), req)
+
+
+@tool(destructive=True, idempotent=True)
+async def delete_mental_model(call: Call, mental_model_id: str) -> Deleted:
+    """Permanently delete a mental model (and its content history)."""
+    await call.engine.delete_mental_model(call.who, call.bank_id, _model_id(mental_model_id))
+    return Deleted(deleted=True, mental_model_id=mental_model_id)
+
+
+@tool()
+async def refresh_mental_model(call: Call, mental_model_id: str) -> MentalModelOperation:
+    """Re-generate a mental model's content from the latest memories. Runs asynchronously; returns
+    the `operation_id` (the one already pending, if a refresh is queued or running)."""
+    return await call.engine.refresh_mental_model(call.who, call.bank_id, _model_id(mental_model_id))
+
+
+class OperationList(BaseModel):
+    operations: list[Operation]
+
+
+@tool(read_only=True, idempotent=True)
+async def get_operation(call: Call, operation_id: str) -> Operation:
+    """Status of an asynchronous operation (fact extraction, mental-model refresh): queued,
+    running, succeeded, failed or cancelled, with attempts, error and result."""
+    return await call.engine.get_operation(call.who, call.bank_id, operation_id)
+
+
+@tool(read_only=True, idempotent=True)
+async def list_operations(
+    call: Call, status: Status | None = None, type: str | None = None, limit: int = Field(50, ge=1, le=500),
+) -> OperationList:
+    """List the bank's operations, newest first, optionally by status or type."""
+    return OperationList(operations=await call.engine.list_operations(call.who, call.bank_id, status, type, limit))
+
+
+@tool(destructive=True, idempotent=True)
+async def cancel_operation(call: Call, operation_id: str) -> Operation:
+    """Cancel a queued or running operation; finished ones are returned unchanged."""
+    return await call.engine.cancel_operation(call.who, call.bank_id, operation_id)

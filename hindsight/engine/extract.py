@@ -1,0 +1,214 @@
+"""Fact extraction with an LLM, run as a `retain_extract` operation after retain has committed
+the raw units (so an accepted item is recallable at once and never lost).
+
+Items are packed into one LLM call up to a token budget. Each fact is a self-contained statement
+with its entities, type and absolute times; it keeps the raw unit's tags, metadata, document and
+position and is linked to it in `fact_sources`. A raw unit that produced facts is marked
+`superseded` (kept, hidden from recall), so facts replace it in results instead of duplicating it.
+
+Duplicates: a fact whose embedding is within `fact_dedup_threshold` cosine of an existing fact of
+the bank (or of an earlier fact in the same batch) is not stored again; the existing fact is
+linked to the new raw unit instead. Storing runs under a per-bank advisory lock, so concurrent
+extractions cannot both insert the same fact.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from datetime import datetime, timedelta, timezone
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from ..llm import Usage
+from .entities import canonical, extract_entities
+from .models import RetainItem
+from .operations import handler
+from .retain import Unit, store_units
+from .temporal import find_time_windows
+from .text import estimate_tokens
+
+MAX_ITEMS_PER_CALL = 40
+
+SYSTEM = """TASK: extract_facts
+You turn conversation turns and notes into facts for a long-term memory.
+For every item, write each fact worth remembering as one self-contained statement:
+- resolve pronouns and references ("she", "the trip", "there") into the people, places and things they mean;
+- keep names, numbers, places and dates; one fact per statement; skip greetings and filler;
+- type: "experience" for what the speaker did, felt or experienced; "world" for facts about others or the world;
+- entities: the people, places, organisations and named things the fact mentions;
+- occurred_start / occurred_end: ISO 8601 absolute times of when it happened, resolved against the item's
+  timestamp (e.g. "yesterday" in an item at 2023-05-08 is 2023-05-07); null when unknown;
+- item: the index of the item the fact comes from.
+Reply with JSON only: {"facts": [{"item": 0, "text": "...", "type": "world", "entities": [], "occurred_start": null, "occurred_end": null}]}"""
+
+
+class ExtractedFact(BaseModel):
+    item: int
+    text: str = Field(min_length=1)
+    type: Literal["world", "experience"] = "world"
+    entities: list[str] = Field(default_factory=list)
+    occurred_start: str | None = None
+    occurred_end: str | None = None
+
+
+class ExtractedFacts(BaseModel):
+    facts: list[ExtractedFact]
+
+
+def batches(rows: list, budget: int) -> list[list]:
+    """Pack items into LLM calls up to the token budget (an oversized item goes alone)."""
+    out, cur, used = [], [], 0
+    for r in rows:
+        t = estimate_tokens(r["text"]) + 30
+        if cur and (used + t > budget or len(cur) >= MAX_ITEMS_PER_CALL):
+            out.append(cur)
+            cur, used = [], 0
+        cur.append(r)
+        used += t
+    if cur:
+        out.append(cur)
+    return out
+
+
+def _when(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def prompt_for(group: list) -> list[dict]:
+    items = [
+        {"index": i, "timestamp": r["mentioned_at"].isoformat() if r["mentioned_at"] else None,
+         "context": r["context"], "text": r["text"]}
+        for i, r in enumerate(group)
+    ]
+    return [{"role": "system", "content": SYSTEM},
+            {"role": "user", "content": "ITEMS:\n" + json.dumps({"items": items}, ensure_ascii=False)}]
+
+
+def to_units(group: list, facts: list[ExtractedFact]) -> list[tuple[Unit, uuid.UUID]]:
+    units = []
+    for f in facts:
+        raw = group[f.item]
+        base = raw["mentioned_at"]
+        start, end = _when(f.occurred_start), _when(f.occurred_end)
+        if start is None:
+            windows = find_time_windows(f.text, base)
+            start, end = (windows[0].start, windows[0].end) if windows else (None, None)
+        elif end is None or end < start:
+            end = start + timedelta(days=1)
+        ents = {canonical(n): (n, "name") for n in f.entities if n.strip()}
+        for name, kind in extract_entities(f.text):
+            ents.setdefault(canonical(name), (name, kind))
+        item = RetainItem.model_construct(
+            content=f.text, context=raw["context"], timestamp=base, tags=list(raw["tags"]),
+            metadata=json.loads(raw["metadata"]), document_id=raw["document_id"],
+        )
+        unit = Unit(id=uuid.uuid4(), text=f.text.strip(), kind=f.type, item=item, source_id=raw["source_id"],
+                    position=raw["position"], occurred=(start, end) if start else None, entities=list(ents.values()))
+        units.append((unit, raw["id"]))
+    return units
+
+
+async def _store(engine, bank_id: str, pairs: list[tuple[Unit, uuid.UUID]], vectors, raw_ids: list) -> dict:
+    threshold = engine.settings.fact_dedup_threshold
+    async with engine.pool.acquire() as conn:
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"facts/{bank_id}")
+            alive = {r["id"] for r in await conn.fetch(
+                "SELECT id FROM memories m WHERE id = ANY($1::uuid[]) AND NOT superseded"
+                " AND NOT EXISTS (SELECT 1 FROM fact_sources f WHERE f.raw_id = m.id) FOR UPDATE",
+                raw_ids,
+            )}
+            new_units, new_vecs, links, kept = [], [], [], []
+            for (unit, raw_id), vec in zip(pairs, vectors):
+                if raw_id not in alive:  # deleted or replaced meanwhile, or done by an earlier attempt
+                    continue
+                twin = next((u.id for u, v in kept if float(np.dot(v, vec)) >= threshold), None)
+                if twin is None:
+                    row = await conn.fetchrow(
+                        "SELECT m.id, 1 - (m.embedding <=> $2) AS sim FROM memories m WHERE m.bank_id = $1"
+                        " AND NOT m.superseded AND EXISTS (SELECT 1 FROM fact_sources f WHERE f.fact_id = m.id)"
+                        " ORDER BY m.embedding <=> $2 LIMIT 1",
+                        bank_id, vec,
+                    )
+                    if row is not None and row["sim"] >= threshold:
+                        twin = row["id"]
+                if twin is None:
+                    new_units.append(unit)
+                    new_vecs.append(vec)
+                    kept.append((unit, vec))
+                    twin = unit.id
+                links.append((twin, raw_id))
+            if new_units:
+                await store_units(conn, bank_id, new_units, new_vecs)
+            links = sorted(set(links))
+            if links:
+                await conn.execute(
+                    "INSERT INTO fact_sources (fact_id, raw_id) SELECT * FROM unnest($1::uuid[], $2::uuid[])"
+                    " ON CONFLICT DO NOTHING",
+                    [a for a, _ in links], [b for _, b in links],
+                )
+                await conn.execute(
+                    "UPDATE memories SET superseded = true WHERE id = ANY($1::uuid[])", sorted({b for _, b in links})
+                )
+    return {"new": [str(u.id) for u in new_units], "facts": sorted({str(a) for a, _ in links}),
+            "merged": len(links) - len(new_units)}
+
+
+async def _extract_group(engine, job, group: list, usage: Usage) -> dict:
+    def check(parsed: ExtractedFacts) -> None:
+        for f in parsed.facts:
+            if not 0 <= f.item < len(group):
+                raise ValueError(f"fact {f.text[:40]!r} names item {f.item}, but items are 0..{len(group) - 1}")
+
+    parsed = await engine.llm.json(
+        "retain", prompt_for(group), ExtractedFacts, bank_id=job.bank_id, operation="retain",
+        operation_id=job.id, check=check, usage=usage,
+    )
+    pairs = to_units(group, parsed.facts)
+    if pairs:
+        async with engine.cpu_slots:
+            vectors = await asyncio.to_thread(engine.embedder.embed, [u.text for u, _ in pairs])
+    else:
+        vectors = []
+    return await _store(engine, job.bank_id, pairs, vectors, [r["id"] for r in group])
+
+
+@handler("retain_extract", needs_llm="retain")
+async def run(engine, job) -> dict:
+    raw_ids = [uuid.UUID(x) for x in job.payload["raw_ids"]]
+    async with engine.pool.acquire() as conn:
+        rows = await conn.fetch(
+            "SELECT id, text, context, mentioned_at, tags, metadata, document_id, source_id, position"
+            " FROM memories m WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND NOT superseded"
+            " AND NOT EXISTS (SELECT 1 FROM fact_sources f WHERE f.raw_id = m.id) ORDER BY source_id, position",
+            job.bank_id, raw_ids,
+        )
+    usage = Usage()
+    groups = batches(list(rows), engine.settings.retain_llm_batch_tokens)
+    done = await asyncio.gather(*(_extract_group(engine, job, g, usage) for g in groups), return_exceptions=True)
+    errors = [d for d in done if isinstance(d, BaseException)]
+    if errors:  # groups that succeeded are committed; a retry redoes only the rest
+        raise errors[0]
+    async with engine.pool.acquire() as conn:
+        # Everything this retain now contributes to recall: its facts, and raw units that gave none.
+        visible = await conn.fetch(
+            "SELECT DISTINCT f.fact_id AS id FROM fact_sources f WHERE f.raw_id = ANY($1::uuid[])"
+            " UNION SELECT m.id FROM memories m WHERE m.id = ANY($1::uuid[]) AND NOT m.superseded",
+            raw_ids,
+        )
+    return {
+        "memory_ids": sorted(str(r["id"]) for r in visible),
+        "new_facts": sum(len(d["new"]) for d in done),
+        "merged_facts": sum(d["merged"] for d in done),
+        "items": len(rows), "llm_calls": usage.calls,
+        "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+    }

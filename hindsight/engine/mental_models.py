@@ -1,0 +1,318 @@
+"""Mental models: a named `source_query` whose content reflect keeps current.
+
+Every refresh is a `refresh_mental_model` operation with the dedup key of its model, so at most
+one is queued or running per model whichever process asked (the unique partial index on
+operations decides). The scheduler's sweep queues a refresh when memories matching the model's
+tags arrived after its watermark and the bank has been quiet for the debounce period (or the
+oldest unseen memory waited ten debounce periods). A refresh commits the new content, the new
+watermark and its operation's success in one transaction, and the sweep locks the model row, so
+a model is never refreshed twice for the same memories, even with several processes. A failed or
+empty refresh keeps the previous content and records why; the last N versions are kept.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import uuid
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from . import operations as ops
+from .banks import ensure_bank
+from .errors import Conflict, InvalidArgument, NotFound
+from .models import _clean_tags
+from .reflect import ReflectRequest, reflect
+
+MODEL_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
+_MODEL_ID = re.compile(MODEL_ID_PATTERN)
+REFRESH = "refresh_mental_model"
+_COLUMNS = ("bank_id, id, name, source_query, tags, max_tokens, content, based_on, status, last_refreshed_at,"
+            " last_error, created_at, updated_at")
+
+
+class MentalModelCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+    source_query: str = Field(min_length=1, max_length=4_000)
+    mental_model_id: str | None = Field(None, pattern=MODEL_ID_PATTERN)
+    tags: list[str] = Field(default_factory=list)
+    max_tokens: int = Field(2048, ge=64, le=32_768)
+
+    _tags = field_validator("tags", mode="before")(_clean_tags)
+
+
+class MentalModelUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(None, min_length=1, max_length=200)
+    source_query: str | None = Field(None, min_length=1, max_length=4_000)
+    tags: list[str] | None = None
+    max_tokens: int | None = Field(None, ge=64, le=32_768)
+
+    _tags = field_validator("tags", mode="before")(_clean_tags)
+
+
+class MentalModel(BaseModel):
+    mental_model_id: str
+    bank_id: str
+    name: str
+    source_query: str
+    tags: list[str]
+    max_tokens: int
+    content: str | None = Field(None, description="None until the first refresh succeeds.")
+    based_on: dict[str, Any] = Field(default_factory=dict)
+    status: str = Field(description="pending (never refreshed), ready, or failed (no content yet).")
+    last_refreshed_at: datetime | None = None
+    last_error: str | None = None
+    created_at: datetime
+    updated_at: datetime
+    pending_operation_id: str | None = Field(None, description="The refresh queued or running, if any.")
+
+
+class MentalModelOperation(BaseModel):
+    mental_model_id: str
+    operation_id: str
+
+
+class MentalModelVersion(BaseModel):
+    version: int
+    content: str
+    based_on: dict[str, Any]
+    created_at: datetime
+
+
+def dedup_key(bank_id: str, model_id: str) -> str:
+    return f"mental_model:{bank_id}:{model_id}"
+
+
+def check_model_id(model_id: object) -> str:
+    if not isinstance(model_id, str) or not _MODEL_ID.match(model_id):
+        raise InvalidArgument(
+            f"mental_model_id: invalid id {model_id!r}; use 1-64 lowercase letters, digits and hyphens",
+            "mental_model_id",
+        )
+    return model_id
+
+
+def slug(name: str) -> str:
+    s = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:48].strip("-")
+    return s or "model"
+
+
+def to_model(r, pending: str | None = None) -> MentalModel:
+    return MentalModel(
+        mental_model_id=r["id"], bank_id=r["bank_id"], name=r["name"], source_query=r["source_query"],
+        tags=list(r["tags"]), max_tokens=r["max_tokens"], content=r["content"], based_on=json.loads(r["based_on"]),
+        status=r["status"], last_refreshed_at=r["last_refreshed_at"], last_error=r["last_error"],
+        created_at=r["created_at"], updated_at=r["updated_at"], pending_operation_id=pending,
+    )
+
+
+async def _queue_refresh(engine, conn, bank_id: str, model_id: str, reason: str) -> uuid.UUID:
+    return await ops.enqueue(
+        conn, bank_id, REFRESH, {"mental_model_id": model_id, "reason": reason},
+        max_attempts=engine.settings.operation_max_attempts, dedup_key=dedup_key(bank_id, model_id),
+    )
+
+
+async def create(engine, bank_id: str, req: MentalModelCreate) -> MentalModelOperation:
+    vec = await asyncio.to_thread(engine.embedder.embed_query, req.source_query)
+    async with engine.pool.acquire() as conn:
+        async with conn.transaction():
+            await ensure_bank(conn, bank_id)
+            if req.mental_model_id:
+                model_id = req.mental_model_id
+            else:
+                base = slug(req.name)
+                taken = {r[0] for r in await conn.fetch(
+                    "SELECT id FROM mental_models WHERE bank_id = $1 AND (id = $2 OR id LIKE $2 || '-%')", bank_id, base
+                )}
+                model_id = base if base not in taken else next(
+                    f"{base}-{n}" for n in range(2, len(taken) + 3) if f"{base}-{n}" not in taken
+                )
+            inserted = await conn.fetchval(
+                "INSERT INTO mental_models (bank_id, id, name, source_query, tags, max_tokens, embedding)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING id",
+                bank_id, model_id, req.name, req.source_query, req.tags, req.max_tokens, vec,
+            )
+            if inserted is None:
+                raise Conflict(f"mental_model_id: a mental model {model_id!r} already exists in bank {bank_id!r}",
+                               "mental_model_id")
+            op_id = await _queue_refresh(engine, conn, bank_id, model_id, "created")
+    engine.worker.poke()
+    return MentalModelOperation(mental_model_id=model_id, operation_id=str(op_id))
+
+
+async def _pending(conn, bank_id: str, ids: list[str]) -> dict[str, str]:
+    rows = await conn.fetch(
+        "SELECT dedup_key, id FROM operations WHERE dedup_key = ANY($1::text[]) AND status IN ('queued', 'running')",
+        [dedup_key(bank_id, i) for i in ids],
+    )
+    return {r["dedup_key"].rsplit(":", 1)[1]: str(r["id"]) for r in rows}
+
+
+async def list_(engine, bank_id: str, tags: list[str] | None) -> list[MentalModel]:
+    async with engine.pool.acquire() as conn:
+        rows = await conn.fetch(
+            f"SELECT {_COLUMNS} FROM mental_models WHERE bank_id = $1 AND ($2::text[] IS NULL OR tags && $2)"
+            " ORDER BY created_at, id",
+            bank_id, tags or None,
+        )
+        pending = await _pending(conn, bank_id, [r["id"] for r in rows])
+    return [to_model(r, pending.get(r["id"])) for r in rows]
+
+
+async def get(engine, bank_id: str, model_id: str) -> MentalModel:
+    check_model_id(model_id)
+    async with engine.pool.acquire() as conn:
+        r = await conn.fetchrow(f"SELECT {_COLUMNS} FROM mental_models WHERE bank_id = $1 AND id = $2", bank_id, model_id)
+        if r is None:
+            raise NotFound(f"mental model {model_id!r} does not exist in bank {bank_id!r}", "mental_model_id")
+        pending = await _pending(conn, bank_id, [model_id])
+    return to_model(r, pending.get(model_id))
+
+
+async def history(engine, bank_id: str, model_id: str) -> list[MentalModelVersion]:
+    await get(engine, bank_id, model_id)
+    async with engine.pool.acquire() as conn:
+        rows = await conn.fetch(
+            "SELECT version, content, based_on, created_at FROM mental_model_versions"
+            " WHERE bank_id = $1 AND model_id = $2 ORDER BY version DESC", bank_id, model_id,
+        )
+    return [MentalModelVersion(version=r["version"], content=r["content"], based_on=json.loads(r["based_on"]),
+                               created_at=r["created_at"]) for r in rows]
+
+
+async def update(engine, bank_id: str, model_id: str, req: MentalModelUpdate) -> MentalModel:
+    """A new source query, tags or size make the content stale: a refresh is queued."""
+    check_model_id(model_id)
+    fields = req.model_dump(exclude_unset=True, exclude_none=True)
+    vec = await asyncio.to_thread(engine.embedder.embed_query, fields["source_query"]) if "source_query" in fields else None
+    async with engine.pool.acquire() as conn:
+        async with conn.transaction():
+            r = await conn.fetchrow(
+                "UPDATE mental_models SET name = coalesce($3, name), source_query = coalesce($4, source_query),"
+                " tags = coalesce($5, tags), max_tokens = coalesce($6, max_tokens), embedding = coalesce($7, embedding),"
+                " updated_at = now() WHERE bank_id = $1 AND id = $2 RETURNING id",
+                bank_id, model_id, fields.get("name"), fields.get("source_query"), fields.get("tags"),
+                fields.get("max_tokens"), vec,
+            )
+            if r is None:
+                raise NotFound(f"mental model {model_id!r} does not exist in bank {bank_id!r}", "mental_model_id")
+            if fields.keys() & {"source_query", "tags", "max_tokens"}:
+                await _queue_refresh(engine, conn, bank_id, model_id, "updated")
+    engine.worker.poke()
+    return await get(engine, bank_id, model_id)
+
+
+async def delete(engine, bank_id: str, model_id: str) -> None:
+    check_model_id(model_id)
+    async with engine.pool.acquire() as conn:
+        async with conn.transaction():
+            done = await conn.fetchval("DELETE FROM mental_models WHERE bank_id = $1 AND id = $2 RETURNING id", bank_id, model_id)
+            if done is None:
+                raise NotFound(f"mental model {model_id!r} does not exist in bank {bank_id!r}", "mental_model_id")
+            await conn.execute(
+                "UPDATE operations SET status = 'cancelled', error = 'mental model deleted', finished_at = now(),"
+                " updated_at = now() WHERE dedup_key = $1 AND status IN ('queued', 'running')",
+                dedup_key(bank_id, model_id),
+            )
+
+
+async def refresh(engine, bank_id: str, model_id: str) -> MentalModelOperation:
+    await get(engine, bank_id, model_id)
+    async with engine.pool.acquire() as conn:
+        op_id = await _queue_refresh(engine, conn, bank_id, model_id, "requested")
+    engine.worker.poke()
+    return MentalModelOperation(mental_model_id=model_id, operation_id=str(op_id))
+
+
+@ops.handler(REFRESH)
+async def run_refresh(engine, job) -> dict:
+    model_id = job.payload["mental_model_id"]
+    bank_id = job.bank_id
+    async with engine.pool.acquire() as conn:
+        m = await conn.fetchrow(
+            "SELECT source_query, tags, max_tokens, now() AS watermark FROM mental_models WHERE bank_id = $1 AND id = $2",
+            bank_id, model_id,
+        )
+    if m is None:
+        return {"skipped": "mental model deleted"}
+    try:
+        result = await reflect(
+            engine, bank_id, ReflectRequest(query=m["source_query"], tags=list(m["tags"]) or None,
+                                            budget="high" if m["max_tokens"] > 4096 else "mid"),
+            operation="mental_model", operation_id=job.id, exclude_model=model_id, max_answer_tokens=m["max_tokens"],
+        )
+    except Exception as exc:
+        async with engine.pool.acquire() as conn:
+            await conn.execute(
+                "UPDATE mental_models SET last_error = $3, status = CASE WHEN content IS NULL THEN 'failed' ELSE status END,"
+                " updated_at = now() WHERE bank_id = $1 AND id = $2",
+                bank_id, model_id, f"refresh failed (attempt {job.attempts}): {exc}"[:2000],
+            )
+        raise
+    based_on = result.based_on.model_dump()
+    outcome = {"mental_model_id": model_id, "mode": result.mode, "based_on": based_on}
+    async with engine.pool.acquire() as conn:
+        async with conn.transaction():
+            if not result.answer:
+                await conn.execute(
+                    "UPDATE mental_models SET last_error = 'refresh produced empty content; previous content kept',"
+                    " status = CASE WHEN content IS NULL THEN 'failed' ELSE status END,"
+                    " watermark = $3, updated_at = now() WHERE bank_id = $1 AND id = $2",
+                    bank_id, model_id, m["watermark"],
+                )
+                outcome["kept_previous"] = True
+            else:
+                await conn.execute(
+                    "UPDATE mental_models SET content = $3, based_on = $4::jsonb, status = 'ready', last_error = NULL,"
+                    " last_refreshed_at = now(), watermark = $5, updated_at = now() WHERE bank_id = $1 AND id = $2",
+                    bank_id, model_id, result.answer, json.dumps(based_on), m["watermark"],
+                )
+                version = await conn.fetchval(
+                    "INSERT INTO mental_model_versions (bank_id, model_id, version, content, based_on)"
+                    " SELECT $1, $2, coalesce(max(version), 0) + 1, $3, $4::jsonb FROM mental_model_versions"
+                    " WHERE bank_id = $1 AND model_id = $2 RETURNING version",
+                    bank_id, model_id, result.answer, json.dumps(based_on),
+                )
+                await conn.execute(
+                    "DELETE FROM mental_model_versions WHERE bank_id = $1 AND model_id = $2 AND version <= $3",
+                    bank_id, model_id, version - engine.settings.mental_model_history,
+                )
+                outcome["version"] = version
+            await ops.succeed(conn, job.id, job.worker_id, outcome)
+    return outcome
+
+
+async def sweep(engine) -> int:
+    """Queue refreshes for stale models (see the module docstring); returns how many were queued."""
+    debounce = engine.settings.mental_model_debounce
+    async with engine.pool.acquire() as conn:
+        async with conn.transaction():
+            rows = await conn.fetch(
+                "WITH stale AS ("
+                "  SELECT mm.bank_id, mm.id FROM mental_models mm"
+                "  WHERE EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id"
+                "      AND m.created_at > coalesce(mm.watermark, mm.created_at)"
+                "      AND (cardinality(mm.tags) = 0 OR m.tags && mm.tags))"
+                "    AND (NOT EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id"
+                "      AND m.created_at > now() - make_interval(secs => $1)"
+                "      AND (cardinality(mm.tags) = 0 OR m.tags && mm.tags))"
+                "     OR EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id"
+                "      AND m.created_at > coalesce(mm.watermark, mm.created_at)"
+                "      AND m.created_at < now() - make_interval(secs => $1 * 10)"
+                "      AND (cardinality(mm.tags) = 0 OR m.tags && mm.tags)))"
+                "  FOR UPDATE OF mm SKIP LOCKED)"
+                " INSERT INTO operations (id, bank_id, type, payload, max_attempts, dedup_key)"
+                " SELECT gen_random_uuid(), bank_id, $2, jsonb_build_object('mental_model_id', id, 'reason', 'new memories'),"
+                "   $3, 'mental_model:' || bank_id || ':' || id FROM stale"
+                " ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING"
+                " RETURNING id",
+                debounce, REFRESH, engine.settings.operation_max_attempts,
+            )
+    return len(rows)

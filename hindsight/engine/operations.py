@@ -1,0 +1,206 @@
+"""Durable asynchronous operations: the work queue is a table.
+
+An operation is queued in the same transaction as the data it works on, so accepted work can't
+be lost. Workers claim rows with FOR UPDATE SKIP LOCKED under a lease they renew while working;
+a crashed process stops renewing, and its operations are claimed again once the lease expires.
+Failures are retried with exponential backoff up to `max_attempts`.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from datetime import datetime
+from typing import Any, Awaitable, Callable, Literal
+
+import asyncpg
+from pydantic import BaseModel
+
+from .errors import InvalidArgument, NotFound
+
+Status = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+TERMINAL = ("succeeded", "failed", "cancelled")
+_COLUMNS = (
+    "id, bank_id, type, status, payload, result, error, attempts, max_attempts, run_after,"
+    " created_at, started_at, finished_at, updated_at"
+)
+
+# Operation type -> async fn(engine, job) -> JSON-able result; registered by the modules that do the work.
+HANDLERS: dict[str, Callable[..., Awaitable[Any]]] = {}
+# Operation type -> the LLM purpose it cannot run without ("retain"), so that a process without
+# that LLM never claims work it would fail.
+NEEDS_LLM: dict[str, str | None] = {}
+
+
+def handler(type_: str, needs_llm: str | None = None):
+    def deco(fn):
+        HANDLERS[type_] = fn
+        NEEDS_LLM[type_] = needs_llm
+        return fn
+
+    return deco
+
+
+class Operation(BaseModel):
+    operation_id: str
+    bank_id: str | None
+    type: str
+    status: Status
+    attempts: int
+    max_attempts: int
+    error: str | None = None
+    result: Any = None
+    payload: dict[str, Any] = {}
+    run_after: datetime | None = None
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    updated_at: datetime
+
+
+def to_operation(r) -> Operation:
+    return Operation(
+        operation_id=str(r["id"]), bank_id=r["bank_id"], type=r["type"], status=r["status"],
+        attempts=r["attempts"], max_attempts=r["max_attempts"], error=r["error"],
+        result=json.loads(r["result"]) if r["result"] is not None else None,
+        payload=json.loads(r["payload"]), run_after=r["run_after"], created_at=r["created_at"],
+        started_at=r["started_at"], finished_at=r["finished_at"], updated_at=r["updated_at"],
+    )
+
+
+def parse_operation_id(operation_id: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(operation_id))
+    except ValueError:
+        raise InvalidArgument(f"operation_id: {operation_id!r} is not an operation id (a UUID)", "operation_id") from None
+
+
+async def enqueue(
+    conn: asyncpg.Connection, bank_id: str | None, type_: str, payload: dict, *,
+    max_attempts: int, dedup_key: str | None = None,
+) -> uuid.UUID:
+    """Queue work in the caller's transaction. With a dedup key, an operation already queued or
+    running under that key is returned instead of a new one."""
+    for _ in range(3):
+        op_id = await conn.fetchval(
+            "INSERT INTO operations (id, bank_id, type, payload, max_attempts, dedup_key)"
+            " VALUES ($1, $2, $3, $4::jsonb, $5, $6)"
+            " ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL AND status IN ('queued', 'running')"
+            " DO NOTHING RETURNING id",
+            uuid.uuid4(), bank_id, type_, json.dumps(payload), max_attempts, dedup_key,
+        )
+        if op_id is not None:
+            return op_id
+        op_id = await conn.fetchval(
+            "SELECT id FROM operations WHERE dedup_key = $1 AND status IN ('queued', 'running')", dedup_key
+        )
+        if op_id is not None:
+            return op_id
+    raise RuntimeError(f"could not queue operation {dedup_key}")
+
+
+async def get(pool, bank_id: str, operation_id: str) -> Operation:
+    oid = parse_operation_id(operation_id)
+    async with pool.acquire() as conn:
+        r = await conn.fetchrow(f"SELECT {_COLUMNS} FROM operations WHERE id = $1 AND bank_id = $2", oid, bank_id)
+    if r is None:
+        raise NotFound(f"operation {operation_id} not found in bank {bank_id!r}", "operation_id")
+    return to_operation(r)
+
+
+async def list_(pool, bank_id: str, status: str | None, type_: str | None, limit: int) -> list[Operation]:
+    async with pool.acquire() as conn:
+        rows = await conn.fetch(
+            f"SELECT {_COLUMNS} FROM operations WHERE bank_id = $1"
+            " AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR type = $3)"
+            " ORDER BY created_at DESC LIMIT $4",
+            bank_id, status, type_, limit,
+        )
+    return [to_operation(r) for r in rows]
+
+
+async def cancel(pool, bank_id: str, operation_id: str) -> Operation:
+    """Queued work never starts; running work is stopped at its next heartbeat. Finished
+    operations are returned unchanged."""
+    oid = parse_operation_id(operation_id)
+    async with pool.acquire() as conn:
+        await conn.execute(
+            "UPDATE operations SET status = 'cancelled', finished_at = now(), updated_at = now(),"
+            " error = coalesce(error, 'cancelled by request')"
+            " WHERE id = $1 AND bank_id = $2 AND status IN ('queued', 'running')",
+            oid, bank_id,
+        )
+    return await get(pool, bank_id, operation_id)
+
+
+async def wait(pool, bank_id: str, operation_id: str, timeout: float) -> Operation:
+    """Poll until the operation finishes or `timeout` passes (it may run in another process)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    delay = 0.02
+    while True:
+        op = await get(pool, bank_id, operation_id)
+        if op.status in TERMINAL or loop.time() >= deadline:
+            return op
+        await asyncio.sleep(delay)
+        delay = min(0.25, delay * 1.5)
+
+
+# ---- used by the worker ---------------------------------------------------------------------
+async def claim(pool, worker_id: str, limit: int, lease: float, types: list[str]) -> list[asyncpg.Record]:
+    async with pool.acquire() as conn:
+        return await conn.fetch(
+            "WITH c AS (SELECT id FROM operations"
+            "  WHERE ((status = 'queued' AND run_after <= now()) OR (status = 'running' AND lease_until < now()))"
+            "    AND type = ANY($4::text[])"
+            "  ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)"
+            " UPDATE operations o SET status = 'running', attempts = o.attempts + 1, locked_by = $1,"
+            "  lease_until = now() + make_interval(secs => $3), started_at = coalesce(o.started_at, now()),"
+            "  updated_at = now(),"
+            "  error = CASE WHEN o.status = 'running' THEN 'previous worker stopped renewing its lease (crash or restart)'"
+            "          ELSE o.error END"
+            f" FROM c WHERE o.id = c.id RETURNING o.{_COLUMNS.replace(', ', ', o.')}",
+            worker_id, limit, lease, types,
+        )
+
+
+async def heartbeat(pool, op_id, worker_id: str, lease: float) -> bool:
+    async with pool.acquire() as conn:
+        return bool(await conn.fetchval(
+            "UPDATE operations SET lease_until = now() + make_interval(secs => $3), updated_at = now()"
+            " WHERE id = $1 AND status = 'running' AND locked_by = $2 RETURNING 1",
+            op_id, worker_id, lease,
+        ))
+
+
+async def succeed(conn, op_id, worker_id: str, result: Any) -> None:
+    """Mark done; callers may pass their own connection so that the result and the data it
+    describes commit together."""
+    await conn.execute(
+        "UPDATE operations SET status = 'succeeded', result = $3::jsonb, finished_at = now(), updated_at = now(),"
+        " locked_by = NULL, lease_until = NULL WHERE id = $1 AND status = 'running' AND locked_by = $2",
+        op_id, worker_id, json.dumps(result, default=str),
+    )
+
+
+async def fail(pool, op_id, worker_id: str, error: str, attempts: int, max_attempts: int) -> str:
+    final = attempts >= max_attempts
+    backoff = min(300.0, 2.0 ** attempts)
+    async with pool.acquire() as conn:
+        await conn.execute(
+            "UPDATE operations SET status = $3, error = $4, updated_at = now(), locked_by = NULL, lease_until = NULL,"
+            " run_after = now() + make_interval(secs => $5), finished_at = CASE WHEN $3 = 'failed' THEN now() END"
+            " WHERE id = $1 AND status = 'running' AND locked_by = $2",
+            op_id, worker_id, "failed" if final else "queued", error[:2000], backoff,
+        )
+    return "failed" if final else "queued"
+
+
+async def release(pool, op_ids: list, worker_id: str) -> None:
+    """On clean shutdown, hand running work back at once instead of waiting for the lease."""
+    async with pool.acquire() as conn:
+        await conn.execute(
+            "UPDATE operations SET status = 'queued', attempts = greatest(0, attempts - 1), locked_by = NULL,"
+            " lease_until = NULL, updated_at = now() WHERE id = ANY($1::uuid[]) AND status = 'running' AND locked_by = $2",
+            op_ids, worker_id,
+        )

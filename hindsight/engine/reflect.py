@@ -1,0 +1,135 @@
+"""Reflect: recall sized by budget, the closest mental models, then an answer grounded in them.
+
+The LLM sees each memory and mental model with its id and must cite the ones it used; cited ids
+not among those given are dropped, so `based_on` never points at something the model invented.
+Offline (no LLM), reflect is extractive: the best memories, and a note saying no LLM is set.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..llm import Usage
+from .models import RecallRequest, _clean_tags
+from .recall import recall
+
+# Recall tokens per budget: how much memory the answer may draw on.
+BUDGET_TOKENS = {"low": 2048, "mid": 4096, "high": 8192}
+MODEL_LIMIT = 3
+MODEL_MIN_SIMILARITY = 0.3
+OFFLINE_NOTE = "No LLM is configured (offline mode): this answer lists the most relevant memories verbatim."
+
+
+class ReflectRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=4_000)
+    context: str | None = Field(None, max_length=4_000)
+    budget: Literal["low", "mid", "high"] = "low"
+    tags: list[str] | None = None
+
+    _tags = field_validator("tags", mode="before")(_clean_tags)
+
+    @field_validator("query")
+    @classmethod
+    def _query(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("query is blank")
+        return v
+
+
+class BasedOn(BaseModel):
+    memories: list[str] = Field(default_factory=list)
+    mental_models: list[str] = Field(default_factory=list)
+
+
+class ReflectResult(BaseModel):
+    bank_id: str
+    query: str
+    answer: str
+    based_on: BasedOn
+    mode: Literal["llm", "extractive"]
+    model: str | None = None
+    note: str | None = None
+    usage: dict[str, int] | None = None
+
+
+class ReflectOutput(BaseModel):
+    answer: str
+    memory_ids: list[str] = Field(default_factory=list)
+    mental_model_ids: list[str] = Field(default_factory=list)
+
+
+SYSTEM = """TASK: reflect
+You are the reasoning voice of a memory bank. Answer the question using only the memories and
+mental models given; say so when they do not contain the answer. Be direct and specific.
+Cite the ids of the memories and mental models you relied on.
+Reply with JSON only: {"answer": "...", "memory_ids": ["..."], "mental_model_ids": ["..."]}"""
+
+
+def _persona(bank: Any) -> str:
+    parts = []
+    if bank and bank["mission"]:
+        parts.append(f"Mission of this bank: {bank['mission']}")
+    disposition = json.loads(bank["disposition"]) if bank and bank["disposition"] else {}
+    if disposition:
+        parts.append("Disposition: " + ", ".join(f"{k}={v}" for k, v in sorted(disposition.items())))
+    return "\n".join(parts)
+
+
+async def reflect(
+    engine, bank_id: str, req: ReflectRequest, *, operation: str = "reflect", operation_id=None,
+    exclude_model: str | None = None, max_answer_tokens: int | None = None,
+) -> ReflectResult:
+    recalled = await recall(engine, bank_id, RecallRequest(
+        query=req.query, max_tokens=BUDGET_TOKENS[req.budget], tags=req.tags,
+    ))
+    qvec = await asyncio.to_thread(engine.embedder.embed_query, req.query)
+    async with engine.pool.acquire() as conn:
+        bank = await conn.fetchrow("SELECT mission, disposition FROM banks WHERE id = $1", bank_id)
+        models = await conn.fetch(
+            "SELECT id, name, content FROM mental_models WHERE bank_id = $1 AND content IS NOT NULL"
+            " AND embedding IS NOT NULL AND id IS DISTINCT FROM $3 AND 1 - (embedding <=> $2) >= $4"
+            " ORDER BY embedding <=> $2 LIMIT $5",
+            bank_id, qvec, exclude_model, MODEL_MIN_SIMILARITY, MODEL_LIMIT,
+        )
+    memories = recalled.results
+    if not engine.llm.configured("reflect"):
+        top = memories[:10]
+        lines = [f"- {m.text}" for m in top] or ["- (no memories match this question)"]
+        return ReflectResult(
+            bank_id=bank_id, query=req.query, answer="Most relevant memories:\n" + "\n".join(lines),
+            based_on=BasedOn(memories=[m.id for m in top]), mode="extractive", note=OFFLINE_NOTE,
+        )
+
+    body = [f"QUESTION: {req.query}"]
+    if req.context:
+        body.append(f"WHY IT IS ASKED: {req.context}")
+    persona = _persona(bank)
+    if persona:
+        body.append(persona)
+    body.append("MENTAL MODELS:")
+    body += [f"[mental_model {r['id']}] {r['name']}: {r['content']}" for r in models] or ["(none)"]
+    body.append("MEMORIES:")
+    for m in memories:
+        when = f" ({m.occurred_start.date()})" if m.occurred_start else (f" (said {m.mentioned_at.date()})" if m.mentioned_at else "")
+        body.append(f"[memory {m.id}] {m.text}{when}")
+    usage = Usage()
+    out = await engine.llm.json(
+        "reflect", [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n".join(body)}],
+        ReflectOutput, bank_id=bank_id, operation=operation, operation_id=operation_id,
+        max_tokens=max_answer_tokens, usage=usage,
+    )
+    known_m = {m.id for m in memories}
+    known_mm = {r["id"] for r in models}
+    return ReflectResult(
+        bank_id=bank_id, query=req.query, answer=out.answer.strip(), mode="llm", model=engine.llm.model_name("reflect"),
+        based_on=BasedOn(
+            memories=[i for i in dict.fromkeys(out.memory_ids) if i in known_m],
+            mental_models=[i for i in dict.fromkeys(out.mental_model_ids) if i in known_mm],
+        ),
+        usage={"calls": usage.calls, "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens},
+    )

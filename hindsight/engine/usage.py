@@ -1,0 +1,30 @@
+"""LLM tokens and cost per bank, broken down by operation and model (from `llm_usage`)."""
+from __future__ import annotations
+
+
+async def bank_usage(pool, bank_id: str) -> dict:
+    async with pool.acquire() as conn:
+        rows = await conn.fetch(
+            "SELECT operation, model, count(*) AS calls, sum(prompt_tokens) AS prompt_tokens,"
+            " sum(completion_tokens) AS completion_tokens, sum(cost_usd) AS cost_usd,"
+            " min(created_at) AS first_call, max(created_at) AS last_call"
+            " FROM llm_usage WHERE bank_id = $1 GROUP BY operation, model ORDER BY operation, model",
+            bank_id,
+        )
+    by = [
+        {"operation": r["operation"], "model": r["model"], "calls": r["calls"],
+         "prompt_tokens": int(r["prompt_tokens"] or 0), "completion_tokens": int(r["completion_tokens"] or 0),
+         "cost_usd": r["cost_usd"], "first_call": r["first_call"], "last_call": r["last_call"]}
+        for r in rows
+    ]
+    costs = [b["cost_usd"] for b in by if b["cost_usd"] is not None]
+    return {
+        "bank_id": bank_id,
+        "total": {
+            "calls": sum(b["calls"] for b in by),
+            "prompt_tokens": sum(b["prompt_tokens"] for b in by),
+            "completion_tokens": sum(b["completion_tokens"] for b in by),
+            "cost_usd": sum(costs) if costs else None,
+        },
+        "by_operation": by,
+    }

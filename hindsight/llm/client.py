@@ -1,0 +1,145 @@
+"""Every LLM call goes through here: litellm, a concurrency limit, retries with backoff, JSON
+output validated against a pydantic model (repaired or re-asked, never silently dropped), and the
+tokens and cost of each call recorded per bank and operation.
+
+litellm is imported on first use only: it costs seconds and ~150 MB, which offline servers
+should not pay.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import random
+import re
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ValidationError
+
+log = logging.getLogger("hindsight.llm")
+
+
+class LLMError(Exception):
+    """The LLM could not produce a usable answer after the configured retries."""
+
+
+@dataclass
+class Usage:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+def _litellm():
+    # Never fetch the model price map from the internet at import; use the bundled copy.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.telemetry = False
+    litellm.suppress_debug_info = True
+    litellm.drop_params = True  # providers without response_format still answer
+    logging.getLogger("LiteLLM").setLevel(logging.WARNING)
+    return litellm
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
+
+
+def parse_json(text: str, model: type[BaseModel]) -> BaseModel:
+    """Validate the answer; light repair first (code fences, prose around the object)."""
+    text = (text or "").strip()
+    try:
+        return model.model_validate_json(text)
+    except ValidationError:
+        pass
+    cleaned = _FENCE.sub("", text).strip()
+    start, end = cleaned.find("{"), cleaned.rfind("}")
+    if start != -1 and end > start:
+        cleaned = cleaned[start : end + 1]
+    return model.model_validate(json.loads(cleaned))
+
+
+class LLM:
+    def __init__(self, settings, pool):
+        self.settings = settings
+        self.pool = pool
+        self.slots = asyncio.Semaphore(settings.llm_max_concurrent)
+        self._lib = None
+
+    def configured(self, purpose: str) -> bool:
+        return self.settings.llm_for(purpose) is not None
+
+    def model_name(self, purpose: str) -> str | None:
+        cfg = self.settings.llm_for(purpose)
+        return cfg[0] if cfg else None
+
+    async def warm(self) -> None:
+        """Import litellm at start-up (in a thread) rather than on the first request."""
+        if self.settings.llm_model or self.settings.retain_llm_model or self.settings.reflect_llm_model:
+            self._lib = await asyncio.to_thread(_litellm)
+
+    async def json(
+        self, purpose: str, messages: list[dict], schema: type[BaseModel], *, bank_id: str | None,
+        operation: str, operation_id=None, max_tokens: int | None = None, check=None, usage: Usage | None = None,
+    ) -> BaseModel:
+        """Ask for JSON matching `schema`; `check(parsed)` may raise ValueError for answers that
+        parse but are wrong (e.g. an unknown item index): both are re-asked with the error."""
+        model, api_key, base_url = self.settings.llm_for(purpose)
+        lib = self._lib or await asyncio.to_thread(_litellm)
+        self._lib = lib
+        base = list(messages)
+        response_format = {
+            "type": "json_schema",
+            "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()},
+        }
+        last_error = "no attempt made"
+        for attempt in range(self.settings.llm_max_retries + 1):
+            if attempt:
+                await asyncio.sleep(min(20.0, 0.5 * 2 ** (attempt - 1)) * (0.5 + random.random()))
+            try:
+                async with self.slots:
+                    resp = await lib.acompletion(
+                        model=model, messages=messages, api_key=api_key, api_base=base_url,
+                        response_format=response_format, timeout=self.settings.llm_timeout,
+                        max_tokens=max_tokens, num_retries=0, temperature=0,
+                    )
+            except Exception as exc:  # provider errors, timeouts, connection failures
+                last_error = f"{type(exc).__name__}: {str(exc)[:300]}"
+                log.warning("LLM call failed (attempt %d): %s", attempt + 1, last_error)
+                continue
+            await self._record(lib, resp, model, bank_id, operation, operation_id, usage)
+            text = resp.choices[0].message.content or ""
+            try:
+                parsed = parse_json(text, schema)
+                if check is not None:
+                    check(parsed)
+                return parsed
+            except (ValueError, ValidationError) as exc:
+                last_error = f"malformed output: {str(exc)[:300]}"
+                log.warning("LLM output rejected (attempt %d): %s", attempt + 1, last_error)
+                messages = base + [
+                    {"role": "assistant", "content": text[:4000]},
+                    {"role": "user", "content": f"That answer was rejected: {str(exc)[:500]}. "
+                                                "Reply with only a JSON object that follows the schema."},
+                ]
+        raise LLMError(f"{model}: no usable answer after {self.settings.llm_max_retries + 1} attempts ({last_error})")
+
+    async def _record(self, lib, resp, model, bank_id, operation, operation_id, usage: Usage | None) -> None:
+        u = getattr(resp, "usage", None)
+        prompt = int(getattr(u, "prompt_tokens", 0) or 0)
+        completion = int(getattr(u, "completion_tokens", 0) or 0)
+        try:
+            cost = float(lib.completion_cost(completion_response=resp))
+        except Exception:  # models without a known price (local, self-hosted)
+            cost = None
+        if usage is not None:
+            usage.calls += 1
+            usage.prompt_tokens += prompt
+            usage.completion_tokens += completion
+        async with self.pool.acquire() as conn:
+            await conn.execute(
+                "INSERT INTO llm_usage (bank_id, operation, operation_id, model, prompt_tokens, completion_tokens, cost_usd)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                bank_id, operation, operation_id, model, prompt, completion, cost,
+            )

@@ -1,0 +1,50 @@
+"""The in-process scheduler (APScheduler's AsyncIOScheduler): every tick claims queued operations
+for this process's worker, and sweeps for mental models made stale by new memories. Both are safe
+to run in any number of processes against one database (SKIP LOCKED claims, deduplicated queueing).
+"""
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from .engine import mental_models
+from .worker import Worker
+
+log = logging.getLogger("hindsight.scheduler")
+
+
+class Scheduler:
+    def __init__(self, engine, worker: Worker):
+        self.engine = engine
+        self.worker = worker
+        self._aps = AsyncIOScheduler(timezone="UTC")
+
+    async def _tick(self) -> None:
+        try:
+            await self.worker.tick()
+        except Exception:
+            log.exception("claiming operations failed")
+
+    async def _sweep(self) -> None:
+        try:
+            queued = await mental_models.sweep(self.engine)
+            if queued:
+                log.info("queued %d mental-model refreshes after new memories", queued)
+                await self.worker.tick()
+        except Exception:
+            log.exception("mental-model sweep failed")
+
+    def start(self) -> None:
+        interval = self.engine.settings.scheduler_interval
+        now = datetime.now().astimezone()
+        common = {"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
+        self._aps.add_job(self._tick, "interval", seconds=interval, next_run_time=now, id="claim", **common)
+        self._aps.add_job(self._sweep, "interval", seconds=max(interval, 1.0), next_run_time=now, id="sweep", **common)
+        self._aps.start()
+
+    async def stop(self) -> None:
+        if self._aps.running:
+            self._aps.shutdown(wait=False)
+        await self.worker.stop()

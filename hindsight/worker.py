@@ -1,0 +1,116 @@
+"""Runs claimed operations: one task per operation, a heartbeat renewing its lease, a wall-clock
+limit, and retry-or-fail bookkeeping. Handlers are plain async functions registered by type."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import uuid
+
+from .engine import operations as ops
+from .engine.operations import HANDLERS, NEEDS_LLM
+
+log = logging.getLogger("hindsight.worker")
+
+class Job:
+    """What a handler receives: the operation row plus the worker identity it must finish under."""
+
+    def __init__(self, row, worker_id: str):
+        self.id = row["id"]
+        self.bank_id = row["bank_id"]
+        self.type = row["type"]
+        self.payload = ops.to_operation(row).payload
+        self.attempts = row["attempts"]
+        self.max_attempts = row["max_attempts"]
+        self.worker_id = worker_id
+
+
+class Worker:
+    def __init__(self, engine):
+        self.engine = engine
+        s = engine.settings
+        self.concurrency = s.worker_concurrency
+        self.lease = s.operation_lease
+        self.timeout = s.operation_timeout
+        self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.running: dict = {}  # operation id -> task
+        self._claiming = asyncio.Lock()
+        self._closing = False
+
+    async def tick(self) -> None:
+        """Claim as much work as there is room for and start it."""
+        if self._closing or self.concurrency == 0:
+            return
+        async with self._claiming:
+            room = self.concurrency - len(self.running)
+            if room <= 0:
+                return
+            llm = self.engine.llm
+            types = [t for t in HANDLERS if NEEDS_LLM[t] is None or (llm and llm.configured(NEEDS_LLM[t]))]
+            rows = await ops.claim(self.engine.pool, self.id, room, self.lease, types)
+            for row in rows:
+                job = Job(row, self.id)
+                self.running[job.id] = asyncio.create_task(self._run(job), name=f"operation {job.id}")
+
+    def poke(self) -> None:
+        """New work was queued in this process: start it now rather than at the next tick."""
+        if not self._closing and self.concurrency:
+            asyncio.get_running_loop().create_task(self._safe_tick())
+
+    async def _safe_tick(self) -> None:
+        try:
+            await self.tick()
+        except Exception:
+            log.exception("claiming operations failed")
+
+    async def _run(self, job: Job) -> None:
+        pool = self.engine.pool
+        task = asyncio.current_task()
+        beat = asyncio.create_task(self._heartbeat(job, task))
+        try:
+            fn = HANDLERS.get(job.type)
+            if job.attempts > job.max_attempts:
+                raise RuntimeError(f"gave up after {job.max_attempts} attempts")
+            if fn is None:
+                raise RuntimeError(f"no handler for operation type {job.type!r}")
+            result = await asyncio.wait_for(fn(self.engine, job), self.timeout)
+            async with pool.acquire() as conn:
+                await ops.succeed(conn, job.id, self.id, result)
+            self.poke()  # a finished job frees a slot
+        except asyncio.CancelledError:
+            if self._closing:
+                raise
+            log.info("operation %s stopped (cancelled or reclaimed)", job.id)
+        except Exception as exc:
+            msg = (f"exceeded the wall-clock limit of {self.timeout:g} s" if isinstance(exc, TimeoutError)
+                   else f"{type(exc).__name__}: {exc}")
+            state = await ops.fail(pool, job.id, self.id, msg, job.attempts, job.max_attempts)
+            log.warning("operation %s (%s) attempt %d failed, %s: %s", job.id, job.type, job.attempts, state, msg)
+        finally:
+            beat.cancel()
+            self.running.pop(job.id, None)
+
+    async def _heartbeat(self, job: Job, task: asyncio.Task) -> None:
+        while True:
+            await asyncio.sleep(self.lease / 3)
+            try:
+                alive = await ops.heartbeat(self.engine.pool, job.id, self.id, self.lease)
+            except Exception:
+                log.exception("heartbeat for operation %s failed", job.id)
+                continue
+            if not alive:  # cancelled by a user, or the lease was lost
+                task.cancel()
+                return
+
+    async def stop(self) -> None:
+        self._closing = True
+        ids, tasks = list(self.running), list(self.running.values())
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if ids:
+            try:
+                await ops.release(self.engine.pool, ids, self.id)
+            except Exception:
+                log.exception("releasing operations failed")

@@ -1,0 +1,163 @@
+"""Retain with an LLM: fact extraction through the real litellm path to the stub server."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+NAMES = ["Alice", "Bruno", "Chen", "Dara", "Emeka", "Farah", "Goran", "Hana", "Ivan", "Jia", "Kofi", "Lena",
+         "Mateo", "Nia", "Omar", "Priya", "Quinn", "Rosa", "Sven", "Tariq", "Uma", "Viktor", "Wen", "Ximena",
+         "Yusuf", "Zara", "Aiko", "Bjorn", "Chloe", "Dmitri"]
+THINGS = ["a violin", "a canoe", "a telescope", "sourdough bread", "a chess set", "a kite", "a guitar",
+          "tomato seeds", "a novel", "a bicycle", "a camera", "a quilt", "a drone", "a teapot", "a skateboard",
+          "a map of Peru", "a piano", "a tent", "a microscope", "a puzzle", "running shoes", "a sketchbook",
+          "a fishing rod", "a cactus", "a typewriter", "a snowboard", "a lantern", "a saxophone", "a hammock", "a globe"]
+MELANIE = "Melanie went to the Louvre in Paris yesterday. She loved the paintings."
+
+
+def retain(api, bank, body, wait=True):
+    r = api.post(f"/v1/banks/{bank}/memories", json=body, params={"wait": wait})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def recall_texts(api, bank, query, **kw):
+    r = api.post(f"/v1/banks/{bank}/recall", json={"query": query, **kw})
+    assert r.status_code == 200, r.text
+    return [m["text"] for m in r.json()["results"]], r.json()["results"]
+
+
+def operation(api, bank, op_id):
+    r = api.get(f"/v1/banks/{bank}/operations/{op_id}")
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def wait_for(fn, timeout=30, every=0.2):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = fn()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError("condition not met in time")
+
+
+def test_extracts_self_contained_facts_with_absolute_times(llm_api, bank):
+    res = retain(llm_api, bank, {"content": MELANIE, "timestamp": "2023-05-08T13:00:00Z", "tags": ["travel"],
+                                 "metadata": {"turn": "D1:3"}})
+    assert res["extraction"] == "succeeded" and res["operation_id"]
+    assert res["facts"] == 2 and len(res["memory_ids"]) == 2
+
+    texts, results = recall_texts(llm_api, bank, "What did Melanie love?")
+    assert "Melanie loved the paintings." in texts  # "She" resolved to the person
+    assert MELANIE not in texts  # the raw unit is replaced by its facts, not duplicated
+    louvre = next(m for m in results if "Louvre" in m["text"])
+    assert louvre["occurred_start"].startswith("2023-05-07")  # "yesterday" against the item timestamp
+    assert {"Melanie", "Louvre", "Paris"} <= set(louvre["entities"])
+    assert louvre["tags"] == ["travel"] and louvre["metadata"] == {"turn": "D1:3"}  # carried from the item
+    assert {m["id"] for m in results} <= set(res["memory_ids"])
+
+    # The original text is kept, marked superseded, and linked: deleting it removes its facts.
+    listed = llm_api.get(f"/v1/banks/{bank}/memories", params={"limit": 10}).json()["memories"]
+    raw = next(m for m in listed if m["text"] == MELANIE)
+    assert raw["superseded"] is True
+    assert llm_api.delete(f"/v1/banks/{bank}/memories/{raw['id']}").status_code == 200
+    assert llm_api.get(f"/v1/banks/{bank}/memories").json()["total"] == 0
+
+
+def test_accepted_content_is_recallable_before_extraction_and_cancel_stops_it(llm_api, bank):
+    res = retain(llm_api, bank, {"content": "Caroline adopted a dog named Biscuit. [[slow]]"}, wait=False)
+    assert res["extraction"] == "queued"
+    texts, _ = recall_texts(llm_api, bank, "Caroline's dog")
+    assert texts == ["Caroline adopted a dog named Biscuit. [[slow]]"]  # read-your-writes
+    wait_for(lambda: operation(llm_api, bank, res["operation_id"])["status"] == "running")
+    r = llm_api.post(f"/v1/banks/{bank}/operations/{res['operation_id']}/cancel")
+    assert r.status_code == 200 and r.json()["status"] == "cancelled"
+    time.sleep(1.5)  # past a heartbeat: the worker has stopped the task
+    op = operation(llm_api, bank, res["operation_id"])
+    assert op["status"] == "cancelled" and op["result"] is None
+    texts, _ = recall_texts(llm_api, bank, "Caroline's dog")
+    assert texts == ["Caroline adopted a dog named Biscuit. [[slow]]"]  # nothing lost
+
+
+def test_items_are_batched_into_few_llm_calls(llm_api, bank):
+    items = [{"content": f"{n} bought {x} last week."} for n, x in zip(NAMES, THINGS)]
+    r = llm_api.post(f"/v1/banks/{bank}/memories", json={"items": items}, params={"wait": True})
+    assert r.status_code == 200, r.text
+    res = r.json()
+    op = operation(llm_api, bank, res["operation_id"])
+    calls = op["result"]["llm_calls"]
+    # 30 items of ~45 budgeted tokens each under a 400-token budget: 4 calls, not 30.
+    assert 2 <= calls <= 5, op["result"]
+    assert op["result"]["new_facts"] == 30 and res["facts"] == 30
+
+
+def test_malformed_output_is_retried_and_never_dropped(llm_api, bank):
+    res = retain(llm_api, bank, {"content": "Nate plays the violin. [[malformed-once]]"})
+    op = operation(llm_api, bank, res["operation_id"])
+    assert op["status"] == "succeeded" and op["result"]["llm_calls"] == 2  # rejected once, re-asked
+    texts, _ = recall_texts(llm_api, bank, "What does Nate play?")
+    assert "Nate plays the violin." in texts
+
+    res = retain(llm_api, bank, {"content": "Joanna writes screenplays. [[malformed-always]]"})
+    op = operation(llm_api, bank, res["operation_id"])
+    assert res["extraction"] == "failed" and op["status"] == "failed" and op["attempts"] == 2
+    assert "malformed output" in op["error"]
+    texts, _ = recall_texts(llm_api, bank, "What does Joanna write?")
+    assert "Joanna writes screenplays. [[malformed-always]]" in texts  # raw text still there
+
+
+def test_provider_errors_are_retried(llm_api, bank):
+    res = retain(llm_api, bank, {"content": "Evan bought a red canoe. [[error-once]]"})
+    assert res["extraction"] == "succeeded"
+    texts, _ = recall_texts(llm_api, bank, "What did Evan buy?")
+    assert "Evan bought a red canoe." in texts
+
+
+def test_retaining_the_same_content_twice_does_not_duplicate_facts(llm_api, bank):
+    first = retain(llm_api, bank, {"content": "Audrey has three dogs. Audrey lives in Denver."})
+    second = retain(llm_api, bank, {"content": "Audrey has three dogs. Audrey lives in Denver."})
+    op = operation(llm_api, bank, second["operation_id"])
+    assert op["result"]["new_facts"] == 0 and op["result"]["merged_facts"] == 2
+    assert sorted(second["memory_ids"]) == sorted(first["memory_ids"])  # linked to the same facts
+    texts, _ = recall_texts(llm_api, bank, "Audrey dogs Denver")
+    assert sorted(texts) == ["Audrey has three dogs.", "Audrey lives in Denver."]
+
+
+def test_retain_over_mcp_returns_operation_and_waits(llm_server, bank):
+    import asyncio
+
+    from conftest import mcp_session
+
+    async def go():
+        async with mcp_session(f"{llm_server.url}/mcp/{bank}/") as client:
+            res = await client.call_tool("retain", {"content": "Gina opened a dance studio.", "wait": True})
+            data = res.structured_content
+            assert data["extraction"] == "succeeded" and data["facts"] == 1
+            op = await client.call_tool("get_operation", {"operation_id": data["operation_id"]})
+            assert op.structured_content["status"] == "succeeded"
+            listed = await client.call_tool("list_operations", {"status": "succeeded"})
+            assert data["operation_id"] in [o["operation_id"] for o in listed.structured_content["operations"]]
+
+    asyncio.run(go())
+
+
+def test_token_accounting_per_bank_and_operation(llm_api, bank):
+    a = retain(llm_api, bank, {"content": "Tim collects Harry Potter books."})
+    b = retain(llm_api, bank, {"content": "John is a veteran. He volunteers at shelters."})
+    llm_api.post(f"/v1/banks/{bank}/reflect", json={"query": "What does Tim collect?"})
+    usage = llm_api.get(f"/v1/banks/{bank}/usage").json()
+    by = {u["operation"]: u for u in usage["by_operation"]}
+    ops = [operation(llm_api, bank, x["operation_id"])["result"] for x in (a, b)]
+    assert by["retain"]["calls"] == sum(o["llm_calls"] for o in ops) == 2
+    assert by["retain"]["prompt_tokens"] == sum(o["prompt_tokens"] for o in ops) > 0
+    assert by["retain"]["model"] == "openai/stub-model"
+    assert by["reflect"]["calls"] == 1 and by["reflect"]["completion_tokens"] > 0
+    assert usage["total"]["calls"] == 3
+
+
+@pytest.mark.parametrize("path", ["/v1/banks/nope_bank_x/usage", "/v1/banks/nope_bank_x/operations"])
+def test_usage_and_operations_of_unknown_bank_are_404(llm_api, path):
+    r = llm_api.get(path)
+    assert r.status_code == 404 and r.json()["error"]
