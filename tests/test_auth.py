@@ -134,3 +134,28 @@ def test_admin_role_key_and_validation(auth_server, admin, bank):
     assert admin.post("/v1/keys", json={"name": "x", "role": "root"}).status_code == 422
     assert admin.post("/v1/keys", json={"name": "x", "banks": ["bad id"]}).status_code == 422
     assert admin.delete("/v1/keys/key_nope").status_code == 404
+
+
+async def test_scoped_key_and_llm_tools(auth_server, admin, bank):
+    """Reflect, mental models and operations obey the same scoping as retain and recall."""
+    other = bank + "_other"
+    for b in (bank, other):
+        admin.post(f"/v1/banks/{b}/memories", json={"content": f"Fact of {b}."}).raise_for_status()
+    created = admin.post(f"/v1/banks/{other}/mental-models", json={"name": "M", "source_query": "facts?"}).json()
+    reader = make_key(admin, role="bank", banks=[bank], access="read")["key"]
+    with auth_server.http(reader) as c:
+        assert c.post(f"/v1/banks/{bank}/reflect", json={"query": "facts"}).status_code == 200
+        assert c.post(f"/v1/banks/{other}/reflect", json={"query": "facts"}).status_code == 403
+        assert c.get(f"/v1/banks/{other}/operations/{created['operation_id']}").status_code == 403
+        assert c.get(f"/v1/banks/{other}/mental-models").status_code == 403
+        r = c.post(f"/v1/banks/{bank}/mental-models", json={"name": "x", "source_query": "y"})
+        assert r.status_code == 403 and "only read" in r.json()["message"]
+        assert c.get(f"/v1/banks/{bank}/usage").status_code == 200
+    async with mcp_session(f"{auth_server.url}/mcp/{bank}/", {"Authorization": f"Bearer {reader}"}) as client:
+        with pytest.raises(MCPError) as e:
+            await client.call_tool("create_mental_model", {"name": "x", "source_query": "y"})
+        assert e.value.error.code == -32001
+    async with mcp_session(f"{auth_server.url}/mcp/", {"Authorization": f"Bearer {reader}"}) as client:
+        with pytest.raises(MCPError) as e:
+            await client.call_tool("get_operation", {"operation_id": created["operation_id"], "bank_id": other})
+        assert e.value.error.code in (-32001,)
