@@ -15,7 +15,15 @@ async def tool_names(url, headers=None):
 
 async def test_single_bank_surface(server, bank):
     tools = await tool_names(f"{server.url}/mcp/{bank}/")
-    assert set(tools) == {"retain", "retain_batch", "recall"}
+    assert set(tools) == {
+        "retain", "retain_batch", "recall", "reflect", "create_mental_model", "list_mental_models",
+        "get_mental_model", "update_mental_model", "delete_mental_model", "refresh_mental_model",
+        "get_operation", "list_operations", "cancel_operation",
+    }
+    assert all("bank_id" not in t.input_schema.get("properties", {}) for t in tools.values())
+    assert tools["delete_mental_model"].annotations.destructive_hint is True
+    assert tools["get_mental_model"].annotations.read_only_hint is True
+    assert set(tools["create_mental_model"].input_schema["required"]) == {"name", "source_query"}
     assert "bank_id" not in tools["recall"].input_schema["properties"]
     assert tools["recall"].annotations.read_only_hint is True
     assert tools["retain"].annotations.read_only_hint is False
@@ -30,7 +38,8 @@ async def test_single_bank_surface(server, bank):
 
 async def test_multi_bank_surface_and_resolution(server, bank):
     tools = await tool_names(f"{server.url}/mcp/")
-    assert {"retain", "recall", "retain_batch", "list_banks", "create_bank"} <= set(tools)
+    assert {"retain", "recall", "retain_batch", "list_banks", "create_bank", "reflect", "refresh_mental_model"} <= set(tools)
+    assert all("bank_id" in t.input_schema["properties"] for n, t in tools.items() if n not in ("list_banks",))
     assert "bank_id" in tools["recall"].input_schema["properties"]
     assert "bank_id" in tools["create_bank"].input_schema["required"]
     h_bank, a_bank = bank + "_h", bank + "_a"
