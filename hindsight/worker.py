@@ -35,6 +35,7 @@ class Worker:
         self.timeout = s.operation_timeout
         self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.running: dict = {}  # operation id -> task
+        self.waiters: dict[str, asyncio.Event] = {}  # operation id -> set when this process finishes it
         self._claiming = asyncio.Lock()
         self._closing = False
 
@@ -90,6 +91,16 @@ class Worker:
         finally:
             beat.cancel()
             self.running.pop(job.id, None)
+            waiter = self.waiters.get(str(job.id))
+            if waiter is not None:
+                waiter.set()
+
+    async def wait(self, bank_id: str, operation_id: str, timeout: float) -> ops.Operation:
+        event = self.waiters.setdefault(operation_id, asyncio.Event())
+        try:
+            return await ops.wait(self.engine.pool, bank_id, operation_id, timeout, event)
+        finally:
+            self.waiters.pop(operation_id, None)
 
     async def _heartbeat(self, job: Job, task: asyncio.Task) -> None:
         while True:

@@ -133,8 +133,9 @@ async def cancel(pool, bank_id: str, operation_id: str) -> Operation:
     return await get(pool, bank_id, operation_id)
 
 
-async def wait(pool, bank_id: str, operation_id: str, timeout: float) -> Operation:
-    """Poll until the operation finishes or `timeout` passes (it may run in another process)."""
+async def wait(pool, bank_id: str, operation_id: str, timeout: float, wakeup: asyncio.Event | None = None) -> Operation:
+    """Poll until the operation finishes or `timeout` passes (it may run in another process);
+    `wakeup`, set by this process's worker when it finishes the operation, cuts the poll short."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     delay = 0.02
@@ -142,7 +143,13 @@ async def wait(pool, bank_id: str, operation_id: str, timeout: float) -> Operati
         op = await get(pool, bank_id, operation_id)
         if op.status in TERMINAL or loop.time() >= deadline:
             return op
-        await asyncio.sleep(delay)
+        if wakeup is None:
+            await asyncio.sleep(delay)
+        else:
+            try:
+                await asyncio.wait_for(wakeup.wait(), delay)
+            except TimeoutError:
+                pass
         delay = min(0.25, delay * 1.5)
 
 

@@ -181,7 +181,7 @@ async def retain(engine, bank_id: str, items: list[RetainItem], wait: bool = Fal
     if op_id:
         engine.worker.poke()
         if wait:
-            op = await ops.wait(engine.pool, bank_id, str(op_id), s.retain_wait_timeout)
+            op = await engine.worker.wait(bank_id, str(op_id), s.retain_wait_timeout)
             result.extraction = op.status
             if op.status == "succeeded":
                 result.memory_ids = op.result["memory_ids"]
