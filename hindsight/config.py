@@ -100,6 +100,15 @@ class Settings(BaseSettings):
         0.95, ge=0.5, le=1.0, description="Cosine similarity above which a new fact is merged into an existing one."
     )
     retain_wait_timeout: float = Field(120.0, gt=0, le=3600, description="Longest `wait=true` retain waits for extraction.")
+    # ---- documents ---------------------------------------------------------------------------------
+    document_chunk_chars: int = Field(1_500, ge=200, le=20_000, description="Default characters per document chunk.")
+    max_document_bytes: int = Field(
+        50_000_000, ge=1_000, le=2_000_000_000, description="Largest file or URL body one import accepts."
+    )
+    max_import_files: int = Field(100, ge=1, le=10_000, description="Most files and URLs in one import call.")
+    allow_private_urls: bool = Field(
+        False, description="Let URL imports reach private, loopback and link-local addresses (off: no SSRF)."
+    )
     # ---- operations and the scheduler ----------------------------------------------------------
     worker_concurrency: int = Field(2, ge=0, le=64, description="Operations run at once per process; 0 disables the worker.")
     operation_max_attempts: int = Field(5, ge=1, le=50, description="Attempts before an operation is marked failed.")

@@ -26,7 +26,7 @@ def pg_url(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def server(pg_url):
-    s = Server({"HINDSIGHT_API_DATABASE_URL": pg_url}).start()
+    s = Server({"HINDSIGHT_API_DATABASE_URL": pg_url, "HINDSIGHT_API_ALLOW_PRIVATE_URLS": "true"}).start()
     yield s
     s.stop()
 

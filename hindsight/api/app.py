@@ -13,7 +13,7 @@ from ..config import Settings
 from ..engine import Engine
 from ..mcp.routing import MCPRouter, send_json
 from ..mcp.surfaces import build_server
-from . import banks, errors, keys, memories, mental_models
+from . import banks, documents, errors, keys, memories, mental_models
 
 log = logging.getLogger("hindsight")
 
@@ -54,6 +54,7 @@ def create_app(settings: Settings) -> "RootApp":
     api.include_router(banks.router)
     api.include_router(memories.router)
     api.include_router(mental_models.router)
+    api.include_router(documents.router)
     api.include_router(keys.router)
 
     @api.get("/health", tags=["system"], summary="Liveness and configuration summary (no key needed)")

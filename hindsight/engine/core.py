@@ -16,7 +16,7 @@ import asyncpg
 from ..db.pool import DatabaseError, create_pool, ensure_vector_extension, migrate, redact
 from ..embedding import load_embedder
 from . import banks, extract, keys, memories, operations as ops  # noqa: F401  (extract registers its handler)
-from . import mental_models as mm
+from . import documents as docs, mental_models as mm, rag
 from .banks import check_bank_id
 from .errors import InvalidArgument, NotFound
 from .keys import Principal
@@ -204,6 +204,32 @@ class Engine:
     async def refresh_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModelOperation:
         await self._writable(who, bank_id)
         return await mm.refresh(self, bank_id, model_id)
+
+    # ---- documents -------------------------------------------------------------------------
+    async def import_documents(self, who: Principal, bank_id: str, req: "docs.ImportRequest", wait: bool = False) -> "docs.ImportAccepted":
+        check_bank_id(bank_id)
+        who.require_bank(bank_id, write=True)
+        return await docs.start_import(self, bank_id, req, wait)
+
+    async def list_documents(self, who: Principal, bank_id: str, limit: int = 100, offset: int = 0) -> list["docs.Document"]:
+        await self._readable(who, bank_id)
+        return await docs.list_(self, bank_id, limit, offset)
+
+    async def get_document(self, who: Principal, bank_id: str, document_id: str) -> "docs.Document":
+        await self._readable(who, bank_id)
+        return await docs.get(self, bank_id, document_id)
+
+    async def delete_document(self, who: Principal, bank_id: str, document_id: str) -> None:
+        await self._writable(who, bank_id)
+        await docs.delete(self, bank_id, document_id)
+
+    async def rag_search(self, who: Principal, bank_id: str, phrases: list[str], caller: "rag.Caller", top_k: int = 10) -> "rag.RagSearchResult":
+        await self._readable(who, bank_id)
+        return await rag.rag_search(self, bank_id, phrases, caller, top_k)
+
+    async def verify_document_access(self, who: Principal, bank_id: str, segment_uid: str, caller: "rag.Caller") -> "rag.AccessResult":
+        await self._readable(who, bank_id)
+        return await rag.verify_document_access(self, bank_id, segment_uid, caller)
 
     # ---- operations and usage -------------------------------------------------------------
     async def get_operation(self, who: Principal, bank_id: str, operation_id: str) -> Operation:

@@ -27,6 +27,12 @@ def _maybe_json(v: Any) -> Any:
     return v
 
 
+def not_blank(v: str, what: str) -> str:
+    if not v.strip():
+        raise ValueError(f"{what} is blank")
+    return v
+
+
 def _clean_tags(v: Any) -> Any:
     v = _maybe_json(v)
     if isinstance(v, str):
@@ -137,12 +143,7 @@ class RecallRequest(BaseModel):
         v = _maybe_json(v)
         return [v] if isinstance(v, str) else v
 
-    @field_validator("query")
-    @classmethod
-    def _query(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("query is blank")
-        return v
+    _query = field_validator("query")(lambda v: not_blank(v, "query"))
 
 
 class RecallResult(BaseModel):

@@ -14,14 +14,14 @@ from datetime import datetime
 from typing import Any, Awaitable, Callable, Literal
 
 import asyncpg
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from .errors import InvalidArgument, NotFound
 
 Status = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 TERMINAL = ("succeeded", "failed", "cancelled")
 _COLUMNS = (
-    "id, bank_id, type, status, payload, result, error, attempts, max_attempts, run_after,"
+    "id, bank_id, type, status, payload, result, error, attempts, max_attempts, run_after, progress,"
     " created_at, started_at, finished_at, updated_at"
 )
 
@@ -51,6 +51,7 @@ class Operation(BaseModel):
     error: str | None = None
     result: Any = None
     payload: dict[str, Any] = {}
+    progress: dict[str, Any] | None = Field(None, description="e.g. {done, total} files of an import.")
     run_after: datetime | None = None
     created_at: datetime
     started_at: datetime | None = None
@@ -63,7 +64,8 @@ def to_operation(r) -> Operation:
         operation_id=str(r["id"]), bank_id=r["bank_id"], type=r["type"], status=r["status"],
         attempts=r["attempts"], max_attempts=r["max_attempts"], error=r["error"],
         result=json.loads(r["result"]) if r["result"] is not None else None,
-        payload=json.loads(r["payload"]), run_after=r["run_after"], created_at=r["created_at"],
+        payload=json.loads(r["payload"]), run_after=r["run_after"],
+        progress=json.loads(r["progress"]) if r["progress"] is not None else None, created_at=r["created_at"],
         started_at=r["started_at"], finished_at=r["finished_at"], updated_at=r["updated_at"],
     )
 

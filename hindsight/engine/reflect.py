@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..llm import Usage
-from .models import RecallRequest, _clean_tags
+from .models import RecallRequest, _clean_tags, not_blank
 from .recall import recall
 
 # Recall tokens per budget: how much memory the answer may draw on.
@@ -33,12 +33,7 @@ class ReflectRequest(BaseModel):
 
     _tags = field_validator("tags", mode="before")(_clean_tags)
 
-    @field_validator("query")
-    @classmethod
-    def _query(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("query is blank")
-        return v
+    _query = field_validator("query")(lambda v: not_blank(v, "query"))
 
 
 class BasedOn(BaseModel):

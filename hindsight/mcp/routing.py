@@ -14,7 +14,7 @@ import re
 
 from ..config import BANK_ID_PATTERN
 from ..engine.errors import HindsightError
-from .surfaces import SCOPE_KEY
+from .surfaces import SCOPE_KEY, TOP_LEVEL_META
 
 _BANK = re.compile(BANK_ID_PATTERN)
 _ACCEPT = b"application/json, text/event-stream"
@@ -83,6 +83,58 @@ class MCPRouter:
             accept += ", text/event-stream"
         headers.append((b"accept", accept.encode()))
         scope = dict(scope, headers=headers, path="/mcp", raw_path=b"/mcp")
-        scope[SCOPE_KEY] = {"who": who, "bank_id": bank_id, "header_bank": header_bank}
+        scope[SCOPE_KEY] = {
+            "who": who, "bank_id": bank_id, "header_bank": header_bank,
+            # what RAG callers send about the end user (rag_search filters on them)
+            "caller": {"x-user-id": _header(scope, b"x-user-id"), "x-session-tags": _header(scope, b"x-session-tags")},
+        }
         manager = self.single if bank_id is not None else self.multi
-        await manager.handle_request(scope, receive, send)
+        await manager.handle_request(scope, receive, lift_structured_result(send))
+
+
+def _lift(message: dict) -> bool:
+    result = message.get("result") if isinstance(message, dict) else None
+    meta = result.get("_meta") if isinstance(result, dict) else None
+    if not isinstance(meta, dict) or not meta.pop(TOP_LEVEL_META, None):
+        return False
+    if not meta:
+        result.pop("_meta")
+    for key, value in (result.get("structuredContent") or {}).items():
+        result.setdefault(key, value)
+    return True
+
+
+def lift_structured_result(send):
+    """For tools marked `top_level_result` (rag_search, verify_document_access): copy the fields
+    of `structuredContent` to the top of the JSON-RPC `result`, the shape RAG-over-MCP clients
+    read, next to the standard `content` / `structuredContent`."""
+    start: dict | None = None
+    body = bytearray()
+
+    async def wrapped(message):
+        nonlocal start
+        if message["type"] == "http.response.start":
+            ctype = dict(message.get("headers") or []).get(b"content-type", b"")
+            if not ctype.startswith(b"application/json"):
+                return await send(message)
+            start = message
+            return None
+        if message["type"] != "http.response.body" or start is None:
+            return await send(message)
+        body.extend(message.get("body", b""))
+        if message.get("more_body"):
+            return None
+        data = bytes(body)
+        try:
+            doc = json.loads(data)
+            changed = any([_lift(m) for m in doc]) if isinstance(doc, list) else _lift(doc)
+            if changed:
+                data = json.dumps(doc, separators=(",", ":")).encode()
+        except ValueError:
+            pass
+        headers = [(k, v) for k, v in start.get("headers", []) if k != b"content-length"]
+        headers.append((b"content-length", str(len(data)).encode()))
+        await send({**start, "headers": headers})
+        await send({"type": "http.response.body", "body": data})
+
+    return wrapped

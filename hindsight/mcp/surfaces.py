@@ -28,6 +28,10 @@ ACCESS_DENIED = -32001
 SCOPE_KEY = "hindsight"
 
 
+TOP_LEVEL_RESULT = {td.name for td in TOOLS if td.top_level_result}
+TOP_LEVEL_META = "hindsight/top-level-result"
+
+
 def error_code(exc: HindsightError) -> int:
     return ACCESS_DENIED if isinstance(exc, (Forbidden, Unauthorized)) else INVALID_PARAMS
 
@@ -40,13 +44,19 @@ class HindsightMCPServer(MCPServer):
         if self._tool_manager.get_tool(params.name) is None:
             raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}")
         try:
-            return await self.call_tool(params.name, params.arguments or {}, Context(
+            result = await self.call_tool(params.name, params.arguments or {}, Context(
                 request_context=ctx, mcp_server=self, input_params=params, subscriptions=self._subscriptions
             ))
+            if params.name in TOP_LEVEL_RESULT and isinstance(result, CallToolResult) and result.structured_content:
+                # RAG-over-MCP clients read `status`/`segments` (or `has_access`) at the top of `result`;
+                # the SDK re-validates results against the spec, so the router lifts them (routing.py).
+                result.meta = {**(result.meta or {}), TOP_LEVEL_META: True}
+            return result
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 raise MCPError(INVALID_PARAMS, describe_validation(exc.__cause__)) from None
             return CallToolResult(content=[{"type": "text", "text": str(exc)}], is_error=True)
+
 
 
 def request_state(ctx: Context) -> dict:
@@ -80,7 +90,7 @@ def _wrap(td: ToolDef, engine, multi: bool):
                     check_bank_id(bank_id)
                 else:
                     bank_id = state["bank_id"]
-            call = Call(engine=engine, who=state["who"], bank_id=bank_id or "")
+            call = Call(engine=engine, who=state["who"], bank_id=bank_id or "", headers=state.get("caller") or {})
             return await td.fn(call, **kwargs)
         except HindsightError as exc:
             raise MCPError(error_code(exc), exc.message) from None

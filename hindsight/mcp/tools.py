@@ -8,7 +8,7 @@ HINDSIGHT_MCP_BANK_ID). `scope="global"` tools (bank management) exist only in m
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, Field, ValidationError
@@ -23,6 +23,7 @@ from ..engine.models import (
     Bank, BankCreate, RecallRequest, RecallResult, RetainItem, RetainResult, _clean_tags,
 )
 from ..engine.operations import Operation, Status
+from ..engine.rag import AccessResult, RagSearchResult, parse_caller
 from ..engine.reflect import ReflectRequest, ReflectResult
 
 
@@ -31,6 +32,7 @@ class Call:
     engine: Any
     who: Principal
     bank_id: str
+    headers: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -42,14 +44,17 @@ class ToolDef:
     read_only: bool
     destructive: bool
     idempotent: bool
+    top_level_result: bool = False
 
 
 TOOLS: list[ToolDef] = []
 
 
-def tool(*, scope: str = "bank", read_only: bool = False, destructive: bool = False, idempotent: bool = False):
+def tool(*, scope: str = "bank", read_only: bool = False, destructive: bool = False, idempotent: bool = False,
+         top_level_result: bool = False):
     def deco(fn: Callable) -> Callable:
-        TOOLS.append(ToolDef(fn, fn.__name__, inspect.cleandoc(fn.__doc__ or ""), scope, read_only, destructive, idempotent))
+        TOOLS.append(ToolDef(fn, fn.__name__, inspect.cleandoc(fn.__doc__ or ""), scope, read_only, destructive,
+                             idempotent, top_level_result))
         return fn
 
     return deco
@@ -256,3 +261,24 @@ async def list_operations(
 async def cancel_operation(call: Call, operation_id: str) -> Operation:
     """Cancel a queued or running operation; finished ones are returned unchanged."""
     return await call.engine.cancel_operation(call.who, call.bank_id, operation_id)
+
+
+@tool(read_only=True, idempotent=True, top_level_result=True)
+async def rag_search(
+    call: Call,
+    search_phrases: list[str] = Field(description="1-5 search phrases for semantic retrieval", min_length=1, max_length=5),
+    top_k: int = Field(10, ge=1, le=20, description="Segments to return (at most 20)."),
+) -> RagSearchResult:
+    """Searches the knowledge base for relevant information using semantic search.
+
+    All phrases are embedded together and searched in parallel (semantic and keyword); results
+    are merged, deduplicated and reranked. The caller's `x-user-id` and `x-session-tags` headers
+    decide which documents may be returned."""
+    return await call.engine.rag_search(call.who, call.bank_id, search_phrases, parse_caller(call.headers), top_k)
+
+
+@tool(read_only=True, idempotent=True, top_level_result=True)
+async def verify_document_access(call: Call, segment_uid: str) -> AccessResult:
+    """Verify that the current user (headers `x-user-id`, `x-session-tags`) may still access the
+    document of a segment returned by rag_search, with a refreshed URL when it has one."""
+    return await call.engine.verify_document_access(call.who, call.bank_id, segment_uid, parse_caller(call.headers))

@@ -1,0 +1,1 @@
+"""Turning files into text blocks (readers) and blocks into search chunks (chunking)."""

@@ -1,0 +1,305 @@
+"""Document imports (files and URLs) as operations, and listing / deleting documents.
+
+An import call stores the uploaded bytes and queues one `document_import` operation in one
+transaction, then returns its id (or waits for it). The operation reads, chunks and embeds each
+file in turn, recording progress; a file that fails is reported in the result without failing the
+others. A document is identified by its source name within the bank: unchanged content (same hash
+and chunk size) is a no-op, changed content or a new chunk size replaces its chunks.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import ipaddress
+import json
+import socket
+import uuid
+from datetime import datetime
+from typing import Literal
+from urllib.parse import urlparse
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..documents.chunking import chunk_blocks
+from ..documents.readers import UnreadableFile, detect_type, read
+from . import operations as ops
+from .banks import ensure_bank
+from .errors import InvalidArgument, NotFound
+from .models import _clean_tags
+
+IMPORT = "document_import"
+MAX_USERS = 256
+
+
+class FileIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=512, description="File name; its extension gives the type.")
+    content_base64: str | None = Field(None, description="The file's bytes, base64-encoded.")
+    text: str | None = Field(None, description="Plain text instead of bytes.")
+    type: str | None = Field(None, description="txt, md, html, pdf or docx when the name has no extension.")
+
+
+class ImportRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    files: list[FileIn] = Field(default_factory=list)
+    urls: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list, description="Access tags: callers need one in common (x-session-tags).")
+    allowed_users: list[str] = Field(default_factory=list, description="User ids (x-user-id) that may always see it.")
+    chunk_size: int | None = Field(None, ge=200, le=20_000, description="Characters per chunk; default: the bank's.")
+
+    _tags = field_validator("tags", mode="before")(_clean_tags)
+
+
+class Document(BaseModel):
+    document_id: str
+    bank_id: str
+    source_name: str
+    source_type: str
+    source_url: str | None
+    content_hash: str
+    size_bytes: int
+    tags: list[str]
+    allowed_users: list[str]
+    chunk_size: int
+    chunk_count: int
+    page_count: int | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class ImportAccepted(BaseModel):
+    operation_id: str
+    status: str
+    files: int
+    urls: int
+    result: dict | None = None
+
+
+class FileOutcome(BaseModel):
+    name: str
+    status: Literal["imported", "replaced", "unchanged", "failed"]
+    document_id: str | None = None
+    chunks: int = 0
+    pages: int | None = None
+    error: str | None = None
+
+
+_COLUMNS = ("id, bank_id, source_name, source_type, source_url, content_hash, size_bytes, tags, allowed_users,"
+            " chunk_size, chunk_count, page_count, created_at, updated_at")
+
+
+def to_document(r) -> Document:
+    return Document(
+        document_id=str(r["id"]), bank_id=r["bank_id"], source_name=r["source_name"], source_type=r["source_type"],
+        source_url=r["source_url"], content_hash=r["content_hash"], size_bytes=r["size_bytes"], tags=list(r["tags"]),
+        allowed_users=list(r["allowed_users"]), chunk_size=r["chunk_size"], chunk_count=r["chunk_count"],
+        page_count=r["page_count"], created_at=r["created_at"], updated_at=r["updated_at"],
+    )
+
+
+def _decode_files(req: ImportRequest, max_bytes: int) -> list[tuple[str, bytes, str | None]]:
+    import base64
+    import binascii
+
+    out = []
+    for i, f in enumerate(req.files):
+        where = f"files[{i}]"
+        if (f.content_base64 is None) == (f.text is None):
+            raise InvalidArgument(f"{where}: give exactly one of content_base64 or text", where)
+        if f.text is not None:
+            data = f.text.encode("utf-8")
+        else:
+            try:
+                data = base64.b64decode(f.content_base64, validate=True)
+            except (binascii.Error, ValueError):
+                raise InvalidArgument(f"{where}.content_base64: not valid base64", where) from None
+        if len(data) > max_bytes:
+            raise InvalidArgument(f"{where}: {len(data)} bytes exceed the limit of {max_bytes}", where)
+        if not data.strip():
+            raise InvalidArgument(f"{where}: the file is empty", where)
+        out.append((f.name, data, f.type))
+    return out
+
+
+async def start_import(engine, bank_id: str, req: ImportRequest, wait: bool) -> ImportAccepted:
+    s = engine.settings
+    if not req.files and not req.urls:
+        raise InvalidArgument("files: give at least one file or URL", "files")
+    if len(req.files) + len(req.urls) > s.max_import_files:
+        raise InvalidArgument(f"files: at most {s.max_import_files} files and URLs per import", "files")
+    if len(req.allowed_users) > MAX_USERS:
+        raise InvalidArgument(f"allowed_users: at most {MAX_USERS}", "allowed_users")
+    for i, u in enumerate(req.urls):
+        p = urlparse(u)
+        if p.scheme not in ("http", "https") or not p.hostname:
+            raise InvalidArgument(f"urls[{i}]: {u!r} is not an http(s) URL", f"urls[{i}]")
+    files = _decode_files(req, s.max_document_bytes)
+    payload = {"urls": req.urls, "tags": req.tags, "allowed_users": req.allowed_users,
+               "chunk_size": req.chunk_size, "types": {name: t for name, _, t in files if t}}
+    async with engine.pool.acquire() as conn:
+        async with conn.transaction():
+            await ensure_bank(conn, bank_id)
+            op_id = await ops.enqueue(conn, bank_id, IMPORT, payload, max_attempts=s.operation_max_attempts)
+            if files:
+                await conn.executemany(
+                    "INSERT INTO document_uploads (id, operation_id, name, data) VALUES ($1, $2, $3, $4)",
+                    [(uuid.uuid4(), op_id, name, data) for name, data, _ in files],
+                )
+    engine.worker.poke()
+    accepted = ImportAccepted(operation_id=str(op_id), status="queued", files=len(files), urls=len(req.urls))
+    if wait:
+        op = await engine.worker.wait(bank_id, str(op_id), s.retain_wait_timeout)
+        accepted.status, accepted.result = op.status, op.result
+    return accepted
+
+
+def _public_host(host: str) -> bool:
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except socket.gaierror:
+        return True  # let the fetch report it
+    for info in infos:
+        ip = ipaddress.ip_address(info[4][0])
+        if ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved or ip.is_multicast:
+            return False
+    return True
+
+
+async def fetch_url(engine, url: str) -> tuple[str, bytes, str | None]:
+    s = engine.settings
+    host = urlparse(url).hostname or ""
+    if not s.allow_private_urls and not await asyncio.to_thread(_public_host, host):
+        raise UnreadableFile(f"{url}: private, loopback and link-local addresses are refused "
+                             "(HINDSIGHT_API_ALLOW_PRIVATE_URLS=true allows them)", "urls")
+    try:
+        async with httpx.AsyncClient(timeout=30, follow_redirects=True, max_redirects=5) as client:
+            async with client.stream("GET", url) as r:
+                if r.status_code >= 400:
+                    raise UnreadableFile(f"{url}: HTTP {r.status_code}", "urls")
+                data = bytearray()
+                async for chunk in r.aiter_bytes():
+                    data += chunk
+                    if len(data) > s.max_document_bytes:
+                        raise UnreadableFile(f"{url}: larger than {s.max_document_bytes} bytes", "urls")
+                return url, bytes(data), r.headers.get("content-type")
+    except httpx.HTTPError as exc:
+        raise UnreadableFile(f"{url}: {type(exc).__name__}: {exc}", "urls") from None
+
+
+async def ingest(engine, bank_id: str, name: str, data: bytes, source_type: str, url: str | None, payload: dict) -> FileOutcome:
+    chunk_size = payload.get("chunk_size") or engine.settings.document_chunk_chars
+    digest = hashlib.sha256(data).hexdigest()
+    async with engine.pool.acquire() as conn:
+        old = await conn.fetchrow(
+            "SELECT id, content_hash, chunk_size, chunk_count FROM documents WHERE bank_id = $1 AND source_name = $2",
+            bank_id, name,
+        )
+    if old is not None and old["content_hash"] == digest and old["chunk_size"] == chunk_size:
+        async with engine.pool.acquire() as conn:  # access tags may change without new content
+            await conn.execute("UPDATE documents SET tags = $2, allowed_users = $3 WHERE id = $1",
+                               old["id"], payload["tags"], payload["allowed_users"])
+        return FileOutcome(name=name, status="unchanged", document_id=str(old["id"]), chunks=old["chunk_count"])
+
+    def cpu():
+        blocks, pages = read(name, source_type, data)
+        chunks = chunk_blocks(blocks, chunk_size)
+        if not chunks:
+            raise UnreadableFile(f"{name}: no text could be extracted", "files")
+        return chunks, pages, engine.embedder.embed([f"{c.headline}\n{c.text}" for c in chunks])
+
+    async with engine.cpu_slots:
+        chunks, pages, vectors = await asyncio.to_thread(cpu)
+    doc_id = old["id"] if old is not None else uuid.uuid4()
+    async with engine.pool.acquire() as conn:
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"doc/{bank_id}/{name}")
+            await conn.execute(
+                "INSERT INTO documents (id, bank_id, source_name, source_type, source_url, content_hash, size_bytes,"
+                " tags, allowed_users, chunk_size, chunk_count, page_count) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)"
+                " ON CONFLICT (bank_id, source_name) DO UPDATE SET source_type = EXCLUDED.source_type,"
+                " source_url = EXCLUDED.source_url, content_hash = EXCLUDED.content_hash, size_bytes = EXCLUDED.size_bytes,"
+                " tags = EXCLUDED.tags, allowed_users = EXCLUDED.allowed_users, chunk_size = EXCLUDED.chunk_size,"
+                " chunk_count = EXCLUDED.chunk_count, page_count = EXCLUDED.page_count, updated_at = now()",
+                doc_id, bank_id, name, source_type, url, digest, len(data), payload["tags"], payload["allowed_users"],
+                chunk_size, len(chunks), pages,
+            )
+            doc_id = await conn.fetchval("SELECT id FROM documents WHERE bank_id = $1 AND source_name = $2", bank_id, name)
+            await conn.execute("DELETE FROM chunks WHERE document_id = $1", doc_id)
+            await conn.copy_records_to_table(
+                "chunks",
+                columns=["id", "bank_id", "document_id", "position", "headline", "text", "page_start", "page_end", "embedding"],
+                records=[(uuid.uuid4(), bank_id, doc_id, i, c.headline, c.text, c.page_start, c.page_end, v)
+                         for i, (c, v) in enumerate(zip(chunks, vectors))],
+            )
+    return FileOutcome(name=name, status="replaced" if old is not None else "imported", document_id=str(doc_id),
+                       chunks=len(chunks), pages=pages)
+
+
+@ops.handler(IMPORT)
+async def run_import(engine, job) -> dict:
+    p = job.payload
+    async with engine.pool.acquire() as conn:
+        uploads = await conn.fetch("SELECT id, name FROM document_uploads WHERE operation_id = $1 ORDER BY name", job.id)
+    total = len(uploads) + len(p["urls"])
+    outcomes: list[FileOutcome] = []
+
+    async def progress():
+        async with engine.pool.acquire() as conn:
+            await conn.execute("UPDATE operations SET progress = $2::jsonb WHERE id = $1", job.id,
+                               json.dumps({"done": len(outcomes), "total": total}))
+
+    for up in uploads:
+        try:
+            async with engine.pool.acquire() as conn:
+                data = await conn.fetchval("SELECT data FROM document_uploads WHERE id = $1", up["id"])
+            t = p["types"].get(up["name"]) or detect_type(up["name"], None, data)
+            outcomes.append(await ingest(engine, job.bank_id, up["name"], data, t, None, p))
+        except UnreadableFile as exc:
+            outcomes.append(FileOutcome(name=up["name"], status="failed", error=exc.message))
+        await progress()
+    for url in p["urls"]:
+        try:
+            _, data, ctype = await fetch_url(engine, url)
+            name = url
+            outcomes.append(await ingest(engine, job.bank_id, name, data, detect_type(url, ctype, data), url, p))
+        except UnreadableFile as exc:
+            outcomes.append(FileOutcome(name=url, status="failed", error=exc.message))
+        await progress()
+    async with engine.pool.acquire() as conn:
+        await conn.execute("DELETE FROM document_uploads WHERE operation_id = $1", job.id)
+    return {"files": [o.model_dump() for o in outcomes],
+            "failed": sum(o.status == "failed" for o in outcomes), "total": total}
+
+
+async def list_(engine, bank_id: str, limit: int, offset: int) -> list[Document]:
+    async with engine.pool.acquire() as conn:
+        rows = await conn.fetch(f"SELECT {_COLUMNS} FROM documents WHERE bank_id = $1 ORDER BY source_name LIMIT $2 OFFSET $3",
+                                bank_id, limit, offset)
+    return [to_document(r) for r in rows]
+
+
+def parse_document_id(document_id: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(document_id))
+    except ValueError:
+        raise InvalidArgument(f"document_id: {document_id!r} is not a document id (a UUID)", "document_id") from None
+
+
+async def get(engine, bank_id: str, document_id: str) -> Document:
+    did = parse_document_id(document_id)
+    async with engine.pool.acquire() as conn:
+        r = await conn.fetchrow(f"SELECT {_COLUMNS} FROM documents WHERE bank_id = $1 AND id = $2", bank_id, did)
+    if r is None:
+        raise NotFound(f"document {document_id} does not exist in bank {bank_id!r}", "document_id")
+    return to_document(r)
+
+
+async def delete(engine, bank_id: str, document_id: str) -> None:
+    did = parse_document_id(document_id)
+    async with engine.pool.acquire() as conn:
+        done = await conn.fetchval("DELETE FROM documents WHERE bank_id = $1 AND id = $2 RETURNING id", bank_id, did)
+    if done is None:
+        raise NotFound(f"document {document_id} does not exist in bank {bank_id!r}", "document_id")
