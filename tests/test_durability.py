@@ -68,3 +68,17 @@ def test_two_processes_refresh_each_model_once(pg_url, stub, bank):
     finally:
         a.stop()
         b.stop()
+
+
+def test_wall_clock_limit_fails_the_attempt_and_keeps_the_content(pg_url, stub, bank):
+    env = llm_env(stub, fresh_database(pg_url, "llm_timeout"), operation_timeout=1, operation_max_attempts=1)
+    s = Server(env).start()
+    try:
+        with s.http() as api:
+            res = retain(api, bank, {"content": "Xavier sails every summer. [[slow]]"}, wait=True)
+            op = api.get(f"/v1/banks/{bank}/operations/{res['operation_id']}").json()
+            assert op["status"] == "failed" and "wall-clock limit of 1 s" in op["error"]
+            texts, _ = recall_texts(api, bank, "Who sails?")
+            assert texts == ["Xavier sails every summer. [[slow]]"]
+    finally:
+        s.stop()
