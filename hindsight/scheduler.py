@@ -21,18 +21,12 @@ class Scheduler:
         self.worker = worker
         self._aps = AsyncIOScheduler(timezone="UTC")
 
-    async def _tick(self) -> None:
-        try:
-            await self.worker.tick()
-        except Exception:
-            log.exception("claiming operations failed")
-
     async def _sweep(self) -> None:
         try:
             queued = await mental_models.sweep(self.engine)
             if queued:
                 log.info("queued %d mental-model refreshes after new memories", queued)
-                await self.worker.tick()
+                await self.worker.safe_tick()
         except Exception:
             log.exception("mental-model sweep failed")
 
@@ -40,7 +34,7 @@ class Scheduler:
         interval = self.engine.settings.scheduler_interval
         now = datetime.now().astimezone()
         common = {"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
-        self._aps.add_job(self._tick, "interval", seconds=interval, next_run_time=now, id="claim", **common)
+        self._aps.add_job(self.worker.safe_tick, "interval", seconds=interval, next_run_time=now, id="claim", **common)
         self._aps.add_job(self._sweep, "interval", seconds=max(interval, 1.0), next_run_time=now, id="sweep", **common)
         self._aps.start()
 

@@ -3,6 +3,7 @@ limit, and retry-or-fail bookkeeping. Handlers are plain async functions registe
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import socket
@@ -20,7 +21,7 @@ class Job:
         self.id = row["id"]
         self.bank_id = row["bank_id"]
         self.type = row["type"]
-        self.payload = ops.to_operation(row).payload
+        self.payload = json.loads(row["payload"])
         self.attempts = row["attempts"]
         self.max_attempts = row["max_attempts"]
         self.worker_id = worker_id
@@ -57,9 +58,9 @@ class Worker:
     def poke(self) -> None:
         """New work was queued in this process: start it now rather than at the next tick."""
         if not self._closing and self.concurrency:
-            asyncio.get_running_loop().create_task(self._safe_tick())
+            asyncio.get_running_loop().create_task(self.safe_tick())
 
-    async def _safe_tick(self) -> None:
+    async def safe_tick(self) -> None:
         try:
             await self.tick()
         except Exception:

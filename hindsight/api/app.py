@@ -65,8 +65,7 @@ def create_app(settings: Settings) -> "RootApp":
             "embedding_model": engine.embedder.name if engine.embedder else None,
             "mcp": settings.mcp_enabled, "auth": settings.auth_enabled,
             "llm": {p: engine.llm.model_name(p) for p in ("retain", "reflect")} if engine.llm else None,
-            "mode": "llm" if engine.llm and (engine.llm.configured("retain") or engine.llm.configured("reflect"))
-            else "offline (no LLM configured)",
+            "mode": "llm" if engine.llm and engine.llm.enabled else "offline (no LLM configured)",
             "worker": {"concurrency": settings.worker_concurrency,
                        "running": len(engine.worker.running) if engine.worker else 0},
         }

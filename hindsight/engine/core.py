@@ -28,6 +28,7 @@ from .mental_models import MentalModel, MentalModelCreate, MentalModelOperation,
 from .operations import Operation
 from .recall import recall as _recall
 from .reflect import ReflectRequest, ReflectResult, reflect as _reflect
+from .usage import bank_usage
 from .retain import retain as _retain
 
 log = logging.getLogger("hindsight")
@@ -86,7 +87,7 @@ class Engine:
 
     @property
     def llm_label(self) -> str:
-        if not self.llm or not (self.llm.configured("retain") or self.llm.configured("reflect")):
+        if not self.llm or not self.llm.enabled:
             return "offline mode (no LLM configured): retain stores text units, reflect is extractive"
         return f"retain with {self.llm.model_name('retain') or 'no LLM'}, reflect with {self.llm.model_name('reflect') or 'no LLM'}"
 
@@ -155,10 +156,7 @@ class Engine:
     async def list_memories(
         self, who: Principal, bank_id: str, limit: int = 50, offset: int = 0, document_id: str | None = None
     ) -> tuple[list[Memory], int]:
-        check_bank_id(bank_id)
-        who.require_bank(bank_id)
-        if not await self._bank_exists(bank_id):
-            raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
+        await self._readable(who, bank_id)
         return await memories.list_memories(self.pool, bank_id, limit, offset, document_id)
 
     async def get_memory(self, who: Principal, bank_id: str, memory_id: str) -> Memory:
@@ -248,8 +246,6 @@ class Engine:
 
     async def usage(self, who: Principal, bank_id: str) -> dict:
         await self._readable(who, bank_id)
-        from .usage import bank_usage
-
         return await bank_usage(self.pool, bank_id)
 
     async def _readable(self, who: Principal, bank_id: str) -> None:

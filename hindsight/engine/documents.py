@@ -25,7 +25,7 @@ from ..documents.chunking import chunk_blocks
 from ..documents.readers import UnreadableFile, detect_type, read
 from . import operations as ops
 from .banks import ensure_bank
-from .errors import InvalidArgument, NotFound
+from .errors import InvalidArgument, NotFound, parse_uuid
 from .models import _clean_tags
 
 IMPORT = "document_import"
@@ -197,11 +197,11 @@ async def ingest(engine, bank_id: str, name: str, data: bytes, source_type: str,
             "SELECT id, content_hash, chunk_size, chunk_count FROM documents WHERE bank_id = $1 AND source_name = $2",
             bank_id, name,
         )
-    if old is not None and old["content_hash"] == digest and old["chunk_size"] == chunk_size:
-        async with engine.pool.acquire() as conn:  # access tags may change without new content
+        if old is not None and old["content_hash"] == digest and old["chunk_size"] == chunk_size:
+            # access tags may change without new content
             await conn.execute("UPDATE documents SET tags = $2, allowed_users = $3 WHERE id = $1",
                                old["id"], payload["tags"], payload["allowed_users"])
-        return FileOutcome(name=name, status="unchanged", document_id=str(old["id"]), chunks=old["chunk_count"])
+            return FileOutcome(name=name, status="unchanged", document_id=str(old["id"]), chunks=old["chunk_count"])
 
     def cpu():
         blocks, pages = read(name, source_type, data)
@@ -216,17 +216,17 @@ async def ingest(engine, bank_id: str, name: str, data: bytes, source_type: str,
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"doc/{bank_id}/{name}")
-            await conn.execute(
+            doc_id = await conn.fetchval(
                 "INSERT INTO documents (id, bank_id, source_name, source_type, source_url, content_hash, size_bytes,"
                 " tags, allowed_users, chunk_size, chunk_count, page_count) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)"
                 " ON CONFLICT (bank_id, source_name) DO UPDATE SET source_type = EXCLUDED.source_type,"
                 " source_url = EXCLUDED.source_url, content_hash = EXCLUDED.content_hash, size_bytes = EXCLUDED.size_bytes,"
                 " tags = EXCLUDED.tags, allowed_users = EXCLUDED.allowed_users, chunk_size = EXCLUDED.chunk_size,"
-                " chunk_count = EXCLUDED.chunk_count, page_count = EXCLUDED.page_count, updated_at = now()",
+                " chunk_count = EXCLUDED.chunk_count, page_count = EXCLUDED.page_count, updated_at = now()"
+                " RETURNING id",
                 doc_id, bank_id, name, source_type, url, digest, len(data), payload["tags"], payload["allowed_users"],
                 chunk_size, len(chunks), pages,
             )
-            doc_id = await conn.fetchval("SELECT id FROM documents WHERE bank_id = $1 AND source_name = $2", bank_id, name)
             await conn.execute("DELETE FROM chunks WHERE document_id = $1", doc_id)
             await conn.copy_records_to_table(
                 "chunks",
@@ -282,10 +282,7 @@ async def list_(engine, bank_id: str, limit: int, offset: int) -> list[Document]
 
 
 def parse_document_id(document_id: str) -> uuid.UUID:
-    try:
-        return uuid.UUID(str(document_id))
-    except ValueError:
-        raise InvalidArgument(f"document_id: {document_id!r} is not a document id (a UUID)", "document_id") from None
+    return parse_uuid(document_id, "document_id", "a document")
 
 
 async def get(engine, bank_id: str, document_id: str) -> Document:

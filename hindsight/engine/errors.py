@@ -42,3 +42,13 @@ class Forbidden(HindsightError):
 class Conflict(HindsightError):
     status = 409
     code = "conflict"
+
+
+def parse_uuid(value: object, field: str, noun: str):
+    """Ids from clients are UUIDs; anything else is an error naming the argument, not a 500."""
+    import uuid
+
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        raise InvalidArgument(f"{field}: {value!r} is not {noun} id (a UUID)", field) from None

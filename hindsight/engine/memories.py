@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import uuid
 
-from .errors import InvalidArgument, NotFound
+from .errors import NotFound, parse_uuid
 from .models import Memory
 
 COLUMNS = (
@@ -25,10 +25,7 @@ def to_memory(r, **extra) -> Memory:
 
 
 def parse_memory_id(memory_id: str) -> uuid.UUID:
-    try:
-        return uuid.UUID(str(memory_id))
-    except ValueError:
-        raise InvalidArgument(f"memory_id: {memory_id!r} is not a memory id (a UUID)", "memory_id") from None
+    return parse_uuid(memory_id, "memory_id", "a memory")
 
 
 async def list_memories(pool, bank_id: str, limit: int, offset: int, document_id: str | None) -> tuple[list[Memory], int]:

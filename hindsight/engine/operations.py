@@ -16,7 +16,7 @@ from typing import Any, Awaitable, Callable, Literal
 import asyncpg
 from pydantic import BaseModel, Field
 
-from .errors import InvalidArgument, NotFound
+from .errors import NotFound, parse_uuid
 
 Status = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 TERMINAL = ("succeeded", "failed", "cancelled")
@@ -71,10 +71,7 @@ def to_operation(r) -> Operation:
 
 
 def parse_operation_id(operation_id: str) -> uuid.UUID:
-    try:
-        return uuid.UUID(str(operation_id))
-    except ValueError:
-        raise InvalidArgument(f"operation_id: {operation_id!r} is not an operation id (a UUID)", "operation_id") from None
+    return parse_uuid(operation_id, "operation_id", "an operation")
 
 
 async def enqueue(

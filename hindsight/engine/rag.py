@@ -16,7 +16,7 @@ import uuid
 from pydantic import BaseModel, Field
 
 from .errors import InvalidArgument
-from .recall import keyword_query
+from .recall import fetch_ids, keyword_query
 
 RRF_K = 60
 PER_ARM = 30
@@ -94,11 +94,6 @@ def check_phrases(phrases) -> list[str]:
     return clean
 
 
-async def _ids(pool, sql: str, *params) -> list:
-    async with pool.acquire() as conn:
-        return [r[0] for r in await conn.fetch(sql, *params)]
-
-
 async def rag_search(engine, bank_id: str, phrases: list[str], caller: Caller, top_k: int = 10) -> RagSearchResult:
     phrases = check_phrases(phrases)
     if not 1 <= top_k <= MAX_TOP_K:
@@ -109,7 +104,7 @@ async def rag_search(engine, bank_id: str, phrases: list[str], caller: Caller, t
     access = _access(3)
     lists = []
     for phrase, vec in zip(phrases, vectors):
-        lists.append(_ids(
+        lists.append(fetch_ids(
             pool,
             "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id"
             f" WHERE c.bank_id = $1 AND {access} ORDER BY c.embedding <=> $2 LIMIT {PER_ARM}",
@@ -117,7 +112,7 @@ async def rag_search(engine, bank_id: str, phrases: list[str], caller: Caller, t
         ))
         tsq = keyword_query(phrase)
         if tsq:
-            lists.append(_ids(
+            lists.append(fetch_ids(
                 pool,
                 "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id, to_tsquery('english', $2) q"
                 f" WHERE c.bank_id = $1 AND c.tsv @@ q AND {access} ORDER BY ts_rank_cd(c.tsv, q, 1) DESC LIMIT {PER_ARM}",

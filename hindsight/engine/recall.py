@@ -79,7 +79,8 @@ def entity_candidates(query: str) -> list[str]:
     return sorted(grams)
 
 
-async def _arm(pool, sql: str, *params) -> list:
+async def fetch_ids(pool, sql: str, *params) -> list:
+    """First column of a query on its own pooled connection, so several run concurrently."""
     async with pool.acquire() as conn:
         return [r[0] for r in await conn.fetch(sql, *params)]
 
@@ -93,7 +94,7 @@ async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
     f = Filters.build(req, 4)
 
     arms: dict[str, asyncio.Future] = {}
-    arms["semantic"] = _arm(
+    arms["semantic"] = fetch_ids(
         pool,
         "SELECT id FROM (SELECT m.id, m.embedding <=> $2 AS d FROM memories m"
         f" WHERE m.bank_id = $1{f.sql} ORDER BY m.embedding <=> $2 LIMIT $3) s ORDER BY d",
@@ -101,14 +102,14 @@ async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
     )
     tsq = keyword_query(req.query)
     if tsq:
-        arms["keyword"] = _arm(
+        arms["keyword"] = fetch_ids(
             pool,
             "SELECT m.id FROM memories m, to_tsquery('english', $2) q"
             f" WHERE m.bank_id = $1 AND m.tsv @@ q{f.sql}"
             " ORDER BY ts_rank_cd(m.tsv, q, 1) DESC LIMIT $3",
             bank_id, tsq, ARM_LIMIT, *f.params,
         )
-    arms["entity"] = _arm(
+    arms["entity"] = fetch_ids(
         pool,
         "SELECT m.id FROM entities e JOIN memory_entities me ON me.entity_id = e.id"
         " JOIN memories m ON m.id = me.memory_id"
@@ -119,7 +120,7 @@ async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
     windows = find_time_windows(req.query, base)
     if windows:
         w = windows[0]
-        arms["temporal"] = _arm(
+        arms["temporal"] = fetch_ids(
             pool,
             "SELECT m.id FROM memories m WHERE m.bank_id = $1"
             f" AND ((m.occurred_start < ${5 + len(f.params)} AND m.occurred_end > ${4 + len(f.params)})"

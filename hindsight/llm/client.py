@@ -70,13 +70,18 @@ class LLM:
     def configured(self, purpose: str) -> bool:
         return self.settings.llm_for(purpose) is not None
 
+    @property
+    def enabled(self) -> bool:
+        """Any LLM at all (retain or reflect); false means offline mode."""
+        return self.configured("retain") or self.configured("reflect")
+
     def model_name(self, purpose: str) -> str | None:
         cfg = self.settings.llm_for(purpose)
         return cfg[0] if cfg else None
 
     async def warm(self) -> None:
         """Import litellm at start-up (in a thread) rather than on the first request."""
-        if self.settings.llm_model or self.settings.retain_llm_model or self.settings.reflect_llm_model:
+        if self.enabled:
             self._lib = await asyncio.to_thread(_litellm)
 
     async def json(
