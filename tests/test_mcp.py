@@ -18,7 +18,7 @@ async def test_single_bank_surface(server, bank):
     assert set(tools) == {
         "retain", "retain_batch", "recall", "reflect", "create_mental_model", "list_mental_models",
         "get_mental_model", "update_mental_model", "delete_mental_model", "refresh_mental_model",
-        "get_operation", "list_operations", "cancel_operation", "rag_search", "verify_document_access",
+        "get_operation", "list_operations", "cancel_operation", "rag_search", "verify_document_access", "search_documents",
     }
     assert all("bank_id" not in t.input_schema.get("properties", {}) for t in tools.values())
     assert tools["delete_mental_model"].annotations.destructive_hint is True

@@ -6,7 +6,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..engine.documents import Document, ImportAccepted, ImportRequest
 from ..engine.keys import Principal
-from ..engine.rag import RagSearchResult, parse_caller
+from ..engine.rag import DocumentSearchResult, RagSearchResult, parse_caller
+from ..engine.relevance import SearchOptions
 from .deps import bank_path, engine, principal
 
 router = APIRouter(prefix="/v1/banks/{bank_id}/documents", tags=["documents"])
@@ -35,6 +36,18 @@ async def list_documents(bank_id: str = Depends(bank_path), limit: int = Query(1
 async def search(req: SearchRequest, request: Request, bank_id: str = Depends(bank_path),
                  who: Principal = Depends(principal), eng=Depends(engine)) -> RagSearchResult:
     return await eng.rag_search(who, bank_id, req.search_phrases, parse_caller(request.headers), req.top_k)
+
+
+class QueryRequest(SearchOptions):
+    query: str = Field(min_length=1, max_length=2_000)
+    top_k: int = Field(5, ge=1, le=50)
+
+
+@router.post("/query", summary="Search documents with mode, top_k, strictness/min_score and a filter expression")
+async def query(req: QueryRequest, request: Request, bank_id: str = Depends(bank_path),
+                who: Principal = Depends(principal), eng=Depends(engine)) -> DocumentSearchResult:
+    opts = SearchOptions(**req.model_dump(exclude={"query"}))
+    return await eng.search_documents(who, bank_id, req.query, parse_caller(request.headers), opts)
 
 
 @router.get("/{document_id}", summary="Get one document")

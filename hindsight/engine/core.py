@@ -27,6 +27,7 @@ from .models import (
 from .mental_models import MentalModel, MentalModelCreate, MentalModelOperation, MentalModelUpdate, MentalModelVersion
 from .operations import Operation
 from .recall import recall as _recall
+from .relevance import SearchOptions
 from .reflect import ReflectRequest, ReflectResult, reflect as _reflect
 from .usage import bank_usage
 from .retain import retain as _retain
@@ -224,6 +225,11 @@ class Engine:
     async def rag_search(self, who: Principal, bank_id: str, phrases: list[str], caller: "rag.Caller", top_k: int = 10) -> "rag.RagSearchResult":
         await self._readable(who, bank_id)
         return await rag.rag_search(self, bank_id, phrases, caller, top_k)
+
+    async def search_documents(self, who: Principal, bank_id: str, query: str, caller: "rag.Caller",
+                               opts: "SearchOptions") -> "rag.DocumentSearchResult":
+        await self._readable(who, bank_id)
+        return await rag.search_documents(self, bank_id, query, caller, opts)
 
     async def verify_document_access(self, who: Principal, bank_id: str, segment_uid: str, caller: "rag.Caller") -> "rag.AccessResult":
         await self._readable(who, bank_id)

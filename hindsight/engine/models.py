@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..config import BANK_ID_PATTERN
+from .relevance import SearchOptions
 
 BankId = Field(pattern=BANK_ID_PATTERN, description="Bank id: 1-64 of A-Z a-z 0-9 _ -")
 MemoryType = Literal["world", "experience"]
@@ -121,11 +122,12 @@ class Memory(BaseModel):
     tags: list[str] = Field(default_factory=list)
     created_at: datetime | None = None
     superseded: bool | None = Field(None, description="A raw unit replaced in recall by the facts extracted from it.")
-    score: float | None = None
+    score: float | None = Field(None, description="Fused rank score (results are ordered by it).")
+    relevance: float | None = Field(None, description="0-1 relevance to the query, what strictness/min_score compare.")
     arms: list[str] | None = Field(None, description="Which recall arms found it.")
 
 
-class RecallRequest(BaseModel):
+class RecallRequest(SearchOptions):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1, max_length=4_000)

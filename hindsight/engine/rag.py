@@ -4,7 +4,9 @@ Access (documented in the README): a document with no access tags and no allowed
 otherwise the caller sees it when `x-user-id` is among its allowed users or `x-session-tags`
 shares at least one tag with it. Every phrase is embedded in one batch; each phrase's semantic and
 keyword searches run concurrently; all lists are fused with reciprocal rank fusion (a chunk found
-by several phrases and arms rises), deduplicated and cut to `top_k`.
+by several phrases and arms rises), deduplicated and cut to `top_k`. `search_documents` is the same
+search with every option of relevance.SearchOptions (mode, threshold, filter), in the result shape
+of the RAG-over-MCP search tools.
 """
 from __future__ import annotations
 
@@ -12,11 +14,15 @@ import asyncio
 import json
 import re
 import uuid
+from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from .errors import InvalidArgument
-from .recall import fetch_ids, keyword_query
+from .filters import CHUNK_FIELDS, compile_filter
+from .recall import content_words, fetch_ids, keyword_query
+from .relevance import SearchOptions, relevance_sql
 
 RRF_K = 60
 PER_ARM = 30
@@ -61,7 +67,8 @@ class Segment(BaseModel):
     source_url: str | None = None
     page_start: int | None = None
     page_end: int | None = None
-    score: float | None = None
+    score: float | None = Field(None, description="Relevance 0-1.")
+    arms: list[str] | None = Field(None, description="Which searches found it: semantic, keyword.")
 
 
 class RagSearchResult(BaseModel):
@@ -82,60 +89,151 @@ def summary(text: str) -> str:
     return out if len(out) <= 300 else out[:297] + "…"
 
 
-def check_phrases(phrases) -> list[str]:
+def check_phrases(phrases, field: str = "search_phrases") -> list[str]:
     if not isinstance(phrases, list) or not 1 <= len(phrases) <= 5:
-        raise InvalidArgument("search_phrases: give 1 to 5 search phrases", "search_phrases")
+        raise InvalidArgument(f"{field}: give 1 to 5 search phrases", field)
     clean = []
     for i, p in enumerate(phrases):
         if not isinstance(p, str) or not p.strip() or len(p) > 2_000:
-            raise InvalidArgument(f"search_phrases[{i}]: must be a non-empty string of at most 2,000 characters",
-                                  "search_phrases")
+            where = field if field == "query" else f"{field}[{i}]"
+            raise InvalidArgument(f"{where}: must be a non-empty string of at most 2,000 characters", field)
         clean.append(p.strip())
     return clean
 
 
-async def rag_search(engine, bank_id: str, phrases: list[str], caller: Caller, top_k: int = 10) -> RagSearchResult:
-    phrases = check_phrases(phrases)
-    if not 1 <= top_k <= MAX_TOP_K:
-        raise InvalidArgument(f"top_k: must be between 1 and {MAX_TOP_K}", "top_k")
+@dataclass
+class ChunkHit:
+    """One fused chunk: its row, fused rank score, 0-1 relevance and the arms that found it."""
+
+    row: Any
+    score: float
+    relevance: float
+    arms: list[str]
+
+    @property
+    def pages(self) -> list[int]:
+        lo, hi = self.row["page_start"], self.row["page_end"]
+        return list(range(lo, (hi or lo) + 1)) if lo is not None else []
+
+
+async def search_chunks(engine, bank_id: str, phrases: list[str], caller: Caller, opts: SearchOptions,
+                        top_k: int, default_strictness: int = 0) -> list[ChunkHit]:
+    """Every phrase x arm (semantic, keyword; or one of them per `mode`) on its own connection,
+    restricted to documents the caller may see and to `opts.filter`; fused with RRF."""
+    filt = compile_filter(opts.filter, CHUNK_FIELDS, 5)
+    fsql = f" AND {filt.sql}" if filt else ""
+    fparams = filt.params if filt else []
     async with engine.cpu_slots:
         vectors = await asyncio.to_thread(engine.embedder.embed, phrases)
     pool = engine.pool
     access = _access(3)
-    lists = []
+    lists: list[tuple[str, Any]] = []
     for phrase, vec in zip(phrases, vectors):
-        lists.append(fetch_ids(
-            pool,
-            "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id"
-            f" WHERE c.bank_id = $1 AND {access} ORDER BY c.embedding <=> $2 LIMIT {PER_ARM}",
-            bank_id, vec, caller.session_tags, caller.user_id,
-        ))
+        if opts.mode != "keyword":
+            lists.append(("semantic", fetch_ids(
+                pool,
+                "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id"
+                f" WHERE c.bank_id = $1 AND {access}{fsql} ORDER BY c.embedding <=> $2 LIMIT {PER_ARM}",
+                bank_id, vec, caller.session_tags, caller.user_id, *fparams,
+            )))
         tsq = keyword_query(phrase)
-        if tsq:
-            lists.append(fetch_ids(
+        if tsq and opts.mode != "vector":
+            lists.append(("keyword", fetch_ids(
                 pool,
                 "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id, to_tsquery('english', $2) q"
-                f" WHERE c.bank_id = $1 AND c.tsv @@ q AND {access} ORDER BY ts_rank_cd(c.tsv, q, 1) DESC LIMIT {PER_ARM}",
-                bank_id, tsq, caller.session_tags, caller.user_id,
-            ))
+                f" WHERE c.bank_id = $1 AND c.tsv @@ q AND {access}{fsql}"
+                f" ORDER BY ts_rank_cd(c.tsv, q, 1) DESC LIMIT {PER_ARM}",
+                bank_id, tsq, caller.session_tags, caller.user_id, *fparams,
+            )))
     scores: dict = {}
-    for ids in await asyncio.gather(*lists):
+    found_by: dict = {}
+    for (arm, _), ids in zip(lists, await asyncio.gather(*(f for _, f in lists))):
         for rank, cid in enumerate(ids):
             scores[cid] = scores.get(cid, 0.0) + 1.0 / (RRF_K + rank + 1)
-    top = sorted(scores, key=scores.get, reverse=True)[:top_k]
+            found_by.setdefault(cid, set()).add(arm)
+    # a threshold may drop some: look at more than we return
+    top = sorted(scores, key=scores.get, reverse=True)[: top_k * 3]
     if not top:
-        return RagSearchResult(segments=[])
+        return []
+    rel, rel_params = relevance_sql(opts.mode, "c.embedding", "c.tsv", 2, list(vectors), phrases)
     async with pool.acquire() as conn:
         rows = {r["id"]: r for r in await conn.fetch(
-            "SELECT c.id, c.text, c.headline, c.page_start, c.page_end, d.source_name, d.source_type, d.source_url"
-            " FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ANY($1::uuid[])", top,
+            "SELECT c.id, c.document_id, c.position, c.text, c.headline, c.page_start, c.page_end, d.source_name,"
+            f" d.source_type, d.source_url, {rel} AS relevance"
+            " FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ANY($1::uuid[])",
+            top, *rel_params,
         )}
+    floor = opts.threshold(default_strictness)
+    hits = [ChunkHit(row=r, score=round(scores[cid], 6), relevance=round(float(r["relevance"]), 4),
+                     arms=sorted(found_by[cid], key=["semantic", "keyword"].index))
+            for cid in top if (r := rows.get(cid)) is not None]
+    return [h for h in hits if h.relevance >= floor][:top_k]
+
+
+async def rag_search(engine, bank_id: str, phrases: list[str], caller: Caller, top_k: int = 10,
+                     opts: SearchOptions | None = None) -> RagSearchResult:
+    phrases = check_phrases(phrases)
+    if not 1 <= top_k <= MAX_TOP_K:
+        raise InvalidArgument(f"top_k: must be between 1 and {MAX_TOP_K}", "top_k")
+    hits = await search_chunks(engine, bank_id, phrases, caller, opts or SearchOptions(), top_k)
     return RagSearchResult(segments=[
-        Segment(segment_uid=str(cid), source_file_name=r["source_name"], source_file_type=r["source_type"],
-                headline=r["headline"], segment_summary=summary(r["text"]), raw_text=r["text"],
-                source_url=r["source_url"], page_start=r["page_start"], page_end=r["page_end"], score=round(scores[cid], 6))
-        for cid in top if (r := rows.get(cid)) is not None
+        Segment(segment_uid=str(h.row["id"]), source_file_name=h.row["source_name"],
+                source_file_type=h.row["source_type"], headline=h.row["headline"],
+                segment_summary=summary(h.row["text"]), raw_text=h.row["text"], source_url=h.row["source_url"],
+                page_start=h.row["page_start"], page_end=h.row["page_end"], score=h.relevance, arms=h.arms)
+        for h in hits
     ])
+
+
+class ChunkResult(BaseModel):
+    """A search_documents hit, in the shape of the RAG-over-MCP search tools (content, file_path,
+    chunk_id, score 0-1, page_numbers, vector_type) plus our ids and the arms that found it."""
+
+    content: str
+    file_path: str
+    chunk_id: str
+    chunk_index: int
+    document_id: str
+    source_type: str
+    source_url: str | None = None
+    headline: str | None = None
+    score: float
+    page_numbers: list[int]
+    vector_type: str = Field(description="dense when the semantic arm found it, else sparse (full text).")
+    arms: list[str]
+
+
+class SearchMetadata(BaseModel):
+    results_number: int
+    search_type: str
+    collection: str
+
+
+class DocumentSearchResult(BaseModel):
+    results: list[ChunkResult]
+    metadata: SearchMetadata
+
+
+SEARCH_TYPES = {"hybrid": "hybrid_search", "vector": "vector_search", "keyword": "full_text_search"}
+DEFAULT_TOP_K = 5
+DEFAULT_STRICTNESS = 1
+
+
+async def search_documents(engine, bank_id: str, query: str, caller: Caller, opts: SearchOptions) -> DocumentSearchResult:
+    """The knowledge-base search with every option: mode, top_k (default 5), strictness (default 1),
+    min_score, filter."""
+    phrases = check_phrases([query], "query")
+    hits = await search_chunks(engine, bank_id, phrases, caller, opts, opts.top_k or DEFAULT_TOP_K, DEFAULT_STRICTNESS)
+    results = [
+        ChunkResult(content=h.row["text"], file_path=h.row["source_name"], chunk_id=str(h.row["id"]),
+                    chunk_index=h.row["position"], document_id=str(h.row["document_id"]),
+                    source_type=h.row["source_type"], source_url=h.row["source_url"], headline=h.row["headline"],
+                    score=h.relevance, page_numbers=h.pages,
+                    vector_type="dense" if "semantic" in h.arms else "sparse", arms=h.arms)
+        for h in hits
+    ]
+    return DocumentSearchResult(results=results, metadata=SearchMetadata(
+        results_number=len(results), search_type=SEARCH_TYPES[opts.mode], collection=bank_id))
 
 
 async def verify_document_access(engine, bank_id: str, segment_uid: str, caller: Caller) -> AccessResult:

@@ -8,6 +8,8 @@
   query ("last May", "in 2023"), ordered by similarity.
 Fusion is reciprocal rank fusion; the top hits then bring their neighbouring units (same document
 or item, adjacent position), because in conversations the answer is often the next turn.
+`mode` narrows this to the semantic arm (vector) or the keyword arm (keyword), without neighbours;
+`filter` (filters.py) and the relevance threshold (relevance.py) apply in every mode.
 """
 from __future__ import annotations
 
@@ -18,8 +20,10 @@ from datetime import datetime, timezone
 
 
 from .entities import canonical
+from .filters import MEMORY_FIELDS, compile_filter
 from .memories import COLUMNS, to_memory
 from .models import Memory, RecallRequest, RecallResult
+from .relevance import relevance_sql
 from .temporal import find_time_windows
 from .text import estimate_tokens
 
@@ -58,12 +62,20 @@ class Filters:
             parts.append(f"m.kind = ANY(${n}::text[])")
             params.append(list(req.types))
             n += 1
+        compiled = compile_filter(req.filter, MEMORY_FIELDS, n)
+        if compiled is not None:
+            parts.append(compiled.sql)
+            params.extend(compiled.params)
         return cls("".join(f" AND {p}" for p in parts), params)
 
 
-def keyword_query(query: str) -> str | None:
+def content_words(query: str) -> list[str]:
     words = [w.lower() for w in _WORD.findall(query)]
-    words = [w for w in dict.fromkeys(words) if w not in _QUERY_STOP and len(w) > 1]
+    return [w for w in dict.fromkeys(words) if w not in _QUERY_STOP and len(w) > 1]
+
+
+def keyword_query(query: str) -> str | None:
+    words = content_words(query)
     return " | ".join(words) if words else None
 
 
@@ -94,14 +106,16 @@ async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
     f = Filters.build(req, 4)
 
     arms: dict[str, asyncio.Future] = {}
-    arms["semantic"] = fetch_ids(
-        pool,
-        "SELECT id FROM (SELECT m.id, m.embedding <=> $2 AS d FROM memories m"
-        f" WHERE m.bank_id = $1{f.sql} ORDER BY m.embedding <=> $2 LIMIT $3) s ORDER BY d",
-        bank_id, qvec, ARM_LIMIT, *f.params,
-    )
+    hybrid = req.mode == "hybrid"
+    if req.mode != "keyword":
+        arms["semantic"] = fetch_ids(
+            pool,
+            "SELECT id FROM (SELECT m.id, m.embedding <=> $2 AS d FROM memories m"
+            f" WHERE m.bank_id = $1{f.sql} ORDER BY m.embedding <=> $2 LIMIT $3) s ORDER BY d",
+            bank_id, qvec, ARM_LIMIT, *f.params,
+        )
     tsq = keyword_query(req.query)
-    if tsq:
+    if tsq and req.mode != "vector":
         arms["keyword"] = fetch_ids(
             pool,
             "SELECT m.id FROM memories m, to_tsquery('english', $2) q"
@@ -109,15 +123,16 @@ async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
             " ORDER BY ts_rank_cd(m.tsv, q, 1) DESC LIMIT $3",
             bank_id, tsq, ARM_LIMIT, *f.params,
         )
-    arms["entity"] = fetch_ids(
-        pool,
-        "SELECT m.id FROM entities e JOIN memory_entities me ON me.entity_id = e.id"
-        " JOIN memories m ON m.id = me.memory_id"
-        f" WHERE e.bank_id = $1 AND e.canonical = ANY($2::text[]){f.sql}"
-        f" GROUP BY m.id, m.embedding ORDER BY count(*) DESC, m.embedding <=> ${4 + len(f.params)} LIMIT $3",
-        bank_id, entity_candidates(req.query), ARM_LIMIT, *f.params, qvec,
-    )
-    windows = find_time_windows(req.query, base)
+    if hybrid:
+        arms["entity"] = fetch_ids(
+            pool,
+            "SELECT m.id FROM entities e JOIN memory_entities me ON me.entity_id = e.id"
+            " JOIN memories m ON m.id = me.memory_id"
+            f" WHERE e.bank_id = $1 AND e.canonical = ANY($2::text[]){f.sql}"
+            f" GROUP BY m.id, m.embedding ORDER BY count(*) DESC, m.embedding <=> ${4 + len(f.params)} LIMIT $3",
+            bank_id, entity_candidates(req.query), ARM_LIMIT, *f.params, qvec,
+        )
+    windows = find_time_windows(req.query, base) if hybrid else []
     if windows:
         w = windows[0]
         arms["temporal"] = fetch_ids(
@@ -141,14 +156,22 @@ async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
     order = sorted(scores, key=scores.get, reverse=True)
     budget_rows = max(1, min(len(order), req.max_tokens // 8 + NEIGHBOUR_PARENTS * 2))
     order = order[:budget_rows]
-    results = await _details(pool, bank_id, order, f, scores, found_by)
+    results = await _details(pool, bank_id, order, f, scores, found_by, req, qvec)
+    floor = req.threshold()
+    if floor > 0:
+        results = [m for m in results if (m.relevance or 0.0) >= floor]
+    if req.top_k is not None:
+        results = results[: req.top_k]
     return RecallResult(bank_id=bank_id, query=req.query, **_cut(results, req.max_tokens))
 
 
-async def _details(pool, bank_id, order, f: Filters, scores, found_by) -> list[Memory]:
-    """One round trip: the fused hits plus the neighbours of the best of them."""
+async def _details(pool, bank_id, order, f: Filters, scores, found_by, req: RecallRequest, qvec) -> list[Memory]:
+    """One round trip: the fused hits, their relevance, plus the neighbours of the best of them."""
     if not order:
         return []
+    parents = order[:NEIGHBOUR_PARENTS] if req.mode == "hybrid" else []
+    n = 4 + len(f.params)
+    rel, rel_params = relevance_sql(req.mode, "m.embedding", "m.tsv", n, [qvec], [req.query])
     async with pool.acquire() as conn:
         rows = await conn.fetch(
             f"WITH hits AS (SELECT m.* FROM memories m WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[])),"
@@ -156,13 +179,13 @@ async def _details(pool, bank_id, order, f: Filters, scores, found_by) -> list[M
             f" nb AS (SELECT m.* FROM memories m JOIN parents p ON m.bank_id = $1"
             f"   AND m.source_id = p.source_id AND m.position IN (p.position - 1, p.position + 1)"
             f"   WHERE true{f.sql})"
-            f" SELECT {COLUMNS} FROM (SELECT * FROM hits UNION SELECT * FROM nb) m",
-            bank_id, order, order[:NEIGHBOUR_PARENTS], *f.params,
+            f" SELECT {COLUMNS}, {rel} AS relevance FROM (SELECT * FROM hits UNION SELECT * FROM nb) m",
+            bank_id, order, parents, *f.params, *rel_params,
         )
     by_id = {r["id"]: r for r in rows}
     by_pos = {(r["source_id"], r["position"]): r["id"] for r in rows}
     scored: dict = {mid: scores[mid] for mid in order if mid in by_id}
-    for parent in order[:NEIGHBOUR_PARENTS]:
+    for parent in parents:
         r = by_id.get(parent)
         if r is None:
             continue
@@ -172,7 +195,8 @@ async def _details(pool, bank_id, order, f: Filters, scores, found_by) -> list[M
                 scored[nid] = scores[parent] * NEIGHBOUR_DECAY
                 found_by.setdefault(nid, []).append("neighbour")
     return [
-        to_memory(by_id[mid], score=round(scored[mid], 6), arms=found_by.get(mid, []))
+        to_memory(by_id[mid], score=round(scored[mid], 6), arms=found_by.get(mid, []),
+                  relevance=round(float(by_id[mid]["relevance"]), 4))
         for mid in sorted(scored, key=scored.get, reverse=True)
     ]
 

@@ -23,8 +23,9 @@ from ..engine.models import (
     Bank, BankCreate, RecallRequest, RecallResult, RetainItem, RetainResult, _clean_tags,
 )
 from ..engine.operations import Operation, Status
-from ..engine.rag import AccessResult, RagSearchResult, parse_caller
+from ..engine.rag import AccessResult, DocumentSearchResult, RagSearchResult, parse_caller
 from ..engine.reflect import ReflectRequest, ReflectResult
+from ..engine.relevance import Mode, SearchOptions
 
 
 @dataclass
@@ -123,16 +124,27 @@ async def recall(
     tags_match: Literal["any", "all"] = "any",
     types: list[Literal["world", "experience"]] | None = None,
     query_timestamp: str | None = None,
+    mode: Mode = "hybrid",
+    top_k: int | None = None,
+    strictness: int | None = None,
+    min_score: float | None = None,
+    filter: str | None = None,
 ) -> RecallResult:
     """Search memories to provide personalized responses.
 
     Use it at the start of a conversation, before recommendations, and whenever the user refers to
     something they may have said before. Results come in rank order, cut to `max_tokens`; `tags`
     filters by label (`tags_match`: any or all); `types` limits to world facts or experiences;
-    `query_timestamp` (ISO 8601) anchors relative times in the query such as "last May"."""
+    `query_timestamp` (ISO 8601) anchors relative times in the query such as "last May".
+    `mode`: hybrid (default), vector or keyword; `top_k` (1-50) caps the count; `strictness` (0-5)
+    or `min_score` (0-1) drops results below a relevance threshold; `filter` is an expression
+    such as `metadata.speaker = "Ann" and tags contains "work"` (fields: type, context, text,
+    document_id, tags, entities, created_at, mentioned_at, occurred_start, occurred_end,
+    metadata.<key>)."""
     req = validated(
         RecallRequest, query=query, max_tokens=max_tokens, tags=tags, tags_match=tags_match,
-        types=types, query_timestamp=query_timestamp,
+        types=types, query_timestamp=query_timestamp, mode=mode, top_k=top_k, strictness=strictness,
+        min_score=min_score, filter=filter,
     )
     return await call.engine.recall(call.who, call.bank_id, req)
 
@@ -275,6 +287,29 @@ async def rag_search(
     are merged, deduplicated and reranked. The caller's `x-user-id` and `x-session-tags` headers
     decide which documents may be returned."""
     return await call.engine.rag_search(call.who, call.bank_id, search_phrases, parse_caller(call.headers), top_k)
+
+
+@tool(read_only=True, idempotent=True)
+async def search_documents(
+    call: Call,
+    query: str,
+    mode: Mode = "hybrid",
+    top_k: int = 5,
+    strictness: int | None = None,
+    min_score: float | None = None,
+    filter: str | None = None,
+) -> DocumentSearchResult:
+    """Search the bank's documents (knowledge base) and return matching chunks with citations.
+
+    `mode`: hybrid (semantic + full text, fused; default), vector or keyword. `top_k` 1-50
+    (default 5). `strictness` 0-5 (default 1; 0 returns everything) or `min_score` 0-1 drops
+    chunks below that relevance. `filter` is an expression over source_type, source_name (alias
+    file_path), source_url, document_id, headline, text, tags, page, chunk_index, created_at,
+    updated_at, e.g. `source_type = "pdf" and tags contains "manual"` or `file_path like "%guide%"`.
+    Each result has content, file_path, chunk_id, score, page_numbers and the arms that found it.
+    Access follows the `x-user-id` / `x-session-tags` headers, as in rag_search."""
+    opts = validated(SearchOptions, mode=mode, top_k=top_k, strictness=strictness, min_score=min_score, filter=filter)
+    return await call.engine.search_documents(call.who, call.bank_id, query, parse_caller(call.headers), opts)
 
 
 @tool(read_only=True, idempotent=True, top_level_result=True)

@@ -1,0 +1,156 @@
+"""Search modes, relevance thresholds and the filter language, on recall and on documents,
+through REST and the official MCP client."""
+from __future__ import annotations
+
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from conftest import mcp_session
+from test_documents import b64, import_docs, pdf_bytes
+
+MEMORIES = [
+    {"content": "Melanie adopted a beagle named Biscuit from the shelter.", "metadata": {"speaker": "Melanie", "session": 1},
+     "tags": ["pets"], "timestamp": "2023-05-08T10:00:00Z"},
+    {"content": "Caroline started a pottery class on Tuesday evenings.", "metadata": {"speaker": "Caroline", "session": 2},
+     "tags": ["hobbies"], "timestamp": "2023-06-01T10:00:00Z"},
+    {"content": "The quarterly ERR-4012 outage was traced to a failing power supply.", "metadata": {"speaker": "Ops", "session": 3},
+     "tags": ["work", "incidents"], "timestamp": "2023-07-01T10:00:00Z"},
+]
+
+
+@pytest.fixture
+def memory_bank(api, bank):
+    r = api.post(f"/v1/banks/{bank}/memories", json={"items": MEMORIES})
+    assert r.status_code == 200, r.text
+    return bank
+
+
+def recall(api, bank, **body):
+    r = api.post(f"/v1/banks/{bank}/recall", json=body)
+    assert r.status_code == 200, r.text
+    return r.json()["results"]
+
+
+def test_recall_modes_arms_and_relevance(api, memory_bank):
+    vector = recall(api, memory_bank, query="dog adoption", mode="vector")
+    assert vector[0]["text"].startswith("Melanie") and all(m["arms"] == ["semantic"] for m in vector)
+    keyword = recall(api, memory_bank, query="ERR-4012", mode="keyword")
+    assert [m["text"][:13] for m in keyword] == ["The quarterly"] and keyword[0]["arms"] == ["keyword"]
+    assert keyword[0]["relevance"] == 1.0  # every content word of the query is in it
+    assert recall(api, memory_bank, query="zebra", mode="keyword") == []
+    hybrid = recall(api, memory_bank, query="the beagle Melanie adopted")
+    assert hybrid[0]["text"].startswith("Melanie") and {"semantic", "keyword"} <= set(hybrid[0]["arms"])
+    assert all(0 <= m["relevance"] <= 1 for m in hybrid)
+
+
+def test_recall_threshold_and_top_k(api, memory_bank):
+    everything = recall(api, memory_bank, query="beagle dog", strictness=0)
+    assert len(everything) == 3
+    strict = recall(api, memory_bank, query="beagle dog", strictness=4)
+    assert [m["text"][:7] for m in strict] == ["Melanie"]
+    assert all(m["relevance"] >= 0.5 for m in strict)
+    assert len(recall(api, memory_bank, query="beagle dog", min_score=0.99)) == 0
+    assert len(recall(api, memory_bank, query="beagle dog", top_k=1)) == 1
+    r = api.post(f"/v1/banks/{memory_bank}/recall", json={"query": "x", "strictness": 2, "min_score": 0.3})
+    assert r.status_code == 422 and "strictness or min_score" in r.json()["message"]
+    for bad in ({"top_k": 0}, {"top_k": 51}, {"strictness": 6}, {"mode": "fuzzy"}, {"min_score": 2}):
+        r = api.post(f"/v1/banks/{memory_bank}/recall", json={"query": "x", **bad})
+        assert r.status_code == 422 and next(iter(bad)) in r.json()["message"], (bad, r.text)
+
+
+@pytest.mark.parametrize("expr,expected", [
+    ('metadata.speaker = "Caroline"', {"Caroline"}),
+    ('tags contains "work"', {"The"}),
+    ('tags in ["pets", "hobbies"]', {"Melanie", "Caroline"}),
+    ('metadata.session >= 2 and not tags contains "work"', {"Caroline"}),
+    ('entities contains "melanie" or text contains "pottery"', {"Melanie", "Caroline"}),
+    ('mentioned_at < "2023-06-15" and (type = "world" or type = "experience")', {"Melanie", "Caroline"}),
+    ('metadata.speaker like "C%"', {"Caroline"}),
+    ('metadata.speaker in ["Ops", "Nobody"]', {"The"}),
+    ('context = "general" and metadata.missing = "x"', set()),
+])
+def test_recall_filters(api, memory_bank, expr, expected):
+    got = recall(api, memory_bank, query="what happened", filter=expr, strictness=0)
+    assert {m["text"].split()[0] for m in got} == expected
+
+
+def test_filter_errors_name_the_problem_and_change_nothing(api, memory_bank):
+    before = api.get(f"/v1/banks/{memory_bank}/memories").json()["total"]
+    for expr, words in [
+        ("speaker = 'x'", "unknown field 'speaker'"),
+        ('tags = "work"', "use `contains`"),
+        ('type = "a" and', "expected a field name"),
+        ('(type = "a"', "missing `)`"),
+        ("type = 'a'; DROP TABLE memories", "unexpected character ';'"),
+        ('created_at > "last week"', "not an ISO 8601"),
+        ('metadata.n >', "expected a quoted string"),
+        ('x' * 2001, "at most 2000 characters"),
+    ]:
+        r = api.post(f"/v1/banks/{memory_bank}/recall", json={"query": "x", "filter": expr})
+        assert r.status_code == 422, r.text
+        body = r.json()
+        assert words in body["message"] and body["message"].startswith("filter"), body
+    assert api.get(f"/v1/banks/{memory_bank}/memories").json()["total"] == before
+
+
+@pytest.fixture
+def doc_bank(api, bank):
+    import_docs(api, bank, files=[
+        {"name": "guide.pdf", "content_base64": b64(pdf_bytes())},
+        {"name": "manual.txt", "text": "Error code ERR-4012 means the power supply failed; replace the unit."},
+        {"name": "party.md", "text": "# Launch party\n\nCake and music for the Falcon X launch."},
+    ], tags=[])
+    import_docs(api, bank, files=[{"name": "faq.html", "text": "<h1>FAQ</h1><p>Reset the Falcon X by holding the button.</p>",
+                                   "type": "html"}], tags=["manual"])
+    return bank
+
+
+def query_docs(api, bank, headers=None, **body):
+    r = api.post(f"/v1/banks/{bank}/documents/query", json=body, headers=headers or {})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_document_search_modes_filters_and_fields(api, doc_bank):
+    res = query_docs(api, doc_bank, query="LED blinks red", mode="vector", strictness=0)
+    top = res["results"][0]
+    assert res["metadata"] == {"results_number": len(res["results"]), "search_type": "vector_search", "collection": doc_bank}
+    assert top["file_path"] == "guide.pdf" and top["page_numbers"] == [1, 2] and top["vector_type"] == "dense"
+    assert top["arms"] == ["semantic"] and 0 < top["score"] <= 1 and top["chunk_index"] == 0
+    kw = query_docs(api, doc_bank, query="ERR-4012", mode="keyword", strictness=0)
+    assert [r["file_path"] for r in kw["results"]] == ["manual.txt"]
+    assert kw["results"][0]["vector_type"] == "sparse" and kw["metadata"]["search_type"] == "full_text_search"
+    pdf_only = query_docs(api, doc_bank, query="Falcon X", strictness=0, filter='source_type = "pdf" and page = 2')
+    assert {r["file_path"] for r in pdf_only["results"]} == {"guide.pdf"}
+    manual = query_docs(api, doc_bank, query="Falcon X", strictness=0, filter='tags contains "manual"')
+    assert manual["results"] == []  # the filter narrows; it never widens access
+    manual = query_docs(api, doc_bank, {"x-session-tags": '["manual"]'}, query="Falcon X", strictness=0,
+                        filter='tags contains "manual"')
+    assert {r["file_path"] for r in manual["results"]} == {"faq.html"}
+    like = query_docs(api, doc_bank, query="Falcon X", strictness=0, filter='file_path like "%.md"')
+    assert {r["file_path"] for r in like["results"]} == {"party.md"}
+    strict = query_docs(api, doc_bank, query="power supply failed error code", strictness=5)
+    assert [r["file_path"] for r in strict["results"]] == ["manual.txt"]
+    assert len(query_docs(api, doc_bank, query="Falcon X", strictness=0, top_k=1)["results"]) == 1
+    r = api.post(f"/v1/banks/{doc_bank}/documents/query", json={"query": "x", "filter": "page = 'two'"})
+    assert r.status_code == 422 and "page takes a whole number" in r.json()["message"]
+
+
+async def test_search_tools_over_mcp(server, memory_bank, doc_bank):
+    async with mcp_session(f"{server.url}/mcp/{doc_bank}/", {"x-session-tags": '["manual"]'}) as c:
+        res = (await c.call_tool("search_documents", {"query": "reset", "filter": 'source_type = "html"',
+                                                       "strictness": 0})).structured_content
+        assert [r["file_path"] for r in res["results"]] == ["faq.html"]
+        with pytest.raises(MCPError) as e:
+            await c.call_tool("search_documents", {"query": "reset", "top_k": 99})
+        assert e.value.error.code == -32602 and "top_k" in e.value.error.message
+        with pytest.raises(MCPError) as e:
+            await c.call_tool("search_documents", {"query": "reset", "filter": "bogus ~ 1"})
+        assert e.value.error.code == -32602 and "filter" in e.value.error.message
+    async with mcp_session(f"{server.url}/mcp/{memory_bank}/") as c:
+        res = (await c.call_tool("recall", {"query": "pets", "filter": 'metadata.speaker = "Melanie"',
+                                            "mode": "vector", "top_k": 5})).structured_content
+        assert [m["metadata"]["speaker"] for m in res["results"]] == ["Melanie"]
+        with pytest.raises(MCPError) as e:
+            await c.call_tool("recall", {"query": "pets", "strictness": 9})
+        assert e.value.error.code == -32602 and "strictness" in e.value.error.message
