@@ -19,6 +19,7 @@ async def test_single_bank_surface(server, bank):
         "retain", "retain_batch", "recall", "reflect", "create_mental_model", "list_mental_models",
         "get_mental_model", "update_mental_model", "delete_mental_model", "refresh_mental_model",
         "get_operation", "list_operations", "cancel_operation", "rag_search", "verify_document_access", "search_documents",
+        "import_documents", "list_documents", "get_document", "delete_document",
     }
     assert all("bank_id" not in t.input_schema.get("properties", {}) for t in tools.values())
     assert tools["delete_mental_model"].annotations.destructive_hint is True
@@ -39,7 +40,10 @@ async def test_single_bank_surface(server, bank):
 async def test_multi_bank_surface_and_resolution(server, bank):
     tools = await tool_names(f"{server.url}/mcp/")
     assert {"retain", "recall", "retain_batch", "list_banks", "create_bank", "reflect", "refresh_mental_model"} <= set(tools)
-    assert all("bank_id" in t.input_schema["properties"] for n, t in tools.items() if n not in ("list_banks",))
+    collection_aliases = {"list_collections", "create_collection", "fetch_and_add_document_from_url",
+                          "delete_collection", "search_rag"}
+    assert all("bank_id" in t.input_schema["properties"] for n, t in tools.items()
+               if n not in {"list_banks", *collection_aliases})
     assert "bank_id" in tools["recall"].input_schema["properties"]
     assert "bank_id" in tools["create_bank"].input_schema["required"]
     h_bank, a_bank = bank + "_h", bank + "_a"

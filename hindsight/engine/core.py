@@ -222,6 +222,11 @@ class Engine:
         await self._writable(who, bank_id)
         await docs.delete(self, bank_id, document_id)
 
+    async def find_document_bank(self, who: Principal, document_id: str) -> str | None:
+        """The bank holding a document id, among the banks `who` may see (ids are UUIDs, unique
+        across banks), for clients that name a document without its collection."""
+        return await docs.find_bank(self, document_id, who.visible_banks())
+
     async def rag_search(self, who: Principal, bank_id: str, phrases: list[str], caller: "rag.Caller", top_k: int = 10) -> "rag.RagSearchResult":
         await self._readable(who, bank_id)
         return await rag.rag_search(self, bank_id, phrases, caller, top_k)

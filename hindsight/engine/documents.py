@@ -294,6 +294,22 @@ async def get(engine, bank_id: str, document_id: str) -> Document:
     return to_document(r)
 
 
+async def find_bank(engine, document_id: str, only: set[str] | None) -> str | None:
+    did = parse_document_id(document_id)
+    async with engine.pool.acquire() as conn:
+        return await conn.fetchval(
+            "SELECT bank_id FROM documents WHERE id = $1 AND ($2::text[] IS NULL OR bank_id = ANY($2::text[]))",
+            did, None if only is None else sorted(only),
+        )
+
+
+async def counts(engine, bank_ids: list[str]) -> dict[str, int]:
+    async with engine.pool.acquire() as conn:
+        rows = await conn.fetch("SELECT bank_id, count(*) AS n FROM documents WHERE bank_id = ANY($1::text[])"
+                                " GROUP BY bank_id", bank_ids)
+    return {r["bank_id"]: r["n"] for r in rows}
+
+
 async def delete(engine, bank_id: str, document_id: str) -> None:
     did = parse_document_id(document_id)
     async with engine.pool.acquire() as conn:

@@ -17,8 +17,9 @@ from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import ValidationError
 
 from ..engine.banks import check_bank_id
-from ..engine.errors import Forbidden, HindsightError, Unauthorized
+from ..engine.errors import Forbidden, HindsightError, InvalidArgument, Unauthorized
 from ..engine.validation import describe_validation
+from . import collections as _collections  # noqa: F401  (registers the collection alias tools)
 from .tools import TOOLS, Call, ToolDef
 
 INVALID_PARAMS = -32602
@@ -68,6 +69,17 @@ def request_state(ctx: Context) -> dict:
     return state
 
 
+def resolve_bank(argument: str | None, alias: str | None, header: str | None, default: str) -> tuple[str, str]:
+    """Multi-bank mode: argument (bank_id, or its synonym collection_id) > X-Bank-Id > default."""
+    if argument and alias and argument != alias:
+        raise InvalidArgument("collection_id: is a synonym of bank_id; give one of them (or the same value)", "collection_id")
+    if argument or alias:
+        return check_bank_id(argument or alias, "bank_id" if argument else "collection_id"), "argument"
+    if header:
+        return check_bank_id(header, "X-Bank-Id"), "header"
+    return check_bank_id(default), "default"
+
+
 def _wrap(td: ToolDef, engine, multi: bool):
     sig = inspect.signature(td.fn, eval_str=True)
     params = list(sig.parameters.values())[1:]  # drop `call`
@@ -76,6 +88,10 @@ def _wrap(td: ToolDef, engine, multi: bool):
         extra.append(inspect.Parameter(
             "bank_id", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=str | None
         ))
+        if td.collection_alias:
+            extra.append(inspect.Parameter(
+                "collection_id", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=str | None
+            ))
     ctx_param = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)
     positional = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params]
 
@@ -83,14 +99,16 @@ def _wrap(td: ToolDef, engine, multi: bool):
     async def wrapper(ctx: Context, **kwargs):
         state = request_state(ctx)
         bank_id = kwargs.pop("bank_id", None) if multi and td.scope == "bank" else None
+        alias = kwargs.pop("collection_id", None) if multi and td.collection_alias else None
         try:
+            source = "url"
             if td.scope == "bank":
                 if multi:
-                    bank_id = bank_id or state.get("header_bank") or engine.settings.mcp_bank_id
-                    check_bank_id(bank_id)
+                    bank_id, source = resolve_bank(bank_id, alias, state.get("header_bank"), engine.settings.mcp_bank_id)
                 else:
                     bank_id = state["bank_id"]
-            call = Call(engine=engine, who=state["who"], bank_id=bank_id or "", headers=state.get("caller") or {})
+            call = Call(engine=engine, who=state["who"], bank_id=bank_id or "", headers=state.get("caller") or {},
+                        bank_source=source)
             return await td.fn(call, **kwargs)
         except HindsightError as exc:
             raise MCPError(error_code(exc), exc.message) from None
@@ -122,6 +140,8 @@ def build_server(engine, multi: bool) -> HindsightMCPServer:
         description = td.description
         if multi and td.scope == "bank":
             description += "\n\n`bank_id` (optional) selects the bank; default: X-Bank-Id header, then the server default."
+            if td.collection_alias:
+                description += " `collection_id` is a synonym of `bank_id` (a collection is a bank)."
         server.add_tool(
             _wrap(td, engine, multi),
             name=td.name,

@@ -13,7 +13,7 @@ from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ..engine.errors import InvalidArgument
+from ..engine.errors import InvalidArgument, parse_uuid
 from ..engine.validation import describe_validation, parse_retain_items
 from ..engine.keys import Principal
 from ..engine.mental_models import (
@@ -23,6 +23,7 @@ from ..engine.models import (
     Bank, BankCreate, RecallRequest, RecallResult, RetainItem, RetainResult, _clean_tags,
 )
 from ..engine.operations import Operation, Status
+from ..engine.documents import Document, FileIn, ImportAccepted, ImportRequest
 from ..engine.rag import AccessResult, DocumentSearchResult, RagSearchResult, parse_caller
 from ..engine.reflect import ReflectRequest, ReflectResult
 from ..engine.relevance import Mode, SearchOptions
@@ -34,6 +35,8 @@ class Call:
     who: Principal
     bank_id: str
     headers: dict = field(default_factory=dict)
+    # where bank_id came from: url, argument, header or default (multi-bank mode, nothing given)
+    bank_source: str = "url"
 
 
 @dataclass
@@ -46,16 +49,20 @@ class ToolDef:
     destructive: bool
     idempotent: bool
     top_level_result: bool = False
+    collection_alias: bool = False
 
 
 TOOLS: list[ToolDef] = []
 
 
 def tool(*, scope: str = "bank", read_only: bool = False, destructive: bool = False, idempotent: bool = False,
-         top_level_result: bool = False):
+         top_level_result: bool = False, collection_alias: bool = False):
+    """Register an MCP tool. scope: "bank" (both surfaces; multi-bank adds `bank_id`) or "global"
+    (multi-bank only). collection_alias: the multi-bank form also takes `collection_id`, a synonym
+    of `bank_id`, for clients written against the RAG collection tools."""
     def deco(fn: Callable) -> Callable:
         TOOLS.append(ToolDef(fn, fn.__name__, inspect.cleandoc(fn.__doc__ or ""), scope, read_only, destructive,
-                             idempotent, top_level_result))
+                             idempotent, top_level_result, collection_alias))
         return fn
 
     return deco
@@ -273,6 +280,70 @@ async def list_operations(
 async def cancel_operation(call: Call, operation_id: str) -> Operation:
     """Cancel a queued or running operation; finished ones are returned unchanged."""
     return await call.engine.cancel_operation(call.who, call.bank_id, operation_id)
+
+
+@tool(collection_alias=True)
+async def import_documents(
+    call: Call,
+    urls: list[str] | None = None,
+    files: list[FileIn] | None = None,
+    tags: list[str] | None = None,
+    allowed_users: list[str] | None = None,
+    chunk_size: int | None = None,
+    wait: bool = False,
+) -> ImportAccepted:
+    """Import documents into the bank's knowledge base: public `urls` and/or `files` (each
+    {name, text} or {name, content_base64}; TXT, Markdown, HTML, PDF, DOCX). Runs as an operation
+    (track it with get_operation; `wait=true` returns when done, with each file's outcome).
+    `tags` are access tags (callers need one in common via x-session-tags; none = public);
+    `allowed_users` are x-user-id values that may always see them; `chunk_size` (characters)
+    overrides the server default. Re-importing unchanged content is a no-op; changed content or a
+    new chunk size replaces the document's chunks."""
+    req = validated(ImportRequest, urls=urls, files=files, tags=tags, allowed_users=allowed_users, chunk_size=chunk_size)
+    return await call.engine.import_documents(call.who, call.bank_id, req, wait)
+
+
+class DocumentList(BaseModel):
+    documents: list[Document]
+    count: int
+
+
+@tool(read_only=True, idempotent=True, collection_alias=True)
+async def list_documents(
+    call: Call, limit: int = Field(100, ge=1, le=1000), offset: int = Field(0, ge=0),
+) -> DocumentList:
+    """List the documents in the bank's knowledge base (name, type, URL, hash, size, tags, chunk
+    count), by name."""
+    docs = await call.engine.list_documents(call.who, call.bank_id, limit, offset)
+    return DocumentList(documents=docs, count=len(docs))
+
+
+@tool(read_only=True, idempotent=True, collection_alias=True)
+async def get_document(call: Call, doc_id: str) -> Document:
+    """One document's record, by the id list_documents or import_documents returned."""
+    parse_uuid(doc_id, "doc_id", "a document")
+    return await call.engine.get_document(call.who, call.bank_id, doc_id)
+
+
+class DocumentDeleted(BaseModel):
+    deleted: bool
+    doc_id: str
+    collection_id: str
+
+
+@tool(destructive=True, idempotent=True, collection_alias=True)
+async def delete_document(call: Call, doc_id: str, confirm: bool = False) -> DocumentDeleted:
+    """Delete a document and all its chunks. Requires `confirm: true`. In multi-bank mode
+    without a bank (argument or X-Bank-Id), the document is found among the banks this key may
+    write."""
+    if confirm is not True:
+        raise InvalidArgument("confirm: deleting a document needs confirm=true", "confirm")
+    parse_uuid(doc_id, "doc_id", "a document")
+    bank_id = call.bank_id
+    if call.bank_source == "default":
+        bank_id = await call.engine.find_document_bank(call.who, doc_id) or bank_id
+    await call.engine.delete_document(call.who, bank_id, doc_id)
+    return DocumentDeleted(deleted=True, doc_id=doc_id, collection_id=bank_id)
 
 
 @tool(read_only=True, idempotent=True, top_level_result=True)
