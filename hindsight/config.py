@@ -109,6 +109,9 @@ class Settings(BaseSettings):
     allow_private_urls: bool = Field(
         False, description="Let URL imports reach private, loopback and link-local addresses (off: no SSRF)."
     )
+    max_archive_bytes: int = Field(
+        4_000_000_000, ge=1_000, le=1_000_000_000_000, description="Largest bank export file one import accepts (compressed)."
+    )
     # ---- operations and the scheduler ----------------------------------------------------------
     worker_concurrency: int = Field(2, ge=0, le=64, description="Operations run at once per process; 0 disables the worker.")
     operation_max_attempts: int = Field(5, ge=1, le=50, description="Attempts before an operation is marked failed.")

@@ -19,6 +19,24 @@ class Client:
             r = self.http.request(method, path, **kw)
         except httpx.HTTPError as exc:
             raise click.ClickException(f"cannot reach the server at {self.http.base_url}: {exc}")
+        return self.check(r)
+
+    def download(self, path: str, dest) -> int:
+        """Stream a response body into the binary file `dest`; returns the bytes written."""
+        n = 0
+        try:
+            with self.http.stream("GET", path, timeout=None) as r:
+                if r.status_code >= 400:
+                    r.read()
+                    self.check(r)
+                for chunk in r.iter_bytes():
+                    dest.write(chunk)
+                    n += len(chunk)
+        except httpx.HTTPError as exc:
+            raise click.ClickException(f"cannot reach the server at {self.http.base_url}: {exc}")
+        return n
+
+    def check(self, r: httpx.Response):
         try:
             body = r.json()
         except ValueError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sys
 
 import click
@@ -112,6 +113,34 @@ def banks_delete(c: Client, bank_id, yes):
     if not yes:
         click.confirm(f"Delete bank {bank_id} and all its memories?", abort=True)
     _out(c.call("DELETE", f"/v1/banks/{bank_id}"))
+
+
+@banks.command("export")
+@click.argument("bank_id")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="File to write [default: BANK_ID.hindsight.jsonl.gz].")
+@pass_client
+def banks_export(c: Client, bank_id, output):
+    """Export a bank (memories, documents, chunks, entities, mental models, embeddings) to one file."""
+    path = output or f"{bank_id}.hindsight.jsonl.gz"
+    try:
+        with open(path, "wb") as f:
+            n = c.download(f"/v1/banks/{bank_id}/export", f)
+    except click.ClickException:
+        os.unlink(path)  # no half-written archive left behind
+        raise
+    click.echo(f"exported {bank_id} to {path} ({n:,} bytes)")
+
+
+@banks.command("import")
+@click.argument("bank_id")
+@click.argument("file", type=click.File("rb"))
+@click.option("--on-conflict", type=click.Choice(["rename", "skip", "replace"]), default="rename", show_default=True,
+              help="What to do with imported documents / mental models whose name is taken.")
+@pass_client
+def banks_import(c: Client, bank_id, file, on_conflict):
+    """Import an exported bank file into BANK_ID (created if needed)."""
+    _out(c.call("POST", f"/v1/banks/{bank_id}/import", params={"on_conflict": on_conflict}, content=file,
+                headers={"Content-Type": "application/gzip"}, timeout=None))
 
 
 @keys.command("create")

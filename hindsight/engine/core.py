@@ -16,7 +16,7 @@ import asyncpg
 from ..db.pool import DatabaseError, create_pool, ensure_vector_extension, migrate, redact
 from ..embedding import load_embedder
 from . import banks, extract, keys, memories, operations as ops  # noqa: F401  (extract registers its handler)
-from . import documents as docs, mental_models as mm, rag
+from . import documents as docs, mental_models as mm, portable, rag
 from .banks import check_bank_id
 from .errors import InvalidArgument, NotFound
 from .keys import Principal
@@ -239,6 +239,19 @@ class Engine:
     async def verify_document_access(self, who: Principal, bank_id: str, segment_uid: str, caller: "rag.Caller") -> "rag.AccessResult":
         await self._readable(who, bank_id)
         return await rag.verify_document_access(self, bank_id, segment_uid, caller)
+
+    # ---- export / import ------------------------------------------------------------------
+    async def export_bank(self, who: Principal, bank_id: str):
+        """Checks access before the first byte, so errors are proper responses, not a cut stream."""
+        await self._readable(who, bank_id)
+        return portable.export_bank(self, bank_id)
+
+    async def import_bank(self, who: Principal, bank_id: str, fileobj, on_conflict: str = "rename") -> "portable.ImportResult":
+        check_bank_id(bank_id)
+        who.require_bank(bank_id, write=True)
+        if on_conflict not in ("rename", "skip", "replace"):
+            raise InvalidArgument("on_conflict: must be rename, skip or replace", "on_conflict")
+        return await portable.import_bank(self, bank_id, fileobj, on_conflict)
 
     # ---- operations and usage -------------------------------------------------------------
     async def get_operation(self, who: Principal, bank_id: str, operation_id: str) -> Operation:

@@ -1,0 +1,409 @@
+"""Bank export and import: one portable, gzip-compressed JSON Lines file.
+
+Why this format: it streams both ways (a bank of any size exports with flat memory, from one
+REPEATABLE READ snapshot), it is readable with `zcat | jq`, and rows travel as PostgreSQL's own
+`to_jsonb` / `jsonb_populate_recordset` forms, so every column (vectors included, as text) keeps
+its exact value without a hand-written codec per type.
+
+Layout: a `header` line (format, version, bank settings, embedding model and dimension), then
+`entity`, `memory`, `memory_entity`, `fact_source`, `document`, `chunk`, `mental_model`,
+`mental_model_version` lines, then an `end` line with the count of each kind. A file without its
+`end` line, or whose counts differ, is truncated: the import fails and changes nothing (it runs in
+one transaction).
+
+Import rules (documented in the README):
+- the same object (its id already in the target bank) is skipped, so re-importing a file is a
+  no-op;
+- an id taken in *another* bank gets a new id derived from (bank, old id), deterministically;
+- a different object under a taken name (a document's source name, a mental model's id, the
+  document_id grouping memories) follows `on_conflict`: `rename` (default; the imported one gets
+  the suffix " (imported <UTC time>)", or "-imported-<time>" for model ids), `skip` (keep the
+  existing one), or `replace` (delete the existing one first);
+- a new bank takes the exported name, mission and disposition; an existing bank keeps its own;
+- when the file's embedding model or dimension differs from this server's, every memory, chunk
+  and mental model is re-embedded with this server's model.
+"""
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import re
+import uuid
+import zlib
+from collections import Counter
+from datetime import datetime, timezone
+from itertools import islice
+from typing import IO, AsyncIterator, Literal
+
+import asyncpg
+from pydantic import BaseModel, Field
+
+from .banks import ensure_bank
+from .errors import InvalidArgument
+
+FORMAT = "hindsight-bank"
+VERSION = 1
+OnConflict = Literal["rename", "skip", "replace"]
+BATCH = 500
+ID_NAMESPACE = uuid.UUID("5d1c0c6e-8a7f-4c3e-9b2a-1f0e3d2c4b5a")
+
+# kind -> SQL yielding one JSON text per row, in an order that puts referenced rows first.
+EXPORTS = [
+    ("entity", "SELECT (to_jsonb(t) - 'bank_id')::text FROM entities t WHERE bank_id = $1 ORDER BY id"),
+    ("memory", "SELECT (to_jsonb(t) - 'bank_id' - 'tsv')::text FROM memories t WHERE bank_id = $1"
+               " ORDER BY created_at, source_id, position"),
+    ("memory_entity", "SELECT to_jsonb(x)::text FROM (SELECT me.entity_id, me.memory_id FROM memory_entities me"
+                      " JOIN memories m ON m.id = me.memory_id WHERE m.bank_id = $1) x"),
+    ("fact_source", "SELECT to_jsonb(x)::text FROM (SELECT f.fact_id, f.raw_id FROM fact_sources f"
+                    " JOIN memories m ON m.id = f.fact_id WHERE m.bank_id = $1) x"),
+    ("document", "SELECT (to_jsonb(t) - 'bank_id')::text FROM documents t WHERE bank_id = $1 ORDER BY source_name"),
+    ("chunk", "SELECT (to_jsonb(t) - 'bank_id' - 'tsv')::text FROM chunks t WHERE bank_id = $1 ORDER BY document_id, position"),
+    ("mental_model", "SELECT (to_jsonb(t) - 'bank_id')::text FROM mental_models t WHERE bank_id = $1 ORDER BY id"),
+    ("mental_model_version", "SELECT (to_jsonb(t) - 'bank_id')::text FROM mental_model_versions t WHERE bank_id = $1"
+                             " ORDER BY model_id, version"),
+]
+KINDS = [k for k, _ in EXPORTS]
+
+
+class ImportResult(BaseModel):
+    bank_id: str
+    created_bank: bool
+    re_embedded: bool = Field(description="True when the file's embedding model differs from this server's.")
+    source_model: str | None = None
+    imported: dict[str, int]
+    skipped: dict[str, int] = Field(description="Same objects already present, or conflicts with on_conflict=skip.")
+    renamed: dict[str, int]
+    replaced: dict[str, int]
+
+
+async def export_bank(engine, bank_id: str) -> AsyncIterator[bytes]:
+    """Gzip bytes of the bank's archive, produced row by row from one consistent snapshot."""
+    gz = zlib.compressobj(6, zlib.DEFLATED, 31)
+    counts: Counter = Counter()
+    async with engine.pool.acquire() as conn:
+        async with conn.transaction(isolation="repeatable_read", readonly=True):
+            bank = await conn.fetchval(
+                "SELECT (to_jsonb(b) - 'id')::text FROM banks b WHERE id = $1", bank_id)
+            header = {"kind": "header", "format": FORMAT, "version": VERSION, "bank_id": bank_id,
+                      "bank": json.loads(bank), "exported_at": datetime.now(timezone.utc).isoformat(),
+                      "embedding": {"model": engine.embedder.name, "dim": engine.embedder.dim}}
+            yield gz.compress((json.dumps(header) + "\n").encode())
+            for kind, sql in EXPORTS:
+                buf: list[str] = []
+                async for (row,) in conn.cursor(sql, bank_id, prefetch=BATCH):
+                    buf.append(f'{{"kind":"{kind}","row":{row}}}\n')
+                    counts[kind] += 1
+                    if len(buf) >= BATCH:
+                        yield gz.compress("".join(buf).encode())
+                        buf = []
+                if buf:
+                    yield gz.compress("".join(buf).encode())
+    end = {"kind": "end", "counts": {k: counts[k] for k in KINDS}}
+    yield gz.compress((json.dumps(end) + "\n").encode()) + gz.flush()
+
+
+def _bad(msg: str) -> InvalidArgument:
+    return InvalidArgument(f"archive: {msg}", "archive")
+
+
+class _Reader:
+    """Lines of the gzip file, read in a thread a batch at a time."""
+
+    def __init__(self, fileobj: IO[bytes]):
+        self.f = gzip.open(fileobj, "rt", encoding="utf-8")
+        self.line_no = 0
+
+    def _next(self, n: int) -> list[dict]:
+        out = []
+        try:
+            for line in islice(self.f, n):
+                self.line_no += 1
+                if line.strip():
+                    out.append(json.loads(line))
+        except (OSError, EOFError, zlib.error) as exc:
+            raise _bad(f"not a readable gzip file ({exc})") from None
+        except ValueError:
+            raise _bad(f"line {self.line_no} is not JSON") from None
+        return out
+
+    async def batch(self, n: int = BATCH) -> list[dict]:
+        return await asyncio.to_thread(self._next, n)
+
+
+class _Importer:
+    def __init__(self, engine, conn, bank_id: str, on_conflict: OnConflict, header: dict):
+        self.engine, self.conn, self.bank_id, self.policy = engine, conn, bank_id, on_conflict
+        emb = header.get("embedding") or {}
+        self.source_model = emb.get("model")
+        self.re_embed = emb.get("model") != engine.embedder.name or emb.get("dim") != engine.embedder.dim
+        stamp = datetime.now(timezone.utc)
+        self.suffix = f" (imported {stamp:%Y-%m-%d %H:%M:%S} UTC)"
+        self.id_suffix = f"-imported-{stamp:%Y%m%d%H%M%S}"
+        self.ids: dict[str, dict] = {k: {} for k in ("entity", "memory", "document", "mental_model")}
+        self.imported, self.skipped, self.renamed, self.replaced = Counter(), Counter(), Counter(), Counter()
+        self.seen: Counter = Counter()
+        self.columns: dict[str, list[str]] = {}
+        self.memory_docs: set[str] = set()
+        self.doc_renames: dict[str, str | None] = {}
+
+    async def prepare(self) -> None:
+        self.memory_docs = {r[0] for r in await self.conn.fetch(
+            "SELECT DISTINCT document_id FROM memories WHERE bank_id = $1 AND document_id IS NOT NULL", self.bank_id)}
+
+    async def _columns(self, table: str, row: dict) -> list[str]:
+        """Insertable columns of `table` present in the file (names from the catalogue, never
+        from the file, so they are safe to quote into SQL); newer columns take their defaults."""
+        if table not in self.columns:
+            self.columns[table] = [r[0] for r in await self.conn.fetch(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema()"
+                " AND table_name = $1 AND is_generated = 'NEVER' AND column_name <> 'bank_id' ORDER BY ordinal_position",
+                table)]
+        return [c for c in self.columns[table] if c in row]
+
+    async def _insert(self, table: str, rows: list[dict], conflict: str = "") -> None:
+        if not rows:
+            return
+        cols = await self._columns(table, rows[0])
+        names = ", ".join(f'"{c}"' for c in cols)
+        await self.conn.execute(
+            f"INSERT INTO {table} (bank_id, {names}) SELECT $1, {names}"
+            f" FROM jsonb_populate_recordset(NULL::{table}, $2::jsonb) {conflict}",
+            self.bank_id, json.dumps(rows),
+        )
+
+    def _remember(self, kind: str, olds: list[str], rows: list[dict], inserted: list[dict]) -> None:
+        """Map the file's ids of the inserted rows to their ids here (rows may have been renumbered)."""
+        kept = {id(r) for r in inserted}
+        for old, r in zip(olds, rows):
+            if id(r) in kept:
+                self.ids[kind][old] = r["id"]
+        self.imported[kind] += len(inserted)
+
+    def _new_id(self, old: str) -> str:
+        return str(uuid.uuid5(ID_NAMESPACE, f"{self.bank_id}/{old}"))
+
+    async def _place(self, table: str, rows: list[dict]) -> tuple[list[dict], set[str]]:
+        """Split rows into new ones (ids renumbered where another bank holds them) and the file
+        ids of those already here: under their own id, or under the id an earlier import of the
+        same file gave them."""
+        derived = {r["id"]: self._new_id(r["id"]) for r in rows}
+        found = {str(r["id"]): r["bank_id"] for r in await self.conn.fetch(
+            f"SELECT id, bank_id FROM {table} WHERE id = ANY($1::uuid[])", [*derived, *derived.values()])}
+        here, fresh = set(), []
+        for r in rows:
+            old, new = r["id"], derived[r["id"]]
+            if found.get(old) == self.bank_id or (old in found and found.get(new) == self.bank_id):
+                here.add(old)
+                continue
+            if old in found:
+                r["id"] = new
+            fresh.append(r)
+        return fresh, here
+
+    async def _vectors(self, texts: list[str], query: bool = False) -> list[str]:
+        def run():
+            if query:
+                return [self.engine.embedder.embed_query(t) for t in texts]
+            return self.engine.embedder.embed(texts)
+
+        async with self.engine.cpu_slots:
+            vecs = await asyncio.to_thread(run)
+        return ["[" + ",".join(f"{x:.7g}" for x in v) + "]" for v in vecs]
+
+    # ---- one handler per kind -----------------------------------------------------------
+    async def entity(self, rows: list[dict]) -> None:
+        got = await self.conn.fetch(
+            "INSERT INTO entities (bank_id, name, canonical, kind, mention_count)"
+            " SELECT $1, name, canonical, kind, mention_count FROM jsonb_populate_recordset(NULL::entities, $2::jsonb)"
+            " ORDER BY canonical ON CONFLICT (bank_id, canonical)"
+            " DO UPDATE SET mention_count = greatest(entities.mention_count, EXCLUDED.mention_count)"
+            " RETURNING id, canonical", self.bank_id, json.dumps(rows))
+        new = {r["canonical"]: r["id"] for r in got}
+        for r in rows:
+            self.ids["entity"][r["id"]] = new[r["canonical"]]
+        self.imported["entity"] += len(rows)
+
+    async def memory(self, rows: list[dict]) -> None:
+        olds = [r["id"] for r in rows]
+        fresh, here = await self._place("memories", rows)
+        for i in here:
+            self.ids["memory"][i] = i
+        self.skipped["memory"] += len(here)
+        keep = []
+        for r in fresh:
+            doc = r.get("document_id")
+            if doc is not None and doc in self.memory_docs:
+                target = await self._memory_doc_conflict(doc)
+                if target is None:
+                    self.skipped["memory"] += 1
+                    continue
+                if target != doc:
+                    r["document_id"], r["source_id"] = target, f"{r['source_id']}{self.id_suffix}"
+            keep.append(r)
+        if self.re_embed and keep:
+            for r, v in zip(keep, await self._vectors([r["text"] for r in keep])):
+                r["embedding"] = v
+        await self._insert("memories", keep)
+        self._remember("memory", olds, rows, keep)
+
+    async def _memory_doc_conflict(self, doc: str) -> str | None:
+        """What a memory document_id already used in this bank becomes (None: skip its units)."""
+        if doc not in self.doc_renames:
+            if self.policy == "skip":
+                self.doc_renames[doc] = None
+            elif self.policy == "replace":
+                from .retain import delete_documents
+
+                await delete_documents(self.conn, self.bank_id, [doc])
+                self.replaced["memory_document"] += 1
+                self.doc_renames[doc] = doc
+            else:
+                self.doc_renames[doc] = (doc + self.suffix)[-256:]
+                self.renamed["memory_document"] += 1
+        return self.doc_renames[doc]
+
+    async def memory_entity(self, rows: list[dict]) -> None:
+        pairs = [(self.ids["entity"].get(r["entity_id"]), self.ids["memory"].get(r["memory_id"])) for r in rows]
+        pairs = [p for p in pairs if None not in p]
+        if pairs:
+            await self.conn.execute(
+                "INSERT INTO memory_entities (entity_id, memory_id) SELECT * FROM unnest($1::bigint[], $2::uuid[])"
+                " ON CONFLICT DO NOTHING", [p[0] for p in pairs], [p[1] for p in pairs])
+
+    async def fact_source(self, rows: list[dict]) -> None:
+        pairs = [(self.ids["memory"].get(r["fact_id"]), self.ids["memory"].get(r["raw_id"])) for r in rows]
+        pairs = [p for p in pairs if None not in p]
+        if pairs:
+            await self.conn.execute(
+                "INSERT INTO fact_sources (fact_id, raw_id) SELECT * FROM unnest($1::uuid[], $2::uuid[])"
+                " ON CONFLICT DO NOTHING", [p[0] for p in pairs], [p[1] for p in pairs])
+
+    async def document(self, rows: list[dict]) -> None:
+        olds = [r["id"] for r in rows]
+        fresh, here = await self._place("documents", rows)
+        self.skipped["document"] += len(here)
+        existing = {r["source_name"]: r["id"] for r in await self.conn.fetch(
+            "SELECT id, source_name FROM documents WHERE bank_id = $1 AND source_name = ANY($2::text[])",
+            self.bank_id, [r["source_name"] for r in fresh])}
+        keep = []
+        for r in fresh:
+            if r["source_name"] in existing:
+                if self.policy == "skip":
+                    self.skipped["document"] += 1
+                    continue
+                if self.policy == "replace":
+                    await self.conn.execute("DELETE FROM documents WHERE id = $1", existing[r["source_name"]])
+                    self.replaced["document"] += 1
+                else:
+                    r["source_name"] += self.suffix
+                    self.renamed["document"] += 1
+            keep.append(r)
+        await self._insert("documents", keep)
+        self._remember("document", olds, rows, keep)
+
+    async def chunk(self, rows: list[dict]) -> None:
+        rows = [r for r in rows if r["document_id"] in self.ids["document"]]
+        for r in rows:
+            r["document_id"] = self.ids["document"][r["document_id"]]
+        if not rows:
+            return
+        fresh, _ = await self._place("chunks", rows)
+        if self.re_embed and fresh:
+            texts = [f"{r.get('headline') or ''}\n{r['text']}" for r in fresh]
+            for r, v in zip(fresh, await self._vectors(texts)):
+                r["embedding"] = v
+        await self._insert("chunks", fresh)
+        self.imported["chunk"] += len(fresh)
+
+    async def mental_model(self, rows: list[dict]) -> None:
+        existing = {r["id"]: r["source_query"] for r in await self.conn.fetch(
+            "SELECT id, source_query FROM mental_models WHERE bank_id = $1 AND id = ANY($2::text[])",
+            self.bank_id, [r["id"] for r in rows])}
+        keep = []
+        for r in rows:
+            old = r["id"]
+            if old in existing:
+                if existing[old] == r["source_query"] or self.policy == "skip":
+                    self.skipped["mental_model"] += 1
+                    continue
+                if self.policy == "replace":
+                    await self.conn.execute("DELETE FROM mental_models WHERE bank_id = $1 AND id = $2", self.bank_id, old)
+                    self.replaced["mental_model"] += 1
+                else:
+                    r["id"] = re.sub(r"-+$", "", old[: 64 - len(self.id_suffix)]) + self.id_suffix
+                    self.renamed["mental_model"] += 1
+            self.ids["mental_model"][old] = r["id"]
+            keep.append(r)
+        if self.re_embed:
+            with_vec = [r for r in keep if r.get("embedding") is not None]
+            for r, v in zip(with_vec, await self._vectors([r["source_query"] for r in with_vec], query=True)):
+                r["embedding"] = v
+        await self._insert("mental_models", keep)
+        self.imported["mental_model"] += len(keep)
+
+    async def mental_model_version(self, rows: list[dict]) -> None:
+        keep = []
+        for r in rows:
+            if r["model_id"] in self.ids["mental_model"]:
+                r["model_id"] = self.ids["mental_model"][r["model_id"]]
+                keep.append(r)
+        await self._insert("mental_model_versions", keep, "ON CONFLICT DO NOTHING")
+
+
+async def import_bank(engine, bank_id: str, fileobj: IO[bytes], on_conflict: OnConflict = "rename") -> ImportResult:
+    reader = _Reader(fileobj)
+    first = await reader.batch(1)
+    if not first or first[0].get("kind") != "header" or first[0].get("format") != FORMAT:
+        raise _bad("not a Hindsight bank export (no header line)")
+    header = first[0]
+    if not isinstance(header.get("version"), int) or header["version"] > VERSION:
+        raise _bad(f"format version {header.get('version')!r} is newer than this server reads ({VERSION})")
+    end = None
+    async with engine.pool.acquire() as conn:
+        async with conn.transaction():
+            created = await conn.fetchval("SELECT NOT EXISTS (SELECT 1 FROM banks WHERE id = $1)", bank_id)
+            await ensure_bank(conn, bank_id)
+            if created:
+                b = header.get("bank") or {}
+                await conn.execute(
+                    "UPDATE banks SET name = $2, mission = $3, disposition = coalesce($4::jsonb, disposition) WHERE id = $1",
+                    bank_id, b.get("name"), b.get("mission"), json.dumps(b["disposition"]) if b.get("disposition") else None)
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"import/{bank_id}")
+            imp = _Importer(engine, conn, bank_id, on_conflict, header)
+            await imp.prepare()
+            while True:
+                lines = await reader.batch()
+                if not lines:
+                    break
+                groups: list[tuple[str, list[dict]]] = []
+                for rec in lines:
+                    kind = rec.get("kind") if isinstance(rec, dict) else None
+                    if end is not None:
+                        raise _bad("data after the end line")
+                    if kind == "end":
+                        end = rec
+                        continue
+                    if kind not in KINDS or not isinstance(rec.get("row"), dict):
+                        raise _bad(f"line {reader.line_no}: unknown record kind {kind!r}")
+                    imp.seen[kind] += 1
+                    if groups and groups[-1][0] == kind:
+                        groups[-1][1].append(rec["row"])
+                    else:
+                        groups.append((kind, [rec["row"]]))
+                for kind, rows in groups:
+                    try:
+                        await getattr(imp, kind)(rows)
+                    except (asyncpg.PostgresError, asyncpg.DataError, KeyError, TypeError, ValueError, AttributeError) as exc:
+                        # a hand-edited or damaged file: say where, roll everything back
+                        detail = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0]
+                        raise _bad(f"invalid {kind} record before line {reader.line_no}: {detail}") from None
+            if end is None:
+                raise _bad("truncated (no end line); nothing was imported")
+            expected = {k: int(v) for k, v in (end.get("counts") or {}).items()}
+            if any(expected.get(k, 0) != imp.seen[k] for k in KINDS):
+                raise _bad(f"counts differ from the end line ({dict(imp.seen)} vs {expected}); nothing was imported")
+    return ImportResult(
+        bank_id=bank_id, created_bank=bool(created), re_embedded=imp.re_embed, source_model=imp.source_model,
+        imported=dict(imp.imported), skipped=dict(imp.skipped), renamed=dict(imp.renamed), replaced=dict(imp.replaced),
+    )
