@@ -64,6 +64,33 @@ def serve(host: str | None, port: int | None) -> None:
     sys.exit(asyncio.run(run()))
 
 
+@cli.command("mcp")
+@click.option("--bank", envvar="HINDSIGHT_MCP_BANK_ID", default="default", show_default=True,
+              help="The bank this process serves [HINDSIGHT_MCP_BANK_ID].")
+@click.option("--user-id", default=None, help="Caller user id for document access (what x-user-id is over HTTP).")
+@click.option("--session-tag", "session_tags", multiple=True, help="Caller session tag for document access (repeatable).")
+def mcp_stdio(bank: str, user_id: str | None, session_tags: tuple[str, ...]) -> None:
+    """Serve one bank's MCP tools over stdio (for agents that spawn a process)."""
+    from ..config import ConfigError, load_settings
+    from ..engine.banks import check_bank_id
+    from ..engine.errors import InvalidArgument
+
+    try:
+        settings = load_settings()
+        check_bank_id(bank, "--bank")
+    except (ConfigError, InvalidArgument) as exc:
+        click.echo(f"hindsight: {getattr(exc, 'message', exc)}", err=True)
+        sys.exit(2)
+    # stdout carries the protocol: every log line goes to stderr
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    from ..mcp.stdio import serve_stdio
+
+    try:
+        asyncio.run(serve_stdio(settings, bank, user_id, list(session_tags)))
+    except KeyboardInterrupt:
+        pass
+
+
 # ---- client side ------------------------------------------------------------------------
 def client_group(name: str, help: str):
     return make_group(cli, name, help)

@@ -80,7 +80,7 @@ def resolve_bank(argument: str | None, alias: str | None, header: str | None, de
     return check_bank_id(default), "default"
 
 
-def _wrap(td: ToolDef, engine, multi: bool):
+def _wrap(td: ToolDef, engine, multi: bool, local_state: dict | None = None):
     sig = inspect.signature(td.fn, eval_str=True)
     params = list(sig.parameters.values())[1:]  # drop `call`
     extra = []
@@ -97,7 +97,7 @@ def _wrap(td: ToolDef, engine, multi: bool):
 
     @functools.wraps(td.fn)
     async def wrapper(ctx: Context, **kwargs):
-        state = request_state(ctx)
+        state = local_state or request_state(ctx)
         bank_id = kwargs.pop("bank_id", None) if multi and td.scope == "bank" else None
         alias = kwargs.pop("collection_id", None) if multi and td.collection_alias else None
         try:
@@ -122,7 +122,8 @@ def _wrap(td: ToolDef, engine, multi: bool):
     return wrapper
 
 
-def build_server(engine, multi: bool) -> HindsightMCPServer:
+def build_server(engine, multi: bool, local_state: dict | None = None) -> HindsightMCPServer:
+    """`local_state` replaces the per-request state for transports without HTTP (stdio)."""
     name = "hindsight" if multi else "hindsight-bank"
     server = HindsightMCPServer(
         name=name,
@@ -143,7 +144,7 @@ def build_server(engine, multi: bool) -> HindsightMCPServer:
             if td.collection_alias:
                 description += " `collection_id` is a synonym of `bank_id` (a collection is a bank)."
         server.add_tool(
-            _wrap(td, engine, multi),
+            _wrap(td, engine, multi, local_state),
             name=td.name,
             description=description,
             annotations=ToolAnnotations(
