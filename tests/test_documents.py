@@ -211,3 +211,35 @@ async def test_rag_search_and_verify_with_the_official_client(server, api, tagge
     async with mcp_session(f"{server.url}/mcp/{tagged_bank}/", sales) as c:
         gone = (await c.call_tool("verify_document_access", {"segment_uid": seg["segment_uid"]})).structured_content
         assert gone["has_access"] is False and "deleted" in gone["error"]
+
+
+def test_cli_documents_import_with_progress_list_search_delete(server, api, bank, tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "guide.pdf").write_bytes(pdf_bytes())
+    (tmp_path / "notes.md").write_text("# Notes\n\nThe Falcon X ships in March.")
+    (tmp_path / "old.doc").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 600)
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "hindsight.cli.main", "documents", "--url", server.url, *args],
+                              capture_output=True, text=True, timeout=120)
+
+    r = cli("import", bank, str(tmp_path / "guide.pdf"), str(tmp_path / "notes.md"), str(tmp_path / "old.doc"),
+            "--tag", "manual", "--chunk-size", "800")
+    assert r.returncode == 1, r.stderr  # one file failed
+    assert "Importing" in r.stderr and "3/3" in r.stderr  # the progress bar
+    lines = dict(line.split(None, 1)[::-1] for line in r.stdout.splitlines())
+    assert any(k.startswith("guide.pdf") and v == "imported" for k, v in lines.items()), r.stdout
+    assert any(k.startswith("old.doc") and v == "failed" for k, v in lines.items()), r.stdout
+    r = cli("list", bank)
+    assert r.returncode == 0 and "guide.pdf" in r.stdout and "manual" in r.stdout
+    doc_id = next(line.split()[0] for line in r.stdout.splitlines() if "notes.md" in line)
+    r = cli("search", bank, "when does it ship", "--session-tag", "manual", "--strictness", "0")
+    assert r.returncode == 0 and r.stdout.splitlines()[0].split()[1] == "notes.md", r.stdout
+    assert "guide.pdf p.1-2" in r.stdout
+    r = cli("search", bank, "when does it ship")  # without the tag nothing is visible
+    assert r.returncode == 0 and r.stdout == ""
+    r = cli("delete", bank, doc_id, "--yes")
+    assert r.returncode == 0 and '"deleted": true' in r.stdout
+    assert "notes.md" not in cli("list", bank).stdout

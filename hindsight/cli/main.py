@@ -10,6 +10,7 @@ import sys
 
 import click
 
+from .document_commands import register as register_document_commands
 from .llm_commands import register as register_llm_commands
 from .client import DEFAULT_URL, Client, make_group, out as _out, pass_client
 
@@ -257,6 +258,7 @@ def config_table():
 
 
 register_llm_commands(cli)
+register_document_commands(cli)
 
 
 def main() -> None:
