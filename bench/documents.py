@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from locomo import CATS, ROOT, locomo, pct  # noqa: E402  (sets up sys.path)
+from locomo import CATS, latency, locomo, pct, save  # noqa: E402  (sets up sys.path)
 from hindsight.testing import Server  # noqa: E402
 
 PAGE_CHARS = 2_000
@@ -110,7 +110,7 @@ async def main(args) -> dict:
             wall = time.perf_counter() - t0
             out["rag_search"] = {
                 "phrases_per_call": 5, "calls": len(calls), "chunks_in_bank": chunks,
-                "ms_p50": round(pct(seq, 50) * 1000, 1), "ms_p95": round(pct(seq, 95) * 1000, 1),
+                **latency(seq),
                 "concurrent_8_calls_per_s": round(len(calls) / wall, 1),
                 "concurrent_8_ms_p95": round(pct(conc, 95) * 1000, 1),
             }
@@ -119,9 +119,7 @@ async def main(args) -> dict:
     finally:
         server.stop()
         pg._cleanup()
-    dest = ROOT / "bench" / "results"
-    dest.mkdir(exist_ok=True)
-    (dest / "documents.json").write_text(json.dumps(out, indent=2))
+    save(out, "documents")
     return out
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from locomo import CATS, ROOT, locomo, pct, turn_items  # noqa: E402  (sets up sys.path)
+from locomo import CATS, latency, locomo, save, turn_items  # noqa: E402  (sets up sys.path)
 from hindsight.stub_llm import StubLLM  # noqa: E402
 from hindsight.testing import Server  # noqa: E402
 
@@ -84,18 +84,14 @@ async def main(args) -> dict:
                 without.append(elapsed - (stub.busy_seconds - before))
             out["reflect"] = {
                 "questions": len(questions), "budget": "mid",
-                "ms_p50": round(pct(total, 50) * 1000, 1), "ms_p95": round(pct(total, 95) * 1000, 1),
-                "ms_p50_excluding_llm": round(pct(without, 50) * 1000, 1),
-                "ms_p95_excluding_llm": round(pct(without, 95) * 1000, 1),
+                **latency(total), **latency(without, "_excluding_llm"),
             }
             print(json.dumps(out["reflect"]), flush=True)
     finally:
         server.stop()
         stub.stop()
         pg._cleanup()
-    dest = ROOT / "bench" / "results"
-    dest.mkdir(exist_ok=True)
-    (dest / "llm.json").write_text(json.dumps(out, indent=2))
+    save(out, "llm")
     return out
 
 

@@ -221,10 +221,15 @@ async def main(args):
     save(out)
 
 
-def save(out):
+def save(out, name: str = "latest"):
     dest = ROOT / "bench" / "results"
     dest.mkdir(exist_ok=True)
-    (dest / "latest.json").write_text(json.dumps(out, indent=2))
+    (dest / f"{name}.json").write_text(json.dumps(out, indent=2))
+
+
+def latency(xs: list[float], suffix: str = "") -> dict:
+    """p50 / p95 in milliseconds, the way every benchmark here reports latency."""
+    return {f"ms_p50{suffix}": round(pct(xs, 50) * 1000, 1), f"ms_p95{suffix}": round(pct(xs, 95) * 1000, 1)}
 
 
 def report(out):

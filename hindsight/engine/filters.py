@@ -150,18 +150,18 @@ class _Parser:
     def expr(self, depth: int) -> str:
         if depth > MAX_DEPTH:
             self.fail(f"nested deeper than {MAX_DEPTH} levels")
-        parts = [self.term(depth)]
-        while self.is_kw("or"):
-            self.take()
-            parts.append(self.term(depth))
-        return parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")"
+        return self.joined("or", self.term, depth)
 
     def term(self, depth: int) -> str:
-        parts = [self.factor(depth)]
-        while self.is_kw("and"):
+        return self.joined("and", self.factor, depth)
+
+    def joined(self, word: str, operand, depth: int) -> str:
+        """operand (word operand)*, as one parenthesised SQL condition."""
+        parts = [operand(depth)]
+        while self.is_kw(word):
             self.take()
-            parts.append(self.factor(depth))
-        return parts[0] if len(parts) == 1 else "(" + " AND ".join(parts) + ")"
+            parts.append(operand(depth))
+        return parts[0] if len(parts) == 1 else "(" + f" {word.upper()} ".join(parts) + ")"
 
     def factor(self, depth: int) -> str:
         if self.is_kw("not"):

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from .errors import InvalidArgument
 from .filters import CHUNK_FIELDS, compile_filter
-from .recall import content_words, fetch_ids, keyword_query
+from .recall import fetch_ids, keyword_query
 from .relevance import SearchOptions, relevance_sql
 
 RRF_K = 60
