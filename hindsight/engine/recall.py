@@ -29,6 +29,8 @@ from .text import estimate_tokens
 
 RRF_K = 60
 ARM_LIMIT = 60
+COMMON_WORD_ROWS = 1_000
+KEYWORD_SCAN_CAP = 5_000
 ARM_WEIGHTS = {"semantic": 1.0, "keyword": 0.9, "entity": 0.6, "temporal": 0.8}
 NEIGHBOUR_PARENTS = 8
 NEIGHBOUR_DECAY = 0.9
@@ -97,6 +99,38 @@ async def fetch_ids(pool, sql: str, *params) -> list:
         return [r[0] for r in await conn.fetch(sql, *params)]
 
 
+async def keyword_ids(pool, bank_id: str, words: list[str], f: Filters) -> list:
+    """The keyword arm: an OR query over the words that are rare in this bank.
+
+    Ranking an OR query costs one ts_rank_cd per matching row, so a word found in tens of
+    thousands of memories (a speaker's name in a big bank) makes the arm slow while adding
+    nothing to the ranking: it is a stopword *here*. Each word's frequency is counted from the
+    GIN index, stopping at COMMON_WORD_ROWS; words at that cap are dropped (when all are common,
+    they are ANDed instead and ranking stops at KEYWORD_SCAN_CAP candidates). Small banks never
+    reach the cap, so their ranking is the plain OR query."""
+    async with pool.acquire() as conn:
+        counts = await conn.fetch(
+            "SELECT w, (SELECT count(*) FROM (SELECT 1 FROM memories m WHERE m.bank_id = $1"
+            "  AND m.tsv @@ to_tsquery('english', w) LIMIT $3) x) AS n FROM unnest($2::text[]) w",
+            bank_id, words, COMMON_WORD_ROWS,
+        )
+        rare = [r["w"] for r in counts if 0 < r["n"] < COMMON_WORD_ROWS]
+        common = [r["w"] for r in counts if r["n"] >= COMMON_WORD_ROWS]
+        if rare:
+            tsq = " | ".join(rare)
+        elif common:
+            tsq = " & ".join(common)
+        else:
+            return []
+        rows = await conn.fetch(
+            "SELECT id FROM (SELECT m.id, m.tsv FROM memories m, to_tsquery('english', $2) q"
+            f" WHERE m.bank_id = $1 AND m.tsv @@ q{f.sql} LIMIT {KEYWORD_SCAN_CAP}) c, to_tsquery('english', $2) q"
+            " ORDER BY ts_rank_cd(c.tsv, q, 1) DESC LIMIT $3",
+            bank_id, tsq, ARM_LIMIT, *f.params,
+        )
+    return [r[0] for r in rows]
+
+
 async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
     pool = engine.pool
     qvec = await asyncio.to_thread(engine.embedder.embed_query, req.query)
@@ -114,15 +148,9 @@ async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
             f" WHERE m.bank_id = $1{f.sql} ORDER BY m.embedding <=> $2 LIMIT $3) s ORDER BY d",
             bank_id, qvec, ARM_LIMIT, *f.params,
         )
-    tsq = keyword_query(req.query)
-    if tsq and req.mode != "vector":
-        arms["keyword"] = fetch_ids(
-            pool,
-            "SELECT m.id FROM memories m, to_tsquery('english', $2) q"
-            f" WHERE m.bank_id = $1 AND m.tsv @@ q{f.sql}"
-            " ORDER BY ts_rank_cd(m.tsv, q, 1) DESC LIMIT $3",
-            bank_id, tsq, ARM_LIMIT, *f.params,
-        )
+    words = content_words(req.query)
+    if words and req.mode != "vector":
+        arms["keyword"] = keyword_ids(pool, bank_id, words, f)
     if hybrid:
         arms["entity"] = fetch_ids(
             pool,
