@@ -243,3 +243,20 @@ def test_cli_documents_import_with_progress_list_search_delete(server, api, bank
     r = cli("delete", bank, doc_id, "--yes")
     assert r.returncode == 0 and '"deleted": true' in r.stdout
     assert "notes.md" not in cli("list", bank).stdout
+
+
+def test_bank_default_chunk_size_and_per_import_override(api, bank):
+    text = "\n\n".join(f"Paragraph {i}: the Falcon X router has feature number {i} and it works well." * 2 for i in range(30))
+    r = api.post("/v1/banks", json={"bank_id": bank, "document_chunk_size": 400})
+    assert r.status_code == 201 and r.json()["document_chunk_size"] == 400
+    small = import_docs(api, bank, files=[{"name": "a.txt", "text": text}])["result"]["files"][0]
+    docs = api.get(f"/v1/banks/{bank}/documents").json()["documents"]
+    assert docs[0]["chunk_size"] == 400
+    big = import_docs(api, bank, files=[{"name": "b.txt", "text": text}], chunk_size=4000)["result"]["files"][0]
+    assert big["chunks"] < small["chunks"]
+    assert api.patch(f"/v1/banks/{bank}", json={"document_chunk_size": 2000}).json()["document_chunk_size"] == 2000
+    assert api.patch(f"/v1/banks/{bank}", json={"name": "Docs"}).json()["document_chunk_size"] == 2000  # kept
+    again = import_docs(api, bank, files=[{"name": "a.txt", "text": text}])["result"]["files"][0]
+    assert again["status"] == "replaced"  # re-chunked at the bank's new default
+    r = api.patch(f"/v1/banks/{bank}", json={"document_chunk_size": 50})
+    assert r.status_code == 422 and "document_chunk_size" in r.json()["message"]

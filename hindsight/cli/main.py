@@ -112,9 +112,11 @@ def banks_list(c: Client):
 @click.argument("bank_id")
 @click.option("--name")
 @click.option("--mission")
+@click.option("--chunk-size", type=int, default=None, help="Default characters per document chunk.")
 @pass_client
-def banks_create(c: Client, bank_id, name, mission):
-    _out(c.call("POST", "/v1/banks", json={k: v for k, v in {"bank_id": bank_id, "name": name, "mission": mission}.items() if v}))
+def banks_create(c: Client, bank_id, name, mission, chunk_size):
+    body = {"bank_id": bank_id, "name": name, "mission": mission, "document_chunk_size": chunk_size}
+    _out(c.call("POST", "/v1/banks", json={k: v for k, v in body.items() if v}))
 
 
 @banks.command("get")
@@ -128,9 +130,11 @@ def banks_get(c: Client, bank_id):
 @click.argument("bank_id")
 @click.option("--name")
 @click.option("--mission")
+@click.option("--chunk-size", type=int, default=None, help="Default characters per document chunk.")
 @pass_client
-def banks_update(c: Client, bank_id, name, mission):
-    _out(c.call("PATCH", f"/v1/banks/{bank_id}", json={k: v for k, v in {"name": name, "mission": mission}.items() if v is not None}))
+def banks_update(c: Client, bank_id, name, mission, chunk_size):
+    body = {"name": name, "mission": mission, "document_chunk_size": chunk_size}
+    _out(c.call("PATCH", f"/v1/banks/{bank_id}", json={k: v for k, v in body.items() if v is not None}))
 
 
 @banks.command("delete")

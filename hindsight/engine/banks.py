@@ -11,7 +11,7 @@ from .errors import InvalidArgument, NotFound
 from .models import Bank, BankCreate, BankUpdate
 
 _BANK_RE = re.compile(BANK_ID_PATTERN)
-_COLUMNS = "id, name, mission, disposition, created_at, updated_at"
+_COLUMNS = "id, name, mission, disposition, config, created_at, updated_at"
 
 
 def check_bank_id(bank_id: object, field: str = "bank_id") -> str:
@@ -28,6 +28,8 @@ def _bank(row: asyncpg.Record, stats: asyncpg.Record | None = None) -> Bank:
         name=row["name"],
         mission=row["mission"],
         disposition=json.loads(row["disposition"]) if isinstance(row["disposition"], str) else row["disposition"],
+        document_chunk_size=(json.loads(row["config"]) if isinstance(row["config"], str) else row["config"]).get(
+            "document_chunk_size"),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
     )
@@ -37,6 +39,11 @@ def _bank(row: asyncpg.Record, stats: asyncpg.Record | None = None) -> Bank:
         b.document_count = stats["documents"]
         b.last_memory_at = stats["last_memory_at"]
     return b
+
+
+def _config(chunk_size: int | None) -> dict:
+    """Per-bank settings kept in banks.config (JSON, so new ones need no migration)."""
+    return {"document_chunk_size": chunk_size} if chunk_size else {}
 
 
 async def ensure_bank(conn: asyncpg.Connection, bank_id: str) -> None:
@@ -49,8 +56,9 @@ async def create_bank(pool: asyncpg.Pool, req: BankCreate) -> tuple[Bank, bool]:
     reference's 'create or retrieve'); a name or mission given for a new bank is stored."""
     async with pool.acquire() as conn:
         row = await conn.fetchrow(
-            f"INSERT INTO banks (id, name, mission) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING RETURNING {_COLUMNS}",
-            req.bank_id, req.name, req.mission,
+            f"INSERT INTO banks (id, name, mission, config) VALUES ($1, $2, $3, $4::jsonb)"
+            f" ON CONFLICT (id) DO NOTHING RETURNING {_COLUMNS}",
+            req.bank_id, req.name, req.mission, json.dumps(_config(req.document_chunk_size)),
         )
         if row is not None:
             return _bank(row), True
@@ -101,12 +109,14 @@ async def update_bank(pool: asyncpg.Pool, bank_id: str, req: BankUpdate) -> Bank
             f"UPDATE banks SET name = CASE WHEN $2 THEN $3 ELSE name END,"
             f" mission = CASE WHEN $4 THEN $5 ELSE mission END,"
             f" disposition = CASE WHEN $6 THEN $7::jsonb ELSE disposition END,"
+            f" config = config || $8::jsonb,"
             f" updated_at = now() WHERE id = $1 RETURNING {_COLUMNS}",
             bank_id,
             "name" in fields, fields.get("name"),
             "mission" in fields, fields.get("mission"),
             "disposition" in fields and fields["disposition"] is not None,
             json.dumps(fields.get("disposition") or {}),
+            json.dumps(_config(fields.get("document_chunk_size"))),
         )
     if row is None:
         raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")

@@ -48,7 +48,8 @@ class ImportRequest(BaseModel):
     urls: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list, description="Access tags: callers need one in common (x-session-tags).")
     allowed_users: list[str] = Field(default_factory=list, description="User ids (x-user-id) that may always see it.")
-    chunk_size: int | None = Field(None, ge=200, le=20_000, description="Characters per chunk; default: the bank's.")
+    chunk_size: int | None = Field(None, ge=200, le=20_000,
+                                   description="Characters per chunk; default: the bank's document_chunk_size, else the server's.")
 
     _tags = field_validator("tags", mode="before")(_clean_tags)
 
@@ -190,7 +191,7 @@ async def fetch_url(engine, url: str) -> tuple[str, bytes, str | None]:
 
 
 async def ingest(engine, bank_id: str, name: str, data: bytes, source_type: str, url: str | None, payload: dict) -> FileOutcome:
-    chunk_size = payload.get("chunk_size") or engine.settings.document_chunk_chars
+    chunk_size = payload.get("chunk_size") or payload.get("bank_chunk_size") or engine.settings.document_chunk_chars
     digest = hashlib.sha256(data).hexdigest()
     async with engine.pool.acquire() as conn:
         old = await conn.fetchrow(
@@ -243,6 +244,8 @@ async def run_import(engine, job) -> dict:
     p = job.payload
     async with engine.pool.acquire() as conn:
         uploads = await conn.fetch("SELECT id, name FROM document_uploads WHERE operation_id = $1 ORDER BY name", job.id)
+        p["bank_chunk_size"] = await conn.fetchval(
+            "SELECT (config->>'document_chunk_size')::int FROM banks WHERE id = $1", job.bank_id)
     total = len(uploads) + len(p["urls"])
     outcomes: list[FileOutcome] = []
 

@@ -12,6 +12,7 @@ from .relevance import SearchOptions
 
 BankId = Field(pattern=BANK_ID_PATTERN, description="Bank id: 1-64 of A-Z a-z 0-9 _ -")
 MemoryType = Literal["world", "experience"]
+ChunkSize = Field(None, ge=200, le=20_000, description="Default characters per document chunk for this bank.")
 MAX_TAGS = 64
 MAX_TAG_CHARS = 128
 
@@ -160,6 +161,7 @@ class Bank(BaseModel):
     name: str | None = None
     mission: str | None = None
     disposition: dict[str, Any] = Field(default_factory=dict)
+    document_chunk_size: int | None = Field(None, description="Default characters per document chunk (else the server's).")
     created_at: datetime | None = None
     updated_at: datetime | None = None
     memory_count: int | None = None
@@ -174,6 +176,7 @@ class BankCreate(BaseModel):
     bank_id: str = BankId
     name: str | None = Field(None, max_length=200)
     mission: str | None = Field(None, max_length=4_000)
+    document_chunk_size: int | None = ChunkSize
 
 
 class BankUpdate(BaseModel):
@@ -182,6 +185,7 @@ class BankUpdate(BaseModel):
     name: str | None = Field(None, max_length=200)
     mission: str | None = Field(None, max_length=4_000)
     disposition: dict[str, Any] | None = None
+    document_chunk_size: int | None = ChunkSize
 
 
 class ApiKeyCreate(BaseModel):

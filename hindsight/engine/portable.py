@@ -367,8 +367,10 @@ async def import_bank(engine, bank_id: str, fileobj: IO[bytes], on_conflict: OnC
             if created:
                 b = header.get("bank") or {}
                 await conn.execute(
-                    "UPDATE banks SET name = $2, mission = $3, disposition = coalesce($4::jsonb, disposition) WHERE id = $1",
-                    bank_id, b.get("name"), b.get("mission"), json.dumps(b["disposition"]) if b.get("disposition") else None)
+                    "UPDATE banks SET name = $2, mission = $3, disposition = coalesce($4::jsonb, disposition),"
+                    " config = coalesce($5::jsonb, config) WHERE id = $1",
+                    bank_id, b.get("name"), b.get("mission"), json.dumps(b["disposition"]) if b.get("disposition") else None,
+                    json.dumps(b["config"]) if isinstance(b.get("config"), dict) else None)
             await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"import/{bank_id}")
             imp = _Importer(engine, conn, bank_id, on_conflict, header)
             await imp.prepare()

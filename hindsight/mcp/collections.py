@@ -85,13 +85,15 @@ async def list_collections(call: Call) -> CollectionList:
 
 
 @tool(scope="global", idempotent=True)
-async def create_collection(call: Call, name: str, description: str = "") -> CollectionCreated:
+async def create_collection(call: Call, name: str, description: str = "", chunk_size: int | None = None) -> CollectionCreated:
     """Create a new, empty collection (a bank). Its id is `name` when that is a valid bank id
     (1-64 of A-Z a-z 0-9 _ -), else a slug of it ("Team Docs!" -> "team-docs"); `description`
-    becomes the bank's mission. Returns {collection_id}."""
+    becomes the bank's mission; `chunk_size` (200-20,000 characters) is its default chunk size.
+    Returns {collection_id}."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidArgument("name: give the collection a name", "name")
-    req = validated(BankCreate, bank_id=collection_slug(name.strip()), name=name.strip(), mission=description or None)
+    req = validated(BankCreate, bank_id=collection_slug(name.strip()), name=name.strip(), mission=description or None,
+                    document_chunk_size=chunk_size)
     bank, created = await call.engine.create_bank(call.who, req)
     return CollectionCreated(collection_id=bank.bank_id, created=created)
 
