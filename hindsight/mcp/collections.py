@@ -12,6 +12,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from ..config import BANK_ID_PATTERN
+from ..engine import documents
 from ..engine.banks import check_bank_id
 from ..engine.documents import ImportRequest
 from ..engine.errors import InvalidArgument
@@ -74,8 +75,6 @@ class UrlAdded(BaseModel):
 @tool(scope="global", read_only=True, idempotent=True)
 async def list_collections(call: Call) -> CollectionList:
     """List the document collections (banks) this API key may access, with document counts."""
-    from ..engine import documents
-
     banks = await call.engine.list_banks(call.who)
     counts = await documents.counts(call.engine, [b.bank_id for b in banks])
     out = [Collection(collection_id=b.bank_id, name=b.name or b.bank_id, description=b.mission,
@@ -123,8 +122,6 @@ async def delete_collection(call: Call, collection_id: str, confirm: bool = Fals
     bank_id = check_bank_id(collection_id, "collection_id")
     if confirm is not True:
         raise InvalidArgument("confirm: deleting a collection needs confirm=true", "confirm")
-    from ..engine import documents
-
     docs = (await documents.counts(call.engine, [bank_id])).get(bank_id, 0)
     memories = await call.engine.delete_bank(call.who, bank_id)
     return CollectionDeleted(deleted=True, collection_id=bank_id, documents=docs, memories=memories)
