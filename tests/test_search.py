@@ -154,3 +154,53 @@ async def test_search_tools_over_mcp(server, memory_bank, doc_bank):
         with pytest.raises(MCPError) as e:
             await c.call_tool("recall", {"query": "pets", "strictness": 9})
         assert e.value.error.code == -32602 and "strictness" in e.value.error.message
+
+
+def test_keyword_arm_weighs_rare_words(api, bank):
+    """The one memory with the query's rare word outranks twelve that share two of its common
+    words (ts_rank_cd, which ignores rarity, ranked it last)."""
+    items = [{"content": f"Caroline talked with friends about day {i}."} for i in range(12)]
+    items.append({"content": "Melanie restored an old astrolabe."})
+    assert api.post(f"/v1/banks/{bank}/memories", json={"items": items}).status_code == 200
+    top = recall(api, bank, query="What did Caroline tell friends about the astrolabe?", mode="keyword")
+    assert top[0]["text"] == "Melanie restored an old astrolabe."
+    assert len(top) == 13  # the common words still bring the rest, ranked below
+
+
+async def _lexeme_counts(pg_url, bank):
+    import asyncpg
+
+    conn = await asyncpg.connect(pg_url)
+    try:
+        kept = {r["lexeme"]: r["n"] for r in await conn.fetch(
+            "SELECT lexeme, n FROM bank_lexemes WHERE bank_id = $1 AND n > 0", bank)}
+        recount = {r["l"]: r["n"] for r in await conn.fetch(
+            "SELECT l, count(*) AS n FROM memories m, unnest(tsvector_to_array(m.tsv)) l WHERE m.bank_id = $1"
+            " GROUP BY l UNION ALL SELECT '', count(*) FROM memories WHERE bank_id = $1 HAVING count(*) > 0", bank)}
+        return kept, recount
+    finally:
+        await conn.close()
+
+
+async def test_word_frequencies_follow_every_write(pg_url, server, bank):
+    """bank_lexemes (the keyword arm's document frequencies) stays equal to a recount through
+    batch retains, concurrent document replacements, memory deletion and bank deletion."""
+    import asyncio
+
+    import httpx
+
+    async with httpx.AsyncClient(base_url=server.url, timeout=60) as c:
+        async def put(i):
+            body = {"items": [{"content": f"Round {i}: the heron nested by pond {j} near the mill.", "document_id": f"d{j % 3}"}
+                              for j in range(6)] + [{"content": f"Loose note {i} about herons."}]}
+            r = await c.post(f"/v1/banks/{bank}/memories", json=body)
+            assert r.status_code == 200, r.text
+        await asyncio.gather(*(put(i) for i in range(8)))
+        kept, recount = await _lexeme_counts(pg_url, bank)
+        assert kept == recount and kept[""] == 3 * 2 + 8  # 3 documents of 2 units, 8 loose notes
+        mid = (await c.get(f"/v1/banks/{bank}/memories")).json()["memories"][0]["id"]
+        assert (await c.delete(f"/v1/banks/{bank}/memories/{mid}")).status_code == 200
+        kept, recount = await _lexeme_counts(pg_url, bank)
+        assert kept == recount and kept[""] == 13
+        assert (await c.delete(f"/v1/banks/{bank}")).status_code == 200
+        assert await _lexeme_counts(pg_url, bank) == ({}, {})

@@ -51,6 +51,15 @@ async def ensure_bank(conn: asyncpg.Connection, bank_id: str) -> None:
     await conn.execute("INSERT INTO banks (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", bank_id)
 
 
+async def lock_writes(conn: asyncpg.Connection, bank_id: str) -> None:
+    """Serialise the transactions that add or remove a bank's memories. They all update the
+    bank's lexeme counts (migration 004) and entity counts; holding this lock first means those
+    row locks are always taken by one writer at a time, so they cannot deadlock. Writers already
+    queue on the bank's memory-count row, so the lock costs no concurrency; the CPU work
+    (splitting, embedding) happens before it is taken."""
+    await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 1))", f"bank-writes/{bank_id}")
+
+
 async def create_bank(pool: asyncpg.Pool, req: BankCreate) -> tuple[Bank, bool]:
     """Create, or return the existing bank unchanged (create_bank is idempotent, like the
     reference's 'create or retrieve'); a name or mission given for a new bank is stored."""
@@ -126,6 +135,7 @@ async def update_bank(pool: asyncpg.Pool, bank_id: str, req: BankUpdate) -> Bank
 async def delete_bank(pool: asyncpg.Pool, bank_id: str) -> int:
     async with pool.acquire() as conn:
         async with conn.transaction():
+            await lock_writes(conn, bank_id)
             n = await conn.fetchval("SELECT count(*) FROM memories WHERE bank_id = $1", bank_id)
             deleted = await conn.fetchval("DELETE FROM banks WHERE id = $1 RETURNING id", bank_id)
     if deleted is None:

@@ -23,6 +23,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ..llm import Usage
+from .banks import lock_writes
 from .entities import canonical, extract_entities
 from .models import RetainItem
 from .operations import handler
@@ -121,6 +122,7 @@ async def _store(engine, bank_id: str, pairs: list[tuple[Unit, uuid.UUID]], vect
     threshold = engine.settings.fact_dedup_threshold
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
+            await lock_writes(conn, bank_id)
             await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"facts/{bank_id}")
             alive = {r["id"] for r in await conn.fetch(
                 "SELECT id FROM memories m WHERE id = ANY($1::uuid[]) AND NOT superseded"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import uuid
 
+from .banks import lock_writes
 from .errors import NotFound, parse_uuid
 from .models import Memory
 
@@ -55,6 +56,7 @@ async def delete_memory(pool, bank_id: str, memory_id: str) -> None:
     mid = parse_memory_id(memory_id)
     async with pool.acquire() as conn:
         async with conn.transaction():
+            await lock_writes(conn, bank_id)
             # Facts extracted only from this unit go with it; facts shared with others stay.
             orphans = [r[0] for r in await conn.fetch(
                 "SELECT f.fact_id FROM fact_sources f WHERE f.raw_id = $1 AND NOT EXISTS"

@@ -39,7 +39,7 @@ from typing import IO, AsyncIterator, Literal
 import asyncpg
 from pydantic import BaseModel, Field
 
-from .banks import ensure_bank
+from .banks import ensure_bank, lock_writes
 from .errors import InvalidArgument
 
 FORMAT = "hindsight-bank"
@@ -363,6 +363,7 @@ async def import_bank(engine, bank_id: str, fileobj: IO[bytes], on_conflict: OnC
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
             created = await conn.fetchval("SELECT NOT EXISTS (SELECT 1 FROM banks WHERE id = $1)", bank_id)
+            await lock_writes(conn, bank_id)
             await ensure_bank(conn, bank_id)
             if created:
                 b = header.get("bank") or {}

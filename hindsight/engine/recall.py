@@ -1,19 +1,24 @@
 """Recall: four arms, each one indexed query, run concurrently and fused with RRF.
 
 - semantic: HNSW cosine search over the query embedding (bank-filtered, iterative scan);
-- keyword: full-text OR-query over the content words, ranked by ts_rank_cd;
+- keyword: full-text match of the content words, ranked by the summed inverse document frequency
+  of the words a memory holds (frequencies kept per bank in bank_lexemes);
 - entity: memories linked to entities named in the query (any 1-3 word n-gram matched against
-  canonical names, so "melanie" finds "Melanie"), ordered by how many they share, then similarity;
+  canonical names, so "melanie" finds "Melanie"), ranked by the rarity of the entities they
+  share (a speaker named in half the bank counts for little), then similarity;
 - temporal: memories whose occurred window or mention time falls in a window parsed from the
   query ("last May", "in 2023"), ordered by similarity.
-Fusion is reciprocal rank fusion; the top hits then bring their neighbouring units (same document
-or item, adjacent position), because in conversations the answer is often the next turn.
+Fusion is weighted reciprocal rank fusion; the top hits then bring their neighbouring units (same
+document or item, adjacent position) just below them, because in conversations the answer is
+often the next turn. The weights were set on LoCoMo (bench/locomo.py, figures in the README):
+ranking words by rarity was the largest gain, so the keyword arm weighs most.
 `mode` narrows this to the semantic arm (vector) or the keyword arm (keyword), without neighbours;
 `filter` (filters.py) and the relevance threshold (relevance.py) apply in every mode.
 """
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -27,13 +32,12 @@ from .relevance import relevance_sql
 from .temporal import find_time_windows
 from .text import estimate_tokens
 
-RRF_K = 60
+RRF_K = 20
 ARM_LIMIT = 60
-COMMON_WORD_ROWS = 1_000
 KEYWORD_SCAN_CAP = 5_000
-ARM_WEIGHTS = {"semantic": 1.0, "keyword": 0.9, "entity": 0.6, "temporal": 0.8}
+ARM_WEIGHTS = {"semantic": 1.0, "keyword": 2.0, "entity": 0.6, "temporal": 0.8}
 NEIGHBOUR_PARENTS = 8
-NEIGHBOUR_DECAY = 0.9
+NEIGHBOUR_DECAY = 0.5
 _WORD = re.compile(r"[A-Za-z0-9]+")
 _QUERY_STOP = {
     "what", "when", "where", "who", "whom", "which", "why", "how", "did", "does", "do", "is",
@@ -100,33 +104,44 @@ async def fetch_ids(pool, sql: str, *params) -> list:
 
 
 async def keyword_ids(pool, bank_id: str, words: list[str], f: Filters) -> list:
-    """The keyword arm: an OR query over the words that are rare in this bank.
+    """The keyword arm, ranked by the summed inverse document frequency of the query words a
+    memory contains (BM25's idf with binary term frequency).
 
-    Ranking an OR query costs one ts_rank_cd per matching row, so a word found in tens of
-    thousands of memories (a speaker's name in a big bank) makes the arm slow while adding
-    nothing to the ranking: it is a stopword *here*. Each word's frequency is counted from the
-    GIN index, stopping at COMMON_WORD_ROWS; words at that cap are dropped (when all are common,
-    they are ANDed instead and ranking stops at KEYWORD_SCAN_CAP candidates). Small banks never
-    reach the cap, so their ranking is the plain OR query."""
+    Document frequencies come from bank_lexemes (migration 004), one index lookup per word.
+    Candidates are the memories holding the rarest words, taken rarest first until their
+    frequencies add up to KEYWORD_SCAN_CAP: the rare words carry the weight, so this bounds the
+    work on a large bank (a speaker's name in 30,000 memories) without changing what ranks on
+    top; the common words still add their small weight to the candidates that have them."""
     async with pool.acquire() as conn:
-        counts = await conn.fetch(
-            "SELECT w, (SELECT count(*) FROM (SELECT 1 FROM memories m WHERE m.bank_id = $1"
-            "  AND m.tsv @@ to_tsquery('english', w) LIMIT $3) x) AS n FROM unnest($2::text[]) w",
-            bank_id, words, COMMON_WORD_ROWS,
+        stats = await conn.fetch(
+            "SELECT u.w, coalesce(b.n, 0) AS n, t.n AS total FROM unnest($2::text[]) u(w)"
+            " LEFT JOIN bank_lexemes b ON b.bank_id = $1"
+            "  AND b.lexeme = (tsvector_to_array(to_tsvector('english', u.w)))[1]"
+            " LEFT JOIN bank_lexemes t ON t.bank_id = $1 AND t.lexeme = ''",
+            bank_id, words,
         )
-        rare = [r["w"] for r in counts if 0 < r["n"] < COMMON_WORD_ROWS]
-        common = [r["w"] for r in counts if r["n"] >= COMMON_WORD_ROWS]
-        if rare:
-            tsq = " | ".join(rare)
-        elif common:
-            tsq = " & ".join(common)
-        else:
+        present = sorted((r["n"], r["w"]) for r in stats if r["n"] > 0)
+        if not present:
             return []
+        total = max(stats[0]["total"] or 0, present[-1][0])
+        idf = [math.log(1 + (total - n + 0.5) / (n + 0.5)) for n, _ in present]
+        seeds, scanned = [], 0
+        for n, w in present:
+            if seeds and scanned + n > KEYWORD_SCAN_CAP:
+                break
+            seeds.append(w)
+            scanned += n
+        n = 4 + len(f.params)  # the filter's parameters start at $4
+        # One term per word, each query parsed once (MATERIALIZED): a per-row subquery over the
+        # words re-parsed them for every candidate and took twice as long.
+        score = " + ".join(f"(c.tsv @@ q.tq[{i}])::int * ($3::float8[])[{i}]" for i in range(1, len(present) + 1))
         rows = await conn.fetch(
-            "SELECT id FROM (SELECT m.id, m.tsv FROM memories m, to_tsquery('english', $2) q"
-            f" WHERE m.bank_id = $1 AND m.tsv @@ q{f.sql} LIMIT {KEYWORD_SCAN_CAP}) c, to_tsquery('english', $2) q"
-            " ORDER BY ts_rank_cd(c.tsv, q, 1) DESC LIMIT $3",
-            bank_id, tsq, ARM_LIMIT, *f.params,
+            "WITH q AS MATERIALIZED (SELECT array_agg(to_tsquery('english', w) ORDER BY i) AS tq"
+            "  FROM unnest($2::text[]) WITH ORDINALITY u(w, i))"
+            " SELECT c.id FROM q, (SELECT m.id, m.tsv FROM memories m"
+            f"  WHERE m.bank_id = $1 AND m.tsv @@ to_tsquery('english', ${n}){f.sql} LIMIT {KEYWORD_SCAN_CAP}) c"
+            f" ORDER BY {score} DESC LIMIT ${n + 1}",
+            bank_id, [w for _, w in present], idf, *f.params, " | ".join(seeds), ARM_LIMIT,
         )
     return [r[0] for r in rows]
 
@@ -157,7 +172,9 @@ async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
             "SELECT m.id FROM entities e JOIN memory_entities me ON me.entity_id = e.id"
             " JOIN memories m ON m.id = me.memory_id"
             f" WHERE e.bank_id = $1 AND e.canonical = ANY($2::text[]){f.sql}"
-            f" GROUP BY m.id, m.embedding ORDER BY count(*) DESC, m.embedding <=> ${4 + len(f.params)} LIMIT $3",
+            " GROUP BY m.id, m.embedding ORDER BY sum(ln(1 + (SELECT n FROM bank_lexemes WHERE bank_id = $1"
+            "  AND lexeme = '') / greatest(e.mention_count, 1)::float8)) DESC,"
+            f" m.embedding <=> ${4 + len(f.params)} LIMIT $3",
             bank_id, entity_candidates(req.query), ARM_LIMIT, *f.params, qvec,
         )
     windows = find_time_windows(req.query, base) if hybrid else []

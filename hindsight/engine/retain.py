@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 import asyncpg
 
 from . import operations as ops
-from .banks import ensure_bank
+from .banks import ensure_bank, lock_writes
 from .entities import canonical, extract_entities
 from .errors import InvalidArgument
 from .models import RetainItem, RetainResult
@@ -162,6 +162,7 @@ async def retain(engine, bank_id: str, items: list[RetainItem], wait: bool = Fal
     doc_ids = sorted({it.document_id for it in items if it.document_id})
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
+            await lock_writes(conn, bank_id)
             await ensure_bank(conn, bank_id)
             for d in doc_ids:
                 await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"{bank_id}/{d}")
