@@ -57,9 +57,14 @@ def relevance_sql(mode: str, embedding: str, tsv: str, first_param: int, vectors
         params.extend(vectors)
     if w_kw:
         p = f"${first_param + len(params)}"
+        # The phrases' lexemes are parsed once per statement (uncorrelated sub-selects run as
+        # init plans), not once per row: per row it was half the cost of fetching 500 results.
+        lex = (f"FROM unnest({p}::text[]) WITH ORDINALITY x(ph, k),"
+               " unnest(tsvector_to_array(to_tsvector('english', ph))) l")
         parts.append(
-            f"{w_kw} * coalesce((SELECT max((SELECT avg(({tsv} @@ quote_literal(l)::tsquery)::int)"
-            f" FROM unnest(tsvector_to_array(to_tsvector('english', ph))) l)) FROM unnest({p}::text[]) ph), 0)"
+            f"{w_kw} * coalesce((SELECT max(s) FROM (SELECT avg(({tsv} @@ u.q)::int) AS s FROM unnest("
+            f"(SELECT array_agg(quote_literal(l)::tsquery ORDER BY k, l) {lex}),"
+            f" (SELECT array_agg(k ORDER BY k, l) {lex})) u(q, k) GROUP BY u.k) y), 0)"
         )
         params.append(list(phrases))
     return " + ".join(parts), params
