@@ -26,7 +26,10 @@ def cli() -> None:
 @click.option("--port", default=None, type=int, help="Port [HINDSIGHT_API_PORT, default 8888].")
 def serve(host: str | None, port: int | None) -> None:
     """Run the server (embedded PostgreSQL unless HINDSIGHT_API_DATABASE_URL is set)."""
+    from .. import malloc
     from ..config import ConfigError, load_settings
+
+    malloc.limit_arenas()
 
     try:
         settings = load_settings()
