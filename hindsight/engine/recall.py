@@ -35,6 +35,7 @@ from .text import estimate_tokens
 RRF_K = 20
 ARM_LIMIT = 60
 KEYWORD_SCAN_CAP = 5_000
+SMALL_BANK = 2_000
 ARM_WEIGHTS = {"semantic": 1.0, "keyword": 2.0, "entity": 0.6, "temporal": 0.8}
 NEIGHBOUR_PARENTS = 8
 NEIGHBOUR_DECAY = 0.5
@@ -135,12 +136,21 @@ async def keyword_ids(pool, bank_id: str, words: list[str], f: Filters) -> list:
         # One term per word, each query parsed once (MATERIALIZED): a per-row subquery over the
         # words re-parsed them for every candidate and took twice as long.
         score = " + ".join(f"(c.tsv @@ q.tq[{i}])::int * ($3::float8[])[{i}]" for i in range(1, len(present) + 1))
+        # The full-text index is shared by all banks: for a small bank next to a big one, reading
+        # the big bank's postings costs more than testing the small bank's own rows (LoCoMo
+        # banks beside a 100k bank: 7.3 -> 2.6 ms).
+        match = f"m.tsv @@ to_tsquery('english', ${n})"
+        if total <= SMALL_BANK:
+            own = f", own AS MATERIALIZED (SELECT m.id, m.tsv FROM memories m WHERE m.bank_id = $1{f.sql})"
+            candidates = f"(SELECT m.id, m.tsv FROM own m WHERE {match}) c"
+        else:
+            own = ""
+            candidates = (f"(SELECT m.id, m.tsv FROM memories m WHERE m.bank_id = $1 AND {match}{f.sql}"
+                          f" LIMIT {KEYWORD_SCAN_CAP}) c")
         rows = await conn.fetch(
             "WITH q AS MATERIALIZED (SELECT array_agg(to_tsquery('english', w) ORDER BY i) AS tq"
-            "  FROM unnest($2::text[]) WITH ORDINALITY u(w, i))"
-            " SELECT c.id FROM q, (SELECT m.id, m.tsv FROM memories m"
-            f"  WHERE m.bank_id = $1 AND m.tsv @@ to_tsquery('english', ${n}){f.sql} LIMIT {KEYWORD_SCAN_CAP}) c"
-            f" ORDER BY {score} DESC LIMIT ${n + 1}",
+            f"  FROM unnest($2::text[]) WITH ORDINALITY u(w, i)){own}"
+            f" SELECT c.id FROM q, {candidates} ORDER BY {score} DESC LIMIT ${n + 1}",
             bank_id, [w for _, w in present], idf, *f.params, " | ".join(seeds), ARM_LIMIT,
         )
     return [r[0] for r in rows]
