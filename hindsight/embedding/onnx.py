@@ -101,8 +101,11 @@ def _session(ort, model_path: Path, opts):
     fold = ort.SessionOptions()
     fold.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
     fold.enable_cpu_mem_arena = False
-    fd, tmp = tempfile.mkstemp(prefix="hindsight-model-", suffix=".onnx")
-    os.close(fd)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix="hindsight-model-", suffix=".onnx")
+        os.close(fd)
+    except OSError:  # no writable temporary directory: same model, more memory
+        return ort.InferenceSession(str(model_path), opts, providers=["CPUExecutionProvider"])
     try:
         fold.optimized_model_filepath = tmp
         ort.InferenceSession(str(model_path), fold, providers=["CPUExecutionProvider"])
