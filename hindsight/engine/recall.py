@@ -127,11 +127,11 @@ async def keyword_ids(pool, bank_id: str, words: list[str], f: Filters) -> list:
         total = max(stats[0]["total"] or 0, present[-1][0])
         idf = [math.log(1 + (total - n + 0.5) / (n + 0.5)) for n, _ in present]
         seeds, scanned = [], 0
-        for count, w in present:
-            if seeds and scanned + count > KEYWORD_SCAN_CAP:
+        for n, w in present:
+            if seeds and scanned + n > KEYWORD_SCAN_CAP:
                 break
             seeds.append(w)
-            scanned += count
+            scanned += n
         n = 4 + len(f.params)  # the filter's parameters start at $4
         # One term per word, each query parsed once (MATERIALIZED): a per-row subquery over the
         # words re-parsed them for every candidate and took twice as long.
@@ -158,20 +158,11 @@ async def keyword_ids(pool, bank_id: str, words: list[str], f: Filters) -> list:
 
 async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
     pool = engine.pool
-    f = Filters.build(req, 4)
-    # The keyword arm needs no embedding: it runs in PostgreSQL while the query is embedded.
-    words = content_words(req.query)
-    keyword = (asyncio.ensure_future(keyword_ids(pool, bank_id, words, f))
-               if words and req.mode != "vector" else None)
-    try:
-        qvec = await asyncio.to_thread(engine.embedder.embed_query, req.query)
-    except BaseException:
-        if keyword is not None:
-            keyword.cancel()
-        raise
+    qvec = await asyncio.to_thread(engine.embedder.embed_query, req.query)
     base = req.query_timestamp or datetime.now(timezone.utc)
     if base.tzinfo is None:
         base = base.replace(tzinfo=timezone.utc)
+    f = Filters.build(req, 4)
 
     arms: dict[str, asyncio.Future] = {}
     hybrid = req.mode == "hybrid"
@@ -182,8 +173,9 @@ async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
             f" WHERE m.bank_id = $1{f.sql} ORDER BY m.embedding <=> $2 LIMIT $3) s ORDER BY d",
             bank_id, qvec, ARM_LIMIT, *f.params,
         )
-    if keyword is not None:
-        arms["keyword"] = keyword
+    words = content_words(req.query)
+    if words and req.mode != "vector":
+        arms["keyword"] = keyword_ids(pool, bank_id, words, f)
     if hybrid:
         arms["entity"] = fetch_ids(
             pool,
