@@ -127,11 +127,11 @@ async def keyword_ids(pool, bank_id: str, words: list[str], f: Filters) -> list:
         total = max(stats[0]["total"] or 0, present[-1][0])
         idf = [math.log(1 + (total - n + 0.5) / (n + 0.5)) for n, _ in present]
         seeds, scanned = [], 0
-        for n, w in present:
-            if seeds and scanned + n > KEYWORD_SCAN_CAP:
+        for count, w in present:
+            if seeds and scanned + count > KEYWORD_SCAN_CAP:
                 break
             seeds.append(w)
-            scanned += n
+            scanned += count
         n = 4 + len(f.params)  # the filter's parameters start at $4
         # One term per word, each query parsed once (MATERIALIZED): a per-row subquery over the
         # words re-parsed them for every candidate and took twice as long.
