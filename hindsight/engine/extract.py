@@ -8,8 +8,8 @@ position and is linked to it in `fact_sources`. A raw unit that produced facts i
 
 Duplicates: a fact whose embedding is within `fact_dedup_threshold` cosine of an existing fact of
 the bank (or of an earlier fact in the same batch) is not stored again; the existing fact is
-linked to the new raw unit instead. Storing runs under a per-bank advisory lock, so concurrent
-extractions cannot both insert the same fact.
+linked to the new raw unit instead. Storing runs under the bank's write lock (banks.lock_writes),
+so concurrent extractions cannot both insert the same fact.
 """
 from __future__ import annotations
 
@@ -123,7 +123,6 @@ async def _store(engine, bank_id: str, pairs: list[tuple[Unit, uuid.UUID]], vect
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
             await lock_writes(conn, bank_id)
-            await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"facts/{bank_id}")
             alive = {r["id"] for r in await conn.fetch(
                 "SELECT id FROM memories m WHERE id = ANY($1::uuid[]) AND NOT superseded"
                 " AND NOT EXISTS (SELECT 1 FROM fact_sources f WHERE f.raw_id = m.id) FOR UPDATE",

@@ -362,8 +362,8 @@ async def import_bank(engine, bank_id: str, fileobj: IO[bytes], on_conflict: OnC
     end = None
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
-            created = await conn.fetchval("SELECT NOT EXISTS (SELECT 1 FROM banks WHERE id = $1)", bank_id)
             await lock_writes(conn, bank_id)
+            created = await conn.fetchval("SELECT NOT EXISTS (SELECT 1 FROM banks WHERE id = $1)", bank_id)
             await ensure_bank(conn, bank_id)
             if created:
                 b = header.get("bank") or {}
@@ -372,7 +372,6 @@ async def import_bank(engine, bank_id: str, fileobj: IO[bytes], on_conflict: OnC
                     " config = coalesce($5::jsonb, config) WHERE id = $1",
                     bank_id, b.get("name"), b.get("mission"), json.dumps(b["disposition"]) if b.get("disposition") else None,
                     json.dumps(b["config"]) if isinstance(b.get("config"), dict) else None)
-            await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"import/{bank_id}")
             imp = _Importer(engine, conn, bank_id, on_conflict, header)
             await imp.prepare()
             while True:

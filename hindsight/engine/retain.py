@@ -2,8 +2,8 @@
 
 The CPU work (splitting, entity and time extraction, embedding) runs in a worker thread so the
 event loop keeps serving recalls; the database work is one transaction, so an accepted call is
-committed whole or not at all. Documents are replaced under a per-document advisory lock, so two
-concurrent retains of one document_id cannot interleave their units.
+committed whole or not at all. That transaction holds the bank's write lock (banks.lock_writes),
+so two concurrent retains of one document_id cannot interleave their units.
 """
 from __future__ import annotations
 
@@ -164,8 +164,6 @@ async def retain(engine, bank_id: str, items: list[RetainItem], wait: bool = Fal
         async with conn.transaction():
             await lock_writes(conn, bank_id)
             await ensure_bank(conn, bank_id)
-            for d in doc_ids:
-                await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"{bank_id}/{d}")
             if doc_ids:
                 await delete_documents(conn, bank_id, doc_ids)
             await store_units(conn, bank_id, units, vectors)
