@@ -16,7 +16,7 @@ import asyncpg
 from ..db.pool import DatabaseError, create_pool, ensure_vector_extension, migrate, redact
 from ..embedding import load_embedder
 from . import banks, extract, keys, memories, operations as ops  # noqa: F401  (extract registers its handler)
-from . import documents as docs, mental_models as mm, portable, rag
+from . import documents as docs, embedding_model, mental_models as mm, portable, rag
 from .banks import check_bank_id
 from .errors import InvalidArgument, NotFound
 from .keys import Principal
@@ -73,6 +73,7 @@ class Engine:
         self.pool = await create_pool(url, s.db_pool_min, s.db_pool_max)
         self.embedder = await asyncio.to_thread(load_embedder, s.embedding_model_dir, s.embedding_threads)
         log.info("embedding model %s (%d dimensions)", self.embedder.name, self.embedder.dim)
+        await embedding_model.reconcile(self.pool, self.embedder, self.cpu_slots)
         self.tenant = load_extension(s.tenant_extension, s, self.pool)
         from ..llm import LLM
         from ..scheduler import Scheduler

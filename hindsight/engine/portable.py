@@ -39,6 +39,7 @@ from typing import IO, AsyncIterator, Literal
 import asyncpg
 from pydantic import BaseModel, Field
 
+from ..embedding import vector_literal
 from .banks import ensure_bank, lock_writes
 from .errors import InvalidArgument
 
@@ -209,7 +210,7 @@ class _Importer:
 
         async with self.engine.cpu_slots:
             vecs = await asyncio.to_thread(run)
-        return ["[" + ",".join(f"{x:.7g}" for x in v) + "]" for v in vecs]
+        return [vector_literal(v) for v in vecs]
 
     # ---- one handler per kind -----------------------------------------------------------
     async def entity(self, rows: list[dict]) -> None:
