@@ -33,20 +33,21 @@ class Target(NamedTuple):
     key: tuple[tuple[str, str], ...]
     text: str
     index: str | None
-    required: bool
 
 
 TARGETS = (
-    Target("memories", (("id", "uuid"),), "text", "memories_embedding_hnsw", True),
-    Target("chunks", (("id", "uuid"),), "headline || E'\\n' || text", "chunks_embedding_hnsw", True),
-    Target("mental_models", (("bank_id", "text"), ("id", "text")), "source_query", None, False),
+    Target("memories", (("id", "uuid"),), "text", "memories_embedding_hnsw"),
+    Target("chunks", (("id", "uuid"),), "headline || E'\\n' || text", "chunks_embedding_hnsw"),
+    Target("mental_models", (("bank_id", "text"), ("id", "text")), "source_query", None),
 )
 
 
-async def column_dim(conn: asyncpg.Connection, table: str) -> int:
-    """pgvector keeps a column's dimension as its type modifier."""
-    return await conn.fetchval(
-        "SELECT atttypmod FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'embedding'", table
+async def column(conn: asyncpg.Connection, table: str) -> asyncpg.Record:
+    """The embedding column's dimension (pgvector keeps it as the type modifier) and whether it
+    is NOT NULL, read from the catalogue so the migrations stay the one place that sets them."""
+    return await conn.fetchrow(
+        "SELECT atttypmod AS dim, attnotnull AS not_null FROM pg_attribute"
+        " WHERE attrelid = $1::regclass AND attname = 'embedding'", table
     )
 
 
@@ -56,7 +57,7 @@ async def reconcile(pool, embedder, cpu_slots: asyncio.Semaphore) -> int:
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock($1)", LOCK_KEY)
             recorded = await conn.fetchrow("SELECT name, dim FROM embedding_model")
-            dim = await column_dim(conn, "memories")
+            dim = (await column(conn, "memories"))["dim"]
             if recorded is None and dim == embedder.dim:
                 # First start since migration 005: the vectors stored so far came from this model.
                 await _record(conn, embedder)
@@ -83,10 +84,13 @@ async def _record(conn: asyncpg.Connection, embedder) -> None:
 
 
 async def _reembed(conn: asyncpg.Connection, t: Target, embedder, cpu_slots: asyncio.Semaphore) -> int:
-    # The index is rebuilt once at the end: updating every row through it costs far more.
-    if t.index:
-        await conn.execute(f"DROP INDEX IF EXISTS {t.index}")
-    if await column_dim(conn, t.table) != embedder.dim:
+    # The index is rebuilt once at the end, from its own definition: updating every row through
+    # it costs far more.
+    index_sql = await conn.fetchval("SELECT pg_get_indexdef(to_regclass($1))", t.index) if t.index else None
+    if index_sql:
+        await conn.execute(f"DROP INDEX {t.index}")
+    col = await column(conn, t.table)
+    if col["dim"] != embedder.dim:
         # The old vectors cannot be cast to the new dimension; the rows get new ones below.
         await conn.execute(f"ALTER TABLE {t.table} ALTER COLUMN embedding DROP NOT NULL")
         await conn.execute(f"ALTER TABLE {t.table} ALTER COLUMN embedding TYPE vector({embedder.dim}) USING NULL")
@@ -113,9 +117,9 @@ async def _reembed(conn: asyncpg.Connection, t: Target, embedder, cpu_slots: asy
         done += len(rows)
         if done % (BATCH * 40) < BATCH:
             log.warning("re-embedding %s: %d/%d (%.0f s)", t.table, done, total, time.monotonic() - started)
-    if t.required:
+    if col["not_null"]:
         await conn.execute(f"ALTER TABLE {t.table} ALTER COLUMN embedding SET NOT NULL")
-    if t.index:
-        await conn.execute(f"CREATE INDEX {t.index} ON {t.table} USING hnsw (embedding vector_cosine_ops)")
+    if index_sql:
+        await conn.execute(index_sql)
     log.warning("re-embedded %d rows of %s", done, t.table)
     return done
