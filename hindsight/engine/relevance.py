@@ -53,7 +53,8 @@ def relevance_sql(mode: str, embedding: str, tsv: str, first_param: int, vectors
     parts, params = [], []
     if w_sim:
         sims = ", ".join(f"1 - ({embedding} <=> ${first_param + i})" for i in range(len(vectors)))
-        parts.append(f"{w_sim} * greatest({sims})")
+        # Cosine similarity can be negative (unrelated texts); relevance is documented as 0..1.
+        parts.append(f"{w_sim} * greatest(0, {sims})")
         params.extend(vectors)
     if w_kw:
         p = f"${first_param + len(params)}"
