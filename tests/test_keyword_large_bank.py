@@ -1,0 +1,46 @@
+"""The keyword arm on a bank past SMALL_BANK memories, where candidates come from the shared
+full-text index: a common seed word is read as "seed AND another query word" plus a bounded
+sample of its single-word memories. The ranking must be the one exhaustive IDF scoring gives."""
+from __future__ import annotations
+
+from hindsight.engine.recall import SEED_FETCH_ALL, SMALL_BANK
+
+FILLERS = 2_200  # 1,100 hold "weather": not fetched whole either
+GARDEN = 1_200  # more memories than SEED_FETCH_ALL hold "garden": it is not fetched whole
+
+
+def test_keyword_ranking_on_a_large_bank(api, bank):
+    assert FILLERS > SMALL_BANK - 10 and GARDEN > SEED_FETCH_ALL
+    # Stored first, the one-word notes are what a bounded sample of either common word reads;
+    # the notes with both are found only through "seed AND another query word".
+    items = [{"content": f"Note {i}: we sat in the garden."} for i in range(GARDEN - 100)]
+    items += [{"content": f"Note {i}: the weather was mild."} for i in range(GARDEN, FILLERS)]
+    items += [{"content": f"Note {i}: the weather was mild in the garden."} for i in range(GARDEN - 100, GARDEN)]
+    items += [
+        {"content": "The garden hose leaked near the greenhouse.", "tags": ["tools"]},
+        {"content": "A new hose was bought on Saturday."},
+        {"content": "The hose reel is in the shed."},
+        {"content": "The greenhouse roof needs a new pane.", "tags": ["tools"]},
+    ]
+    r = api.post(f"/v1/banks/{bank}/memories", json={"items": items})
+    assert r.status_code == 200, r.text
+    assert api.get(f"/v1/banks/{bank}").json()["memory_count"] > SMALL_BANK
+
+    r = api.post(f"/v1/banks/{bank}/recall", json={"query": "garden hose greenhouse weather", "mode": "keyword",
+                                                   "top_k": 50, "max_tokens": 32_000})
+    assert r.status_code == 200, r.text
+    got = [m["text"] for m in r.json()["results"]]
+    # Rarest words weigh most: all three words, then greenhouse (in 2 memories), then hose (in 3).
+    assert got[:2] == ["The garden hose leaked near the greenhouse.", "The greenhouse roof needs a new pane."], got[:4]
+    assert set(got[2:4]) == {"A new hose was bought on Saturday.", "The hose reel is in the shed."}, got[:5]
+    # Then only memories with both common words, which outscore the weather-only ones.
+    assert len(got) == 50 and all("garden" in t and "weather" in t for t in got[4:]), got[4:8]
+
+    # Filters apply to every candidate query of the large-bank path.
+    r = api.post(f"/v1/banks/{bank}/recall", json={"query": "garden hose greenhouse weather", "mode": "keyword",
+                                                   "tags": ["tools"]})
+    assert [m["text"] for m in r.json()["results"]] == [
+        "The garden hose leaked near the greenhouse.", "The greenhouse roof needs a new pane."]
+    # A common word alone still finds its memories (the bounded single-word sample).
+    r = api.post(f"/v1/banks/{bank}/recall", json={"query": "garden", "mode": "keyword", "top_k": 50})
+    assert len(r.json()["results"]) == 50 and all("garden" in m["text"] for m in r.json()["results"])
