@@ -12,6 +12,8 @@ COPY migrations ./migrations
 RUN python -m venv /app/.venv && /app/.venv/bin/pip install --no-cache-dir .
 
 USER hindsight
+# Make the int8 embedding model now (cached in ~/.cache/hindsight), not at every container start.
+RUN /app/.venv/bin/python -c "from hindsight.embedding import load_embedder; load_embedder()"
 ENV HINDSIGHT_API_HOST=0.0.0.0 \
     HINDSIGHT_API_PORT=8888 \
     HINDSIGHT_API_DATA_DIR=/data \

@@ -54,8 +54,9 @@ class Settings(BaseSettings):
     )
     embedding_model_dir: Path | None = Field(
         None,
-        description="Folder with model.onnx and tokenizer.json of a local ONNX embedding model; "
-        "unset means the bundled all-MiniLM-L6-v2 (int8).",
+        description="Folder with model.onnx and tokenizer.json of a local ONNX embedding model (any "
+        "dimension); unset means the bundled all-MiniLM-L6-v2 (int8). Changing it re-embeds everything "
+        "stored at the next start.",
     )
     embedding_threads: int = Field(
         0, ge=0, le=64, description="Embedding runs at once (one core each); 0 means one per core."
