@@ -51,7 +51,7 @@ class Embedder:
         opts.enable_cpu_mem_arena = False
         self.session = _session(ort, Path(model_path), opts)
         self._inputs = {i.name for i in self.session.get_inputs()}
-        self.workers = workers or os.cpu_count() or 1
+        self.workers = workers or _cores()
         self.batch = batch
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="embed") if self.workers > 1 else None
         self.dim = int(self.embed(["dimension probe"])[0].shape[0])
@@ -104,6 +104,14 @@ class Embedder:
             if len(self._cache) > 1024:
                 self._cache.popitem(last=False)
         return vec
+
+
+def _cores() -> int:
+    """The cores this process may run on (a container's CPU set, not the host's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 def _session(ort, model_path: Path, opts):
