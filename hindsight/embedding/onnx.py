@@ -34,7 +34,8 @@ BATCH = 4
 
 
 class Embedder:
-    def __init__(self, model_path: Path, tokenizer_path: Path, name: str, workers: int = 0, batch: int = BATCH):
+    def __init__(self, model_path: Path, tokenizer_path: Path, name: str, workers: int = 0, batch: int = BATCH,
+                 fold: bool = True):
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -49,7 +50,10 @@ class Embedder:
         # The arena keeps the peak activation memory of the largest batch for the process's
         # lifetime (~150 MB); without it memory returns after each batch at no measurable cost.
         opts.enable_cpu_mem_arena = False
-        self.session = _session(ort, Path(model_path), opts)
+        if fold:
+            self.session = _folded_session(ort, Path(model_path), opts)
+        else:
+            self.session = ort.InferenceSession(str(model_path), opts, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self.session.get_inputs()}
         self.workers = workers or _cores()
         self.batch = batch
@@ -114,7 +118,7 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _session(ort, model_path: Path, opts):
+def _folded_session(ort, model_path: Path, opts):
     """A session over the model with its constant sub-graphs (int8 -> float32 weights) folded
     ahead of time, so the session holds only the folded weights."""
     fold = ort.SessionOptions()
@@ -151,5 +155,7 @@ def load_embedder(model_dir: Path | None = None, workers: int = 0, quantize: boo
     if quantize:
         from .quantize import RECIPE, quantized
 
-        return Embedder(quantized(model), tok, name=f"{name}+{RECIPE}", workers=workers, batch=1)
+        # quantize.py folds before it quantises: folding its output again costs ~0.3 s and a
+        # temporary copy for the same session.
+        return Embedder(quantized(model), tok, name=f"{name}+{RECIPE}", workers=workers, batch=1, fold=False)
     return Embedder(model, tok, name=name, workers=workers)
