@@ -64,7 +64,7 @@ def test_collection_life_cycle_over_plain_json_rpc(server, page_url, bank):
     assert same["collection_id"] == bank  # a valid bank id is used as is
 
     added = rpc(server, "fetch_and_add_document_from_url", {"url": page_url, "collection_id": cid})["result"]["structuredContent"]
-    assert added["status"] == "succeeded" and added["outcome"] == "imported" and added["chunks"] == 1
+    assert added["status"] == "succeeded" and added["outcome"] == "imported" and added["chunks"] == 1, added
     docs = rpc(server, "list_documents", {"collection_id": cid})["result"]["structuredContent"]
     assert [d["source_url"] for d in docs["documents"]] == [page_url] and docs["count"] == 1
     cols = {c["collection_id"]: c for c in rpc(server, "list_collections", {})["result"]["structuredContent"]["collections"]}
