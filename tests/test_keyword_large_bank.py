@@ -3,7 +3,9 @@ full-text index: a common seed word is read as "seed AND another query word" plu
 sample of its single-word memories. The ranking must be the one exhaustive IDF scoring gives."""
 from __future__ import annotations
 
-from hindsight.engine.recall import SEED_FETCH_ALL, SMALL_BANK
+from hindsight.db.pool import create_pool
+from hindsight.engine.models import RecallRequest
+from hindsight.engine.recall import SEED_FETCH_ALL, SMALL_BANK, Filters, keyword_ids
 
 FILLERS = 2_200  # 1,100 hold "weather": not fetched whole either
 GARDEN = 1_200  # more memories than SEED_FETCH_ALL hold "garden": it is not fetched whole
@@ -44,3 +46,18 @@ def test_keyword_ranking_on_a_large_bank(api, bank):
     # A common word alone still finds its memories (the bounded single-word sample).
     r = api.post(f"/v1/banks/{bank}/recall", json={"query": "garden", "mode": "keyword", "top_k": 50})
     assert len(r.json()["results"]) == 50 and all("garden" in m["text"] for m in r.json()["results"])
+
+
+async def test_keyword_arm_leaves_pooled_connections_as_they_were(api, bank, pg_url):
+    """The arm asks for a custom plan on its connection; the next user of that pooled
+    connection must get the server's defaults back (asyncpg resets a connection on release)."""
+    r = api.post(f"/v1/banks/{bank}/memories", json={"items": [{"content": "We sat in the garden."}]})
+    assert r.status_code == 200, r.text
+    pool = await create_pool(pg_url, 1, 1)
+    try:
+        found = await keyword_ids(pool, bank, ["garden"], Filters.build(RecallRequest(query="garden"), 4))
+        assert len(found) == 1
+        async with pool.acquire() as conn:
+            assert await conn.fetchval("SHOW plan_cache_mode") == "auto"
+    finally:
+        await pool.close()
