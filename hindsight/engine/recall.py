@@ -202,7 +202,8 @@ async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
     words = content_words(req.query)
     if words and req.mode != "vector":
         # The keyword arm needs no embedding: it runs in the database while the model embeds
-        # the query (the slowest arm on a large bank, so this shortens the whole call).
+        # the query (the slowest arm on a large bank, so this shortens the whole call). It pays
+        # because a query runs on one ONNX thread; with two they competed with PostgreSQL.
         arms["keyword"] = asyncio.ensure_future(keyword_ids(pool, bank_id, words, f))
     try:
         qvec = await asyncio.to_thread(engine.embedder.embed_query, req.query)
