@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import base64
 import json
-import os
 import platform
 import tempfile
 import time
@@ -24,6 +23,7 @@ import httpx
 import psutil
 
 from locomo import CATS, latency, locomo, pct, save  # noqa: E402  (sets up sys.path)
+from hindsight.db.embedded import EmbeddedPostgres  # noqa: E402
 from hindsight.testing import Server  # noqa: E402
 
 PAGE_CHARS = 2_000
@@ -57,11 +57,10 @@ def make_pdf(pages: list[str]) -> bytes:
 
 async def main(args) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="hindsight-bench-docs-"))
-    os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
-    import pgserver
-
-    pg = pgserver.get_server(tmp / "pgdata", cleanup_mode="delete")
-    server = Server({"HINDSIGHT_API_DATABASE_URL": pg.get_uri(), "HINDSIGHT_API_LOG_LEVEL": "warning"}).start()
+    # The same embedded PostgreSQL, settings included, as `hindsight serve` starts.
+    pg = EmbeddedPostgres(tmp, cleanup="delete")
+    pg_url = pg.start()
+    server = Server({"HINDSIGHT_API_DATABASE_URL": pg_url, "HINDSIGHT_API_LOG_LEVEL": "warning"}).start()
     out = {"machine": f"{platform.machine()}, {psutil.cpu_count()} cores, Python {platform.python_version()}",
            "date": time.strftime("%Y-%m-%d")}
     try:
@@ -118,7 +117,7 @@ async def main(args) -> dict:
             out["server_rss_mb"] = round(psutil.Process(server.proc.pid).memory_info().rss / 2**20)
     finally:
         server.stop()
-        pg._cleanup()
+        pg.stop()
     save(out, "documents")
     return out
 

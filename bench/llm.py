@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import platform
 import tempfile
 import time
@@ -21,18 +20,18 @@ import psutil
 
 from locomo import CATS, latency, locomo, save, turn_items  # noqa: E402  (sets up sys.path)
 from hindsight.stub_llm import StubLLM  # noqa: E402
+from hindsight.db.embedded import EmbeddedPostgres  # noqa: E402
 from hindsight.testing import Server  # noqa: E402
 
 
 async def main(args) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="hindsight-bench-llm-"))
-    os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
-    import pgserver
-
-    pg = pgserver.get_server(tmp / "pgdata", cleanup_mode="delete")
+    # The same embedded PostgreSQL, settings included, as `hindsight serve` starts.
+    pg = EmbeddedPostgres(tmp, cleanup="delete")
+    pg_url = pg.start()
     stub = StubLLM().start()
     server = Server({
-        "HINDSIGHT_API_DATABASE_URL": pg.get_uri(), "HINDSIGHT_API_LOG_LEVEL": "warning",
+        "HINDSIGHT_API_DATABASE_URL": pg_url, "HINDSIGHT_API_LOG_LEVEL": "warning",
         "HINDSIGHT_API_LLM_MODEL": "openai/stub-model", "HINDSIGHT_API_LLM_BASE_URL": stub.base_url,
         "HINDSIGHT_API_LLM_API_KEY": "stub", "HINDSIGHT_API_WORKER_CONCURRENCY": "2",
     }).start()
@@ -90,7 +89,7 @@ async def main(args) -> dict:
     finally:
         server.stop()
         stub.stop()
-        pg._cleanup()
+        pg.stop()
     save(out, "llm")
     return out
 

@@ -41,6 +41,11 @@ class Settings(BaseSettings):
     database_url: str | None = Field(
         None, description="PostgreSQL URL (with pgvector); unset means the embedded PostgreSQL."
     )
+    embedded_db_cache_mb: int = Field(
+        0, ge=0, le=1_048_576,
+        description="Buffer cache of the embedded PostgreSQL, MB; 0 means an eighth of memory (128 MB-2 GB). "
+        "Applies from the database's next start.",
+    )
     db_pool_min: int = Field(2, ge=1, le=100, description="Minimum database connections.")
     db_pool_max: int = Field(10, ge=1, le=200, description="Maximum database connections.")
     mcp_enabled: bool = Field(True, description="Serve MCP under /mcp; false makes /mcp a 404.")
@@ -132,6 +137,13 @@ class Settings(BaseSettings):
         30.0, ge=0, le=86_400, description="Quiet seconds after new memories before a stale mental model is refreshed."
     )
     mental_model_history: int = Field(10, ge=1, le=1000, description="Content versions kept per mental model.")
+
+    @field_validator("embedded_db_cache_mb")
+    @classmethod
+    def _cache_floor(cls, v: int) -> int:
+        if 0 < v < 16:
+            raise ValueError("must be 0 (automatic) or at least 16 (MB)")
+        return v
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -6,10 +6,12 @@ import os
 import subprocess
 import sys
 
+import asyncpg
 import httpx
 import psutil
 
 from conftest import Server
+from hindsight.db.embedded import cache_mb
 
 
 def serve_fails(env: dict) -> str:
@@ -30,6 +32,7 @@ def test_bad_configuration_names_the_variable():
     assert "HINDSIGHT_API_TENANT_API_KEY" in serve_fails(
         {"HINDSIGHT_API_TENANT_EXTENSION": "hindsight.extensions.builtin.tenant:ApiKeyTenantExtension"})
     assert "Traceback" not in serve_fails({"HINDSIGHT_API_LOG_LEVEL": "loud"})
+    assert "HINDSIGHT_API_EMBEDDED_DB_CACHE_MB" in serve_fails({"HINDSIGHT_API_EMBEDDED_DB_CACHE_MB": "8"})
 
 
 def test_database_without_vector_is_a_clear_error(tmp_path):
@@ -44,9 +47,22 @@ def test_database_without_vector_is_a_clear_error(tmp_path):
             s.stop()
 
 
-def test_embedded_postgres_restart_keeps_memories(tmp_path, bank):
-    s = Server({}, data_dir=tmp_path / "data").start()
+async def embedded_cache_mb(pgdata) -> int:
+    """shared_buffers of the running embedded PostgreSQL (socket directory from postmaster.pid)."""
+    lines = (pgdata / "postmaster.pid").read_text().splitlines()
+    conn = await asyncpg.connect(host=lines[4], port=int(lines[3]), user="postgres", database="postgres")
     try:
+        return await conn.fetchval("SELECT setting::bigint * 8 / 1024 FROM pg_settings WHERE name = 'shared_buffers'")
+    finally:
+        await conn.close()
+
+
+async def test_embedded_postgres_restart_keeps_memories(tmp_path, bank):
+    pgdata = tmp_path / "data" / "pgdata"
+    s = Server({"HINDSIGHT_API_EMBEDDED_DB_CACHE_MB": "48"}, data_dir=tmp_path / "data").start()
+    try:
+        # The buffer cache setting reaches even the first start (between initdb and start).
+        assert await embedded_cache_mb(pgdata) == 48
         with s.http() as api:
             assert api.get("/health").json()["database"] == "embedded"
             api.post(f"/v1/banks/{bank}/memories", json={"content": "The spare key is under the blue flowerpot."}).raise_for_status()
@@ -56,10 +72,10 @@ def test_embedded_postgres_restart_keeps_memories(tmp_path, bank):
         # uvicorn shuts down gracefully, then re-raises SIGTERM so the exit status says why
         assert s.stop() in (0, -15)
     assert "Application shutdown complete" in s.log_path.read_text()
-    pgdata = tmp_path / "data" / "pgdata"
     assert not [p for p in psutil.process_iter(["cmdline"]) if str(pgdata) in " ".join(p.info["cmdline"] or [])]
     s2 = Server({}, data_dir=tmp_path / "data").start()
     try:
+        assert await embedded_cache_mb(pgdata) == cache_mb(0) >= 128  # back to automatic
         with s2.http() as api:
             res = api.post(f"/v1/banks/{bank}/recall", json={"query": "where is the spare key?"}).json()["results"]
             assert res[0]["text"] == "The spare key is under the blue flowerpot."

@@ -59,7 +59,7 @@ class Engine:
             url = s.database_url
             self.database_label = f"external PostgreSQL at {redact(url)}"
         else:
-            self.embedded = EmbeddedPostgres(s.data_dir)
+            self.embedded = EmbeddedPostgres(s.data_dir, s.embedded_db_cache_mb)
             url = await asyncio.to_thread(self.embedded.start)
             self.database_label = f"embedded PostgreSQL in {self.embedded.pgdata}"
         log.warning("DATABASE: using %s", self.database_label)
