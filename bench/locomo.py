@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import platform
+import re
 import statistics
 import sys
 import tempfile
@@ -30,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from hindsight.embedding import load_embedder  # noqa: E402
 from hindsight.engine.retain import COPY_COLUMNS  # noqa: E402
+from hindsight.db.embedded import EmbeddedPostgres  # noqa: E402
 from hindsight.testing import Server  # noqa: E402
 
 LOCOMO = Path(os.environ.get("LOCOMO_DIR", ROOT.parent / "shared" / "bench" / "locomo"))
@@ -85,11 +87,33 @@ async def retain_all(client, convs, rss):
     return n, time.perf_counter() - t0
 
 
-async def timed_recall(client, bank, q, when):
+async def timed_recall(client, bank, q, when, field=lambda m: m["metadata"].get("turn_id")):
     t0 = time.perf_counter()
     r = await client.post(f"/v1/banks/{bank}/recall", json={"query": q, "max_tokens": 4096, "query_timestamp": when})
     r.raise_for_status()
-    return time.perf_counter() - t0, [m["metadata"].get("turn_id") for m in r.json()["results"]]
+    return time.perf_counter() - t0, [field(m) for m in r.json()["results"]]
+
+
+class Steal:
+    """Share of CPU time the hypervisor took from this VM (Linux /proc/stat), so a slow run on a
+    shared machine can be told from a slow change."""
+
+    def __init__(self):
+        self.start = self._read()
+
+    @staticmethod
+    def _read():
+        try:
+            return [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+        except OSError:
+            return None
+
+    def percent(self):
+        end = self._read()
+        if not (self.start and end):
+            return None
+        d = [b - a for a, b in zip(self.start, end)]
+        return round(100 * d[7] / max(1, sum(d)), 1)
 
 
 # The concurrent phases re-ask questions the sequential pass asked; the server caches query
@@ -141,13 +165,28 @@ async def synthesize(pg_url, bank, n, src_banks):
     await conn.close()
 
 
-async def main(args):
-    tmp = Path(tempfile.mkdtemp(prefix="hindsight-bench-"))
-    os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
-    import pgserver
+VARIANT = re.compile(r" \(variant \d+\)$")
 
-    pg = pgserver.get_server(tmp / "pgdata", cleanup_mode="delete")
-    pg_url = pg.get_uri()
+
+async def turns_by_text(pg_url) -> dict:
+    """(LoCoMo bank, turn text) -> the turn ids with that text."""
+    conn = await asyncpg.connect(pg_url)
+    try:
+        rows = await conn.fetch("SELECT bank_id, text, metadata->>'turn_id' AS t FROM memories WHERE bank_id LIKE 'locomo%'")
+    finally:
+        await conn.close()
+    out = defaultdict(list)
+    for r in rows:
+        out[(r["bank_id"], r["text"])].append(r["t"])
+    return out
+
+
+async def main(args):
+    steal = Steal()
+    tmp = Path(tempfile.mkdtemp(prefix="hindsight-bench-"))
+    # The same embedded PostgreSQL, settings included, as `hindsight serve` starts.
+    pg = EmbeddedPostgres(tmp, cleanup="delete")
+    pg_url = pg.start()
     server = Server({"HINDSIGHT_API_DATABASE_URL": pg_url, "HINDSIGHT_API_DB_POOL_MAX": "40",
                      "HINDSIGHT_API_LOG_LEVEL": "warning"}).start()
     rss = RSS(server.proc.pid)
@@ -204,25 +243,37 @@ async def main(args):
                 big = "scale_bank"
                 print(f"growing a bank to {args.scale} memories ...", flush=True)
                 await synthesize(pg_url, big, args.scale, ["locomo_" + c["sample_id"].replace("-", "_") for c in convs])
-                sample = [(big, q["question"], None) for q in questions[:: max(1, len(questions) // 300)]]
+                picked = questions[:: max(1, len(questions) // 300)]
+                sample = [(big, q["question"], None) for q in picked]
                 for b, qq, w in sample[:20]:  # warm caches
                     await timed_recall(client, b, qq, w)
-                slat = []
-                for b, qq, w in sample:
-                    dt, _ = await timed_recall(client, b, qq, w)
+                # Quality at scale: a synthesised memory is "<turn text> (variant i)", so results map
+                # back to the turns of the question's own conversation; other conversations' turns
+                # and repeated variants of one turn count as misses.
+                turns = await turns_by_text(pg_url)
+                slat, big_hits = [], defaultdict(list)
+                for q, (b, qq, w) in zip(picked, sample):
+                    dt, texts = await timed_recall(client, b, qq, w, field=lambda m: m["text"])
                     slat.append(dt)
+                    conv = "locomo_" + q["sample_id"].replace("-", "_")
+                    ranked = list(dict.fromkeys(t for x in texts for t in turns.get((conv, VARIANT.sub("", x)), ())))
+                    for k, v in score(ranked, q["evidence"]).items():
+                        big_hits[k].append(v)
                 rss.sample()
                 qps, clat = await concurrent(client, [j for j in sample for _ in VARIANTS], 16, rss)
                 out["scale"] = {
                     "memories": args.scale,
                     "sequential_ms": {"p50": round(pct(slat, 50) * 1000, 1), "p95": round(pct(slat, 95) * 1000, 1)},
+                    "evidence_recall": {f"r@{k}": round(statistics.mean(big_hits[k]), 3) for k in KS},
+                    "questions": len(picked),
                     "clients_16": {"per_s": round(qps, 1), "p50_ms": round(pct(clat, 50) * 1000, 1),
                                    "p95_ms": round(pct(clat, 95) * 1000, 1)},
                 }
         out["server_peak_rss_mb"] = round(rss.peak / 2**20)
+        out["cpu_steal_percent"] = steal.percent()
     finally:
         server.stop()
-        pg._cleanup()
+        pg.stop()
     report(out)
     save(out)
 
@@ -249,9 +300,14 @@ def report(out):
             f"@{k}: {h[f'r@{k}']:.3f} | {v[f'r@{k}']:.3f}" for k in KS))
     print(f"recall latency (LoCoMo banks): {out['recall_latency_ms_locomo']}; 16 clients: {out['recall_16_clients_locomo']}")
     if "scale" in out:
-        print(f"recall at {out['scale']['memories']} memories: sequential {out['scale']['sequential_ms']}; "
-              f"16 clients: {out['scale']['clients_16']}")
+        sc = out["scale"]
+        print(f"recall at {sc['memories']} memories: sequential {sc['sequential_ms']}; 16 clients: {sc['clients_16']}")
+        if "evidence_recall" in sc:
+            print(f"  evidence recall there (n={sc['questions']}): " + "  ".join(
+                f"@{k}: {sc['evidence_recall'][f'r@{k}']:.3f}" for k in KS))
     print(f"server peak RSS: {out['server_peak_rss_mb']} MB")
+    if out.get("cpu_steal_percent") is not None:
+        print(f"CPU time taken by the hypervisor during the run (steal): {out['cpu_steal_percent']}%")
 
 
 if __name__ == "__main__":
