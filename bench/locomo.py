@@ -55,6 +55,11 @@ class RSS:
         self.peak = max(self.peak, self.proc.memory_info().rss)
 
 
+def bank_of(record) -> str:
+    """The bank of a LoCoMo conversation, or of one of its questions."""
+    return "locomo_" + record["sample_id"].replace("-", "_")
+
+
 def turn_items(conv):
     for s in conv["sessions"]:
         items = []
@@ -72,7 +77,7 @@ def turn_items(conv):
 async def retain_all(client, convs, rss):
     n, t0 = 0, time.perf_counter()
     for conv in convs:
-        bank = "locomo_" + conv["sample_id"].replace("-", "_")
+        bank = bank_of(conv)
         batch = []
         for session in turn_items(conv):
             if batch and len(batch) + len(session) > 1000:
@@ -213,7 +218,7 @@ async def main(args):
             lat = []
             print(f"recalling {len(questions)} questions ...", flush=True)
             for q in questions:
-                bank = "locomo_" + q["sample_id"].replace("-", "_")
+                bank = bank_of(q)
                 dt, ranked = await timed_recall(client, bank, q["question"], last_ts[q["sample_id"]])
                 lat.append(dt)
                 vec = embedder.embed_query(q["question"])
@@ -234,7 +239,7 @@ async def main(args):
             out["evidence_recall"] = table
             out["questions"] = {c: len(hits["hindsight"][(c, 5)]) for c in (*CATS, "all")}
             out["recall_latency_ms_locomo"] = {"p50": round(pct(lat, 50) * 1000, 1), "p95": round(pct(lat, 95) * 1000, 1)}
-            jobs = [("locomo_" + q["sample_id"].replace("-", "_"), q["question"], last_ts[q["sample_id"]]) for q in questions]
+            jobs = [(bank_of(q), q["question"], last_ts[q["sample_id"]]) for q in questions]
             qps, clat = await concurrent(client, jobs, 16, rss)
             out["recall_16_clients_locomo"] = {"per_s": round(qps, 1), "p50_ms": round(pct(clat, 50) * 1000, 1),
                                                "p95_ms": round(pct(clat, 95) * 1000, 1)}
@@ -245,7 +250,7 @@ async def main(args):
             if args.scale:
                 big = "scale_bank"
                 print(f"growing a bank to {args.scale} memories ...", flush=True)
-                await synthesize(pg_url, big, args.scale, ["locomo_" + c["sample_id"].replace("-", "_") for c in convs])
+                await synthesize(pg_url, big, args.scale, [bank_of(c) for c in convs])
                 picked = questions[:: max(1, len(questions) // 300)]
                 sample = [(big, q["question"], None) for q in picked]
                 for b, qq, w in sample[:20]:  # warm caches
@@ -258,7 +263,7 @@ async def main(args):
                 for q, (b, qq, w) in zip(picked, sample):
                     dt, texts = await timed_recall(client, b, qq, w, field=lambda m: m["text"])
                     slat.append(dt)
-                    conv = "locomo_" + q["sample_id"].replace("-", "_")
+                    conv = bank_of(q)
                     ranked = list(dict.fromkeys(t for x in texts for t in turns.get((conv, VARIANT.sub("", x)), ())))
                     for k, v in score(ranked, q["evidence"]).items():
                         big_hits[k].append(v)

@@ -137,12 +137,6 @@ async def keyword_ids(pool, bank_id: str, words: list[str], f: Filters) -> list:
             return []
         total = max(stats[0]["total"] or 0, present[-1][0])
         idf = [math.log(1 + (total - n + 0.5) / (n + 0.5)) for n, _ in present]
-        seeds, scanned = [], 0
-        for count, w in present:
-            if seeds and scanned + count > KEYWORD_SCAN_CAP and total > SMALL_BANK:
-                break
-            seeds.append(w)
-            scanned += count
         n = 4 + len(f.params)  # the filter's parameters start at $4
         # A custom plan for every call (the pool's reset on release undoes this): after five
         # runs of one statement PostgreSQL may keep a generic plan, which cannot see how common
@@ -157,10 +151,10 @@ async def keyword_ids(pool, bank_id: str, words: list[str], f: Filters) -> list:
         if total <= SMALL_BANK:
             own = f", own AS MATERIALIZED (SELECT m.id, m.tsv FROM memories m WHERE m.bank_id = $1{f.sql})"
             candidates = f"(SELECT m.id, m.tsv FROM own m WHERE m.tsv @@ to_tsquery('english', ${n})) c"
-            matches = [" | ".join(seeds)]
+            matches = [" | ".join(w for _, w in present)]
         else:
             own = ""
-            matches, limits = _seed_matches(present, seeds)
+            matches, limits = _seed_matches(present)
             candidates = "(" + " UNION ".join(
                 f"(SELECT m.id, m.tsv FROM memories m WHERE m.bank_id = $1"
                 f" AND m.tsv @@ to_tsquery('english', ${n + i}){f.sql} LIMIT {limit})"
@@ -175,10 +169,17 @@ async def keyword_ids(pool, bank_id: str, words: list[str], f: Filters) -> list:
     return [r[0] for r in rows]
 
 
-def _seed_matches(present: list[tuple[int, str]], seeds: list[str]) -> tuple[list[str], list[int]]:
+def _seed_matches(present: list[tuple[int, str]]) -> tuple[list[str], list[int]]:
     """Full-text queries (and row limits) whose union holds every memory that can rank in the
-    keyword arm's top ARM_LIMIT, up to ties. Words are content words ([A-Za-z0-9]+, present in
-    the bank), so they need no quoting inside a tsquery."""
+    keyword arm's top ARM_LIMIT, up to ties, among those holding a seed: the rarest words (present
+    is sorted by count) up to KEYWORD_SCAN_CAP rows. Words are content words ([A-Za-z0-9]+,
+    present in the bank), so they need no quoting inside a tsquery."""
+    seeds, scanned = [], 0
+    for count, w in present:
+        if seeds and scanned + count > KEYWORD_SCAN_CAP:
+            break
+        seeds.append(w)
+        scanned += count
     counts = {w: c for c, w in present}
     small = [s for s in seeds if counts[s] <= SEED_FETCH_ALL]
     matches, limits = ([" | ".join(small)], [KEYWORD_SCAN_CAP]) if small else ([], [])
