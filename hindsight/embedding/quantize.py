@@ -23,6 +23,9 @@ from pathlib import Path
 log = logging.getLogger("hindsight")
 
 RECIPE = "int8-dynamic-per-channel-matmul-v1"
+# Revision of the derived file. Unlike RECIPE it is not part of the model's recorded name: graph.py
+# only changes how the same function is computed (float rounding), not which model made a vector.
+REVISION = "graph-v1"
 
 
 def cache_dir() -> Path:
@@ -38,7 +41,7 @@ def _key(source: Path) -> str:
     with open(source, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
-    h.update(f"{RECIPE}/{onnxruntime.__version__}".encode())
+    h.update(f"{RECIPE}/{REVISION}/{onnxruntime.__version__}".encode())
     return h.hexdigest()[:24]
 
 
@@ -75,10 +78,14 @@ def quantized(source: Path) -> Path:
 
 
 def _make(source: str, target: str) -> None:
-    """Fold the constant sub-graphs (int8 -> float32 weights), then quantise every MatMul that has
-    a weight matrix; activation-by-activation products (attention) stay float."""
+    """Fold the constant sub-graphs (int8 -> float32 weights), rewrite what graph.py knows, then
+    quantise every MatMul that has a weight matrix; activation-by-activation products (attention)
+    stay float."""
+    import onnx
     import onnxruntime as ort
     from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from .graph import simplify
 
     logging.getLogger().setLevel(logging.ERROR)  # its "consider pre-processing" advice is noise
     folded = target + ".float.onnx"
@@ -87,6 +94,9 @@ def _make(source: str, target: str) -> None:
     opts.optimized_model_filepath = folded
     try:
         ort.InferenceSession(source, opts, providers=["CPUExecutionProvider"])
+        model = onnx.load(folded)
+        simplify(model)
+        onnx.save(model, folded)
         quantize_dynamic(
             folded, target, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"],
             per_channel=True, reduce_range=False,
