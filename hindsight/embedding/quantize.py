@@ -25,7 +25,7 @@ log = logging.getLogger("hindsight")
 RECIPE = "int8-dynamic-per-channel-matmul-v1"
 # Revision of the derived file. Unlike RECIPE it is not part of the model's recorded name: graph.py
 # only changes how the same function is computed (float rounding), not which model made a vector.
-REVISION = "graph-v1"
+REVISION = "graph-v2"
 
 
 def cache_dir() -> Path:
@@ -78,17 +78,17 @@ def quantized(source: Path) -> Path:
 
 
 def _make(source: str, target: str) -> None:
-    """Fold the constant sub-graphs (int8 -> float32 weights), rewrite what graph.py knows, then
-    quantise every MatMul that has a weight matrix; activation-by-activation products (attention)
-    stay float."""
+    """Fold the constant sub-graphs (int8 -> float32 weights), rewrite what graph.py knows (kept
+    only if the rewritten graph computes the same vectors), then quantise every MatMul that has a
+    weight matrix; activation-by-activation products (attention) stay float."""
     import onnx
     import onnxruntime as ort
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from .graph import simplify
+    from .graph import same_function, simplify
 
     logging.getLogger().setLevel(logging.ERROR)  # its "consider pre-processing" advice is noise
-    folded = target + ".float.onnx"
+    folded, simple = target + ".float.onnx", target + ".simple.onnx"
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
     opts.optimized_model_filepath = folded
@@ -96,14 +96,15 @@ def _make(source: str, target: str) -> None:
         ort.InferenceSession(source, opts, providers=["CPUExecutionProvider"])
         model = onnx.load(folded)
         simplify(model)
-        onnx.save(model, folded)
+        onnx.save(model, simple)
         quantize_dynamic(
-            folded, target, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"],
-            per_channel=True, reduce_range=False,
+            simple if same_function(folded, simple) else folded, target, weight_type=QuantType.QInt8,
+            op_types_to_quantize=["MatMul"], per_channel=True, reduce_range=False,
         )
     finally:
-        if os.path.exists(folded):
-            os.unlink(folded)
+        for path in (folded, simple):
+            if os.path.exists(path):
+                os.unlink(path)
 
 
 if __name__ == "__main__":
