@@ -120,11 +120,32 @@ def test_document_replace(api, bank):
     assert count(api, bank) == 2
 
 
-def test_batch_of_1000(api, bank):
+async def test_batch_of_1000(api, bank, pg_url):
+    """A large batch is embedded in steps while earlier steps are stored: every memory must still
+    get its own text's vector, across the step boundaries too."""
+    import asyncpg
+    import numpy as np
+
+    from hindsight.embedding import load_embedder
+    from hindsight.engine.retain import PIPELINE_UNITS
+
     items = [{"content": f"Batch item {i}: the user visited city number {i}.", "metadata": {"i": i}} for i in range(1000)]
     r = api.post(f"/v1/banks/{bank}/memories", json={"items": items})
     assert r.status_code == 200, r.text
-    assert len(r.json()["memory_ids"]) == 1000 and count(api, bank) == 1000
+    ids = r.json()["memory_ids"]
+    assert len(ids) == 1000 and count(api, bank) == 1000
+    picked = sorted({0, PIPELINE_UNITS - 1, PIPELINE_UNITS, 2 * PIPELINE_UNITS + 1, 500, 999})
+    conn = await asyncpg.connect(pg_url)
+    try:
+        rows = {r["i"]: r for r in await conn.fetch(
+            "SELECT (metadata->>'i')::int AS i, text, embedding::text AS e FROM memories"
+            " WHERE bank_id = $1 AND (metadata->>'i')::int = ANY($2::int[])", bank, picked)}
+    finally:
+        await conn.close()
+    assert sorted(rows) == picked
+    stored = np.array([[float(x) for x in rows[i]["e"].strip("[]").split(",")] for i in picked])
+    want = load_embedder().embed([rows[i]["text"] for i in picked])
+    assert ((stored * want).sum(1) > 0.9999).all()
 
 
 def test_get_and_delete_memory(api, bank):

@@ -55,8 +55,9 @@ async def lock_writes(conn: asyncpg.Connection, bank_id: str) -> None:
     """Serialise the transactions that add or remove a bank's memories. They all update the
     bank's lexeme counts (migration 004) and entity counts; holding this lock first means those
     row locks are always taken by one writer at a time, so they cannot deadlock. Writers already
-    queue on the bank's memory-count row, so the lock costs no concurrency; the CPU work
-    (splitting, embedding) happens before it is taken."""
+    queue on the bank's memory-count row, so the lock costs little concurrency: the CPU work
+    (splitting, embedding) happens before it is taken, except that a large retain embeds its later
+    steps while storing the earlier ones (retain.py)."""
     await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 1))", f"bank-writes/{bank_id}")
 
 

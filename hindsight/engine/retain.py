@@ -1,9 +1,10 @@
 """Retain without an LLM: items become bounded units with embeddings, entities and times.
 
-The CPU work (splitting, entity and time extraction, embedding) runs in a worker thread so the
+The CPU work (splitting, entity and time extraction, embedding) runs in worker threads so the
 event loop keeps serving recalls; the database work is one transaction, so an accepted call is
 committed whole or not at all. That transaction holds the bank's write lock (banks.lock_writes),
-so two concurrent retains of one document_id cannot interleave their units.
+so two concurrent retains of one document_id cannot interleave their units. A large call is
+embedded in steps of PIPELINE_UNITS, each step while the previous one is stored.
 """
 from __future__ import annotations
 
@@ -149,16 +150,25 @@ async def delete_documents(conn: asyncpg.Connection, bank_id: str, document_ids:
     return int(status.split()[-1])
 
 
+# Units embedded per step of a large retain: a step's vectors are computed while the previous
+# step is stored, so the database work no longer leaves the cores idle (README, Benchmark).
+PIPELINE_UNITS = 128
+
+
 async def retain(engine, bank_id: str, items: list[RetainItem], wait: bool = False) -> RetainResult:
     s = engine.settings
     check_items(items, s.max_batch_items, s.max_content_chars)
 
-    def cpu_work():
-        units = prepare_units(items, s.unit_max_chars)
-        return units, engine.embedder.embed([u.text for u in units])
+    async def embedded(chunk: list[Unit]):
+        async with engine.cpu_slots:
+            return await asyncio.to_thread(engine.embedder.embed, [u.text for u in chunk])
 
     async with engine.cpu_slots:
-        units, vectors = await asyncio.to_thread(cpu_work)
+        units = await asyncio.to_thread(prepare_units, items, s.unit_max_chars)
+    steps = [units[i : i + PIPELINE_UNITS] for i in range(0, len(units), PIPELINE_UNITS)]
+    # The first step is embedded before the bank's write lock is taken, so a small retain (one
+    # step) does all its CPU work outside the lock, as before.
+    vectors = await embedded(steps[0])
     doc_ids = sorted({it.document_id for it in items if it.document_id})
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
@@ -166,7 +176,16 @@ async def retain(engine, bank_id: str, items: list[RetainItem], wait: bool = Fal
             await ensure_bank(conn, bank_id)
             if doc_ids:
                 await delete_documents(conn, bank_id, doc_ids)
-            await store_units(conn, bank_id, units, vectors)
+            for i, step in enumerate(steps):
+                following = asyncio.ensure_future(embedded(steps[i + 1])) if i + 1 < len(steps) else None
+                try:
+                    await store_units(conn, bank_id, step, vectors)
+                finally:
+                    if following is not None and not following.done():
+                        # On an error the thread still finishes; wait so no work outlives the call.
+                        await asyncio.wait([following])
+                if following is not None:
+                    vectors = following.result()
             op_id = None
             if engine.llm.configured("retain"):
                 op_id = await ops.enqueue(
