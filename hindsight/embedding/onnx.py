@@ -63,7 +63,9 @@ class Embedder:
         self._lock = threading.Lock()
 
     def _run(self, texts: list[str]) -> np.ndarray:
-        encs = self.tokenizer.encode_batch(texts)
+        # Not encode_batch: it hands even one text to the tokenizers' own thread pool, which then
+        # competes with our runs (retain over REST: ~0.1 ms less server CPU a turn, paired A/B).
+        encs = [self.tokenizer.encode(t) for t in texts]
         width = max(len(e.ids) for e in encs)
         ids = np.zeros((len(encs), width), dtype=np.int64)
         mask = np.zeros((len(encs), width), dtype=np.int64)
