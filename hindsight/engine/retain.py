@@ -168,7 +168,7 @@ async def retain(engine, bank_id: str, items: list[RetainItem], wait: bool = Fal
     steps = [units[i : i + PIPELINE_UNITS] for i in range(0, len(units), PIPELINE_UNITS)]
     # The first step is embedded before the bank's write lock is taken, so a small retain (one
     # step) does all its CPU work outside the lock, as before.
-    vectors = await embedded(steps[0])
+    vectors = await embedded(steps[0]) if steps else []
     doc_ids = sorted({it.document_id for it in items if it.document_id})
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
@@ -181,8 +181,9 @@ async def retain(engine, bank_id: str, items: list[RetainItem], wait: bool = Fal
                 try:
                     await store_units(conn, bank_id, step, vectors)
                 finally:
+                    # Also when storing failed: the next step's thread runs to its end either way,
+                    # and no work of this call should outlive it.
                     if following is not None and not following.done():
-                        # On an error the thread still finishes; wait so no work outlives the call.
                         await asyncio.wait([following])
                 if following is not None:
                     vectors = following.result()
