@@ -144,3 +144,35 @@ def test_graph_rewrites_leave_other_patterns_alone():
     model = helper.make_model(graph)
     assert simplify(model) == {"nan_guards": 0, "gelus": 0, "attentions": 0}  # and no softmax
     assert [n.op_type for n in model.graph.node] == ["Div", "Erf", "Add", "Mul", "Mul", "IsNaN", "Where"]
+
+
+def test_a_graph_the_rewrites_cannot_read_is_quantised_as_it_is(tmp_path, monkeypatch):
+    """Another model (here the tests' tiny one: no attention, no GELU) is quantised unrewritten,
+    also when the rewriting itself fails, and still embeds."""
+    import logging
+
+    from tiny_onnx import write_model
+
+    from hindsight.embedding import graph, quantize
+
+    folder = write_model(tmp_path / "tiny", 16)
+    level = logging.getLogger().level
+
+    def broken(model):
+        raise ValueError("unreadable graph")
+
+    monkeypatch.setattr(graph, "simplify", broken)
+    try:
+        quantize._make(str(folder / "model.onnx"), str(tmp_path / "tiny-int8.onnx"))
+    finally:
+        logging.getLogger().setLevel(level)
+    sess = ort.InferenceSession(str(tmp_path / "tiny-int8.onnx"), providers=["CPUExecutionProvider"])
+    ids = np.array([[101, 2023, 102]], dtype=np.int64)
+    assert sess.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids)})[0].shape == (1, 3, 16)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny", "tiny-int8.onnx"]  # no leftovers
+    # Unbroken, the rewrites find nothing to change in it and the model is made the same way.
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    model_dir = write_model(tmp_path / "tiny2", 16)
+    emb = load_embedder(model_dir, quantize=True)
+    assert emb.embed(["a tiny model still embeds"]).shape == (1, 16)

@@ -94,12 +94,18 @@ def _make(source: str, target: str) -> None:
     opts.optimized_model_filepath = folded
     try:
         ort.InferenceSession(source, opts, providers=["CPUExecutionProvider"])
-        model = onnx.load(folded)
-        simplify(model)
-        onnx.save(model, simple)
+        chosen = folded
+        try:
+            model = onnx.load(folded)
+            simplify(model)
+            onnx.save(model, simple)
+            if same_function(folded, simple):
+                chosen = simple
+        except Exception as exc:  # a graph the rewrites cannot read is quantised as it is
+            print(f"graph rewrites skipped: {exc!r}", file=sys.stderr)
         quantize_dynamic(
-            simple if same_function(folded, simple) else folded, target, weight_type=QuantType.QInt8,
-            op_types_to_quantize=["MatMul"], per_channel=True, reduce_range=False,
+            chosen, target, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"],
+            per_channel=True, reduce_range=False,
         )
     finally:
         for path in (folded, simple):
