@@ -26,6 +26,7 @@ RECIPE = "int8-dynamic-per-channel-matmul-v1"
 # Revision of the derived file. Unlike RECIPE it is not part of the model's recorded name: graph.py
 # only changes how the same function is computed (float rounding), not which model made a vector.
 REVISION = "graph-v2"
+NOTICE = "graph rewrites not used"
 
 
 def cache_dir() -> Path:
@@ -69,6 +70,9 @@ def quantized(source: Path) -> Path:
                     f"int8 quantisation of {source} failed (set HINDSIGHT_API_EMBEDDING_QUANTIZE=false "
                     f"to use the float model):\n{run.stderr[-2000:]}"
                 )
+            for line in run.stderr.splitlines():
+                if line.startswith(NOTICE):
+                    log.warning("%s (%s)", line, source.name)
             os.replace(tmp, d / name)  # atomic: a concurrent start sees all of it or none
         finally:
             if os.path.exists(tmp):
@@ -101,8 +105,10 @@ def _make(source: str, target: str) -> None:
             onnx.save(model, simple)
             if same_function(folded, simple):
                 chosen = simple
+            else:
+                print(f"{NOTICE}: the rewritten graph computes other vectors", file=sys.stderr)
         except Exception as exc:  # a graph the rewrites cannot read is quantised as it is
-            print(f"graph rewrites skipped: {exc!r}", file=sys.stderr)
+            print(f"{NOTICE}: {exc!r}", file=sys.stderr)
         quantize_dynamic(
             chosen, target, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"],
             per_channel=True, reduce_range=False,
