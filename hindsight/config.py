@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     embedding_quantize: bool = Field(
         True,
         description="Run the embedding model's matrix products in int8 (made once at first start and "
-        "cached); ~2x faster, vectors within cosine ~0.99. Changing it re-embeds everything stored.",
+        "cached); ~3x faster, vectors within cosine ~0.99. Changing it re-embeds everything stored.",
     )
     max_content_chars: int = Field(
         100_000, ge=100, le=10_000_000, description="Largest `content` of one retained item."
