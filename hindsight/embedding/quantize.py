@@ -81,23 +81,27 @@ def quantized(source: Path) -> Path:
     raise RuntimeError("no writable directory for the int8 model (set XDG_CACHE_HOME or TMPDIR)")
 
 
-def _make(source: str, target: str) -> None:
-    """Fold the constant sub-graphs (int8 -> float32 weights), rewrite what graph.py knows (kept
-    only if the rewritten graph computes the same vectors), then quantise every MatMul that has a
-    weight matrix; activation-by-activation products (attention) stay float."""
-    import onnx
-    import onnxruntime as ort
+def quantize_matmuls(source: str, target: str) -> None:
+    """Quantise every MatMul that has a weight matrix, per output channel, activations at run
+    time; activation-by-activation products (attention) stay float."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from .graph import same_function, simplify
-
     logging.getLogger().setLevel(logging.ERROR)  # its "consider pre-processing" advice is noise
+    quantize_dynamic(source, target, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"],
+                     per_channel=True, reduce_range=False)
+
+
+def _make(source: str, target: str) -> None:
+    """Fold the constant sub-graphs (int8 -> float32 weights), rewrite what graph.py knows (kept
+    only if the rewritten graph computes the same vectors), then quantise the matrix products."""
+    import onnx
+
+    from .graph import same_function, simplify
+    from .onnx import fold
+
     folded, simple = target + ".float.onnx", target + ".simple.onnx"
-    opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-    opts.optimized_model_filepath = folded
     try:
-        ort.InferenceSession(source, opts, providers=["CPUExecutionProvider"])
+        fold(source, folded)
         chosen = folded
         try:
             model = onnx.load(folded)
@@ -109,10 +113,7 @@ def _make(source: str, target: str) -> None:
                 print(f"{NOTICE}: the rewritten graph computes other vectors", file=sys.stderr)
         except Exception as exc:  # a graph the rewrites cannot read is quantised as it is
             print(f"{NOTICE}: {exc!r}", file=sys.stderr)
-        quantize_dynamic(
-            chosen, target, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"],
-            per_channel=True, reduce_range=False,
-        )
+        quantize_matmuls(chosen, target)
     finally:
         for path in (folded, simple):
             if os.path.exists(path):
