@@ -268,7 +268,10 @@ async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
 
 
 async def _details(pool, bank_id, order, f: Filters, scores, found_by, req: RecallRequest, qvec) -> list[Memory]:
-    """One round trip: the fused hits, their relevance, plus the neighbours of the best of them."""
+    """One round trip: the fused hits, their relevance, plus the neighbours of the best of them.
+
+    The hits and their neighbours are united by id and each row is read once: a UNION of whole
+    rows sorted them on every column, embedding included (~2 ms of a LoCoMo recall)."""
     if not order:
         return []
     parents = order[:NEIGHBOUR_PARENTS] if req.mode == "hybrid" else []
@@ -276,12 +279,14 @@ async def _details(pool, bank_id, order, f: Filters, scores, found_by, req: Reca
     rel, rel_params = relevance_sql(req.mode, "m.embedding", "m.tsv", n, [qvec], [req.query])
     async with pool.acquire() as conn:
         rows = await conn.fetch(
-            f"WITH hits AS (SELECT m.* FROM memories m WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[])),"
+            f"WITH hits AS (SELECT m.id, m.source_id, m.position FROM memories m"
+            f"   WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[])),"
             f" parents AS (SELECT source_id, position FROM hits WHERE id = ANY($3::uuid[])),"
-            f" nb AS (SELECT m.* FROM memories m JOIN parents p ON m.bank_id = $1"
+            f" nb AS (SELECT m.id FROM memories m JOIN parents p ON m.bank_id = $1"
             f"   AND m.source_id = p.source_id AND m.position IN (p.position - 1, p.position + 1)"
             f"   WHERE true{f.sql})"
-            f" SELECT {COLUMNS}, {rel} AS relevance FROM (SELECT * FROM hits UNION SELECT * FROM nb) m",
+            f" SELECT {COLUMNS}, {rel} AS relevance FROM memories m"
+            f" WHERE m.bank_id = $1 AND m.id IN (SELECT id FROM hits UNION SELECT id FROM nb)",
             bank_id, order, parents, *f.params, *rel_params,
         )
     by_id = {r["id"]: r for r in rows}
