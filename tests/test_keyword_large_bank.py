@@ -11,7 +11,7 @@ FILLERS = 2_200  # 1,100 hold "weather": not fetched whole either
 GARDEN = 1_200  # more memories than SEED_FETCH_ALL hold "garden": it is not fetched whole
 
 
-def test_keyword_ranking_on_a_large_bank(api, bank):
+async def test_keyword_ranking_on_a_large_bank(api, bank, pg_url):
     assert FILLERS > SMALL_BANK - 10 and GARDEN > SEED_FETCH_ALL
     # Stored first, the one-word notes are what a bounded sample of either common word reads;
     # the notes with both are found only through "seed AND another query word".
@@ -47,16 +47,17 @@ def test_keyword_ranking_on_a_large_bank(api, bank):
     r = api.post(f"/v1/banks/{bank}/recall", json={"query": "garden", "mode": "keyword", "top_k": 50})
     assert len(r.json()["results"]) == 50 and all("garden" in m["text"] for m in r.json()["results"])
 
-
-async def test_keyword_arm_leaves_pooled_connections_as_they_were(api, bank, pg_url):
-    """The arm asks for a custom plan on its connection; the next user of that pooled
-    connection must get the server's defaults back (asyncpg resets a connection on release)."""
-    r = api.post(f"/v1/banks/{bank}/memories", json={"items": [{"content": "We sat in the garden."}]})
-    assert r.status_code == 200, r.text
+    # On a large bank the arm asks for a custom plan on its connection; the next user of that
+    # pooled connection must get the server's defaults back (the pool's reset on release).
     pool = await create_pool(pg_url, 1, 1)
     try:
-        found = await keyword_ids(pool, bank, ["garden"], Filters.build(RecallRequest(query="garden"), 4))
-        assert len(found) == 1
+        async with pool.acquire() as conn:
+            await conn.set_session("plan_cache_mode", "force_custom_plan")
+            assert await conn.fetchval("SHOW plan_cache_mode") == "force_custom_plan"
+        async with pool.acquire() as conn:
+            assert await conn.fetchval("SHOW plan_cache_mode") == "auto"
+        found = await keyword_ids(pool, bank, ["greenhouse", "hose"], Filters.build(RecallRequest(query="x"), 4))
+        assert len(found) == 4
         async with pool.acquire() as conn:
             assert await conn.fetchval("SHOW plan_cache_mode") == "auto"
     finally:

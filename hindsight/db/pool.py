@@ -27,6 +27,28 @@ def redact(url: str) -> str:
     return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
 
 
+class Connection(asyncpg.Connection):
+    """A pooled connection that knows whether its session settings were changed.
+
+    asyncpg's default release runs RESET ALL, CLOSE ALL, UNLISTEN * and
+    pg_advisory_unlock_all: one more round trip for every acquire, which is a recall's four
+    arms and its details. The server leaves no other session state on a pooled connection
+    (cursors and locks live in transactions, which the pool rolls back), so a connection
+    costs a reset only after `set_session`."""
+
+    settings_changed = False
+
+    async def set_session(self, name: str, value: str) -> None:
+        await self.execute("SELECT set_config($1, $2, false)", name, value)
+        self.settings_changed = True
+
+
+async def _reset_connection(conn: Connection) -> None:
+    if conn.settings_changed:
+        await conn.execute("RESET ALL")
+        conn.settings_changed = False
+
+
 async def _init_connection(conn: asyncpg.Connection) -> None:
     await register_vector(conn)
 
@@ -86,6 +108,8 @@ async def create_pool(url: str, min_size: int, max_size: int) -> asyncpg.Pool:
         min_size=min_size,
         max_size=max_size,
         init=_init_connection,
+        connection_class=Connection,
+        reset=_reset_connection,
         # Iterative HNSW scans keep bank-filtered vector searches complete (pgvector 0.8).
         server_settings={"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100", "jit": "off"},
     )
