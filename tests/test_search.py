@@ -37,6 +37,10 @@ def test_recall_modes_arms_and_relevance(api, memory_bank):
     keyword = recall(api, memory_bank, query="ERR-4012", mode="keyword")
     assert [m["text"][:13] for m in keyword] == ["The quarterly"] and keyword[0]["arms"] == ["keyword"]
     assert keyword[0]["relevance"] == 1.0  # every content word of the query is in it
+    # The share counts the query's own lexemes (stemmed, stop words dropped): "pottery", "class"
+    # and "zebra" (in no memory), of which Caroline's note holds two.
+    partial = recall(api, memory_bank, query="the pottery classes zebra", mode="keyword")
+    assert [m["text"][:8] for m in partial] == ["Caroline"] and partial[0]["relevance"] == round(2 / 3, 4)
     assert recall(api, memory_bank, query="zebra", mode="keyword") == []
     hybrid = recall(api, memory_bank, query="the beagle Melanie adopted")
     assert hybrid[0]["text"].startswith("Melanie") and {"semantic", "keyword"} <= set(hybrid[0]["arms"])

@@ -56,16 +56,18 @@ def relevance_sql(mode: str, embedding: str, tsv: str, first_param: int, vectors
         # Cosine similarity can be negative (unrelated texts); relevance is documented as 0..1.
         parts.append(f"{w_sim} * greatest(0, {sims})")
         params.extend(vectors)
-    if w_kw:
+    if w_kw and not phrases:
+        parts.append("0")
+    elif w_kw:
         p = f"${first_param + len(params)}"
-        # The phrases' lexemes are parsed once per statement (uncorrelated sub-selects run as
-        # init plans), not once per row: per row it was half the cost of fetching 500 results.
-        lex = (f"FROM unnest({p}::text[]) WITH ORDINALITY x(ph, k),"
-               " unnest(tsvector_to_array(to_tsvector('english', ph))) l")
-        parts.append(
-            f"{w_kw} * coalesce((SELECT max(s) FROM (SELECT avg(({tsv} @@ u.q)::int) AS s FROM unnest("
-            f"(SELECT array_agg(quote_literal(l)::tsquery ORDER BY k, l) {lex}),"
-            f" (SELECT array_agg(k ORDER BY k, l) {lex})) u(q, k) GROUP BY u.k) y), 0)"
-        )
+        # A phrase's lexemes are parsed once per statement (uncorrelated sub-selects run as
+        # init plans), not once per row. The share is counted with ts_delete: the lexemes a
+        # row holds are those deleting them removes. A per-row sub-select matching each lexeme
+        # as a tsquery gave the same figures for ~0.6 ms more per recall of 100 results.
+        shares = []
+        for i in range(1, len(phrases) + 1):
+            lex = f"(SELECT tsvector_to_array(to_tsvector('english', ({p}::text[])[{i}])))"
+            shares.append(f"(length({tsv}) - length(ts_delete({tsv}, {lex})))::float8 / greatest(1, cardinality({lex}))")
+        parts.append(f"{w_kw} * greatest({', '.join(shares)})")
         params.append(list(phrases))
     return " + ".join(parts), params
