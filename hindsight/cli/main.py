@@ -65,7 +65,20 @@ def serve(host: str | None, port: int | None) -> None:
         await server.serve()
         return 0 if server.started else 1
 
-    sys.exit(asyncio.run(run()))
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        sys.exit(runner.run(run()))
+
+
+def _loop_factory():
+    """uvloop where it is installed (uvicorn[standard] brings it, except on Windows). We run
+    uvicorn's `serve()` inside our own loop, which skips uvicorn's own choice of loop, so the
+    server ran on asyncio's pure-Python loop. Sockets to clients and to PostgreSQL are most of a
+    recall's server time outside the engine."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 @cli.command("mcp")
