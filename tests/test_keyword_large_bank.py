@@ -47,8 +47,8 @@ async def test_keyword_ranking_on_a_large_bank(api, bank, pg_url):
     r = api.post(f"/v1/banks/{bank}/recall", json={"query": "garden", "mode": "keyword", "top_k": 50})
     assert len(r.json()["results"]) == 50 and all("garden" in m["text"] for m in r.json()["results"])
 
-    # On a large bank the arm asks for a custom plan on its connection; the next user of that
-    # pooled connection must get the server's defaults back (the pool's reset on release).
+    # The arm asks for a custom plan on its connection; the next user of that pooled connection
+    # must get the server's defaults back (the pool's reset on release).
     pool = await create_pool(pg_url, 1, 1)
     try:
         async with pool.acquire() as conn:
