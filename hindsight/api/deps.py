@@ -1,4 +1,7 @@
-"""Request-scoped dependencies: the engine and the calling principal."""
+"""Request-scoped dependencies: the engine and the calling principal.
+
+Each is `async def` although only `principal` awaits: FastAPI runs a plain `def` dependency in
+its thread pool, two thread hand-offs per request for a dictionary lookup and a regex."""
 from __future__ import annotations
 
 from fastapi import Request
@@ -8,7 +11,7 @@ from ..engine.banks import check_bank_id
 from ..engine.keys import Principal
 
 
-def engine(request: Request) -> Engine:
+async def engine(request: Request) -> Engine:
     return request.app.state.engine
 
 
@@ -16,5 +19,5 @@ async def principal(request: Request) -> Principal:
     return await request.app.state.engine.authenticate(request.headers.get("authorization"))
 
 
-def bank_path(bank_id: str) -> str:
+async def bank_path(bank_id: str) -> str:
     return check_bank_id(bank_id)
