@@ -29,7 +29,7 @@ from .filters import MEMORY_FIELDS, compile_filter
 from .memories import COLUMNS, to_memory
 from .models import Memory, RecallRequest, RecallResult
 from .relevance import relevance_sql
-from .temporal import find_time_windows
+from .temporal import TimeWindow, find_time_windows
 from .text import estimate_tokens
 
 RRF_K = 20
@@ -99,10 +99,33 @@ def entity_candidates(query: str) -> list[str]:
     return sorted(grams)
 
 
-async def fetch_ids(pool, sql: str, *params) -> list:
-    """First column of a query on its own pooled connection, so several run concurrently."""
+async def fetch_ids(pool, sql: str, *params, custom_plan: bool = False) -> list:
+    """First column of a query on its own pooled connection, so several run concurrently.
+    `custom_plan`: plan this call for its own parameters (see temporal_ids); the pool's reset
+    on release undoes it."""
     async with pool.acquire() as conn:
+        if custom_plan:
+            await conn.set_session("plan_cache_mode", "force_custom_plan")
         return [r[0] for r in await conn.fetch(sql, *params)]
+
+
+async def temporal_ids(pool, bank_id: str, qvec, f: Filters, window: TimeWindow) -> list:
+    """The temporal arm: memories in the window, nearest the query first.
+
+    Planned for each call's window: a generic plan cannot tell a day from a year, and after five
+    runs of the statement on one connection PostgreSQL may keep one. On the 100,000-memory bank
+    it then sorted every memory of a wide window by distance ("in 2023": 74,000 memories, ~250
+    ms) where the custom plan walks the HNSW index (~1 ms); over 60 windowed LoCoMo questions on
+    one connection, p95 251 against 12 ms."""
+    n = 4 + len(f.params)
+    return await fetch_ids(
+        pool,
+        "SELECT m.id FROM memories m WHERE m.bank_id = $1"
+        f" AND ((m.occurred_start < ${n + 1} AND m.occurred_end > ${n})"
+        f"  OR (m.mentioned_at >= ${n} AND m.mentioned_at < ${n + 1})){f.sql}"
+        " ORDER BY m.embedding <=> $2 LIMIT $3",
+        bank_id, qvec, ARM_LIMIT, *f.params, window.start, window.end, custom_plan=True,
+    )
 
 
 async def keyword_ids(pool, bank_id: str, words: list[str], f: Filters) -> list:
@@ -237,15 +260,7 @@ async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
         )
     windows = find_time_windows(req.query, base) if hybrid else []
     if windows:
-        w = windows[0]
-        arms["temporal"] = fetch_ids(
-            pool,
-            "SELECT m.id FROM memories m WHERE m.bank_id = $1"
-            f" AND ((m.occurred_start < ${5 + len(f.params)} AND m.occurred_end > ${4 + len(f.params)})"
-            f"  OR (m.mentioned_at >= ${4 + len(f.params)} AND m.mentioned_at < ${5 + len(f.params)})){f.sql}"
-            f" ORDER BY m.embedding <=> $2 LIMIT $3",
-            bank_id, qvec, ARM_LIMIT, *f.params, w.start, w.end,
-        )
+        arms["temporal"] = temporal_ids(pool, bank_id, qvec, f, windows[0])
     names = [a for a in ARM_WEIGHTS if a in arms]  # a fixed order: ties fuse the same way every time
     ranked = dict(zip(names, await asyncio.gather(*(arms[a] for a in names))))
 
