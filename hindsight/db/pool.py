@@ -42,6 +42,13 @@ class Connection(asyncpg.Connection):
         await self.execute("SELECT set_config($1, $2, false)", name, value)
         self.settings_changed = True
 
+    async def custom_plans(self) -> None:
+        """Plan this connection's next statements for their own parameters, until it is released.
+        After five runs of one statement PostgreSQL may keep a generic plan, which cannot see
+        how selective the parameters are; the arms whose cost depends on that (how common the
+        words are, how wide the time window is) ask for this."""
+        await self.set_session("plan_cache_mode", "force_custom_plan")
+
 
 async def _reset_connection(conn: Connection) -> None:
     if conn.settings_changed:

@@ -101,22 +101,20 @@ def entity_candidates(query: str) -> list[str]:
 
 async def fetch_ids(pool, sql: str, *params, custom_plan: bool = False) -> list:
     """First column of a query on its own pooled connection, so several run concurrently.
-    `custom_plan`: plan this call for its own parameters (see temporal_ids); the pool's reset
-    on release undoes it."""
+    `custom_plan`: plan this call for its own parameters (db.pool.Connection.custom_plans)."""
     async with pool.acquire() as conn:
         if custom_plan:
-            await conn.set_session("plan_cache_mode", "force_custom_plan")
+            await conn.custom_plans()
         return [r[0] for r in await conn.fetch(sql, *params)]
 
 
 async def temporal_ids(pool, bank_id: str, qvec, f: Filters, window: TimeWindow) -> list:
     """The temporal arm: memories in the window, nearest the query first.
 
-    Planned for each call's window: a generic plan cannot tell a day from a year, and after five
-    runs of the statement on one connection PostgreSQL may keep one. On the 100,000-memory bank
-    it then sorted every memory of a wide window by distance ("in 2023": 74,000 memories, ~250
-    ms) where the custom plan walks the HNSW index (~1 ms); over 60 windowed LoCoMo questions on
-    one connection, p95 251 against 12 ms."""
+    Planned for each call's window: a generic plan cannot tell a day from a year. On the
+    100,000-memory bank the one PostgreSQL kept sorted every memory of a wide window by distance
+    ("in 2023": 74,000 memories, ~250 ms) where the custom plan walks the HNSW index (~1 ms);
+    over 60 windowed LoCoMo questions on one connection, p95 255 against 12 ms (README)."""
     n = 4 + len(f.params)
     return await fetch_ids(
         pool,
@@ -161,11 +159,10 @@ async def keyword_ids(pool, bank_id: str, words: list[str], f: Filters) -> list:
         total = max(stats[0]["total"] or 0, present[-1][0])
         idf = [math.log(1 + (total - n + 0.5) / (n + 0.5)) for n, _ in present]
         n = 4 + len(f.params)  # the filter's parameters start at $4
-        # A custom plan for every call (the pool's reset on release undoes this): after five
-        # runs of one statement PostgreSQL may keep a generic plan, which cannot see how common
-        # the words are; on a 100,000-memory bank that plan took 2-3x as long (48 against 18
-        # ms), and on LoCoMo banks 4x (7 against 1.6 ms).
-        await conn.set_session("plan_cache_mode", "force_custom_plan")
+        # A custom plan for every call: the generic one cannot see how common the words are; on
+        # a 100,000-memory bank it took 2-3x as long (48 against 18 ms), and on LoCoMo banks 4x
+        # (7 against 1.6 ms).
+        await conn.custom_plans()
         # One term per word, each query parsed once (MATERIALIZED): a per-row subquery over the
         # words re-parsed them for every candidate and took twice as long.
         score = " + ".join(f"(c.tsv @@ q.tq[{i}])::int * ($3::float8[])[{i}]" for i in range(1, len(present) + 1))
