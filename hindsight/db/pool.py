@@ -60,11 +60,19 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
     await register_vector(conn)
 
 
-async def ensure_vector_extension(url: str) -> None:
+async def ensure_vector_extension(url: str, update: bool = False) -> None:
+    """Create pgvector if it is missing. `update` (the embedded database, which we own): bring an
+    extension made by an older bundled pgvector up to the installed one, as pgvector's upgrade
+    notes ask (`ALTER EXTENSION vector UPDATE`)."""
     conn = await asyncpg.connect(url)
     try:
-        have = await conn.fetchval("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
-        if have:
+        row = await conn.fetchrow(
+            "SELECT installed_version, default_version FROM pg_available_extensions WHERE name = 'vector'"
+        )
+        if row is not None and row["installed_version"]:
+            if update and row["installed_version"] != row["default_version"]:
+                await conn.execute("ALTER EXTENSION vector UPDATE")
+                log.info("pgvector extension updated from %s to %s", row["installed_version"], row["default_version"])
             return
         try:
             await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")

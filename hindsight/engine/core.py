@@ -14,6 +14,7 @@ from ..db.embedded import EmbeddedPostgres
 import asyncpg
 
 from ..db.pool import DatabaseError, create_pool, ensure_vector_extension, migrate, redact
+from ..db.selfcheck import self_check
 from ..embedding import load_embedder
 from . import banks, extract, keys, memories, operations as ops  # noqa: F401  (extract registers its handler)
 from . import documents as docs, embedding_model, mental_models as mm, portable, rag
@@ -64,9 +65,10 @@ class Engine:
             self.database_label = f"embedded PostgreSQL in {self.embedded.pgdata}"
         log.warning("DATABASE: using %s", self.database_label)
         try:
-            await ensure_vector_extension(url)
+            await ensure_vector_extension(url, update=self.embedded is not None)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             raise DatabaseError(f"cannot connect to the {self.database_label}: {exc}") from None
+        await self_check(url, self.database_label, self.embedded.log_file if self.embedded else None)
         applied = await migrate(url)
         if applied:
             log.info("migrations applied: %s", ", ".join(applied))
