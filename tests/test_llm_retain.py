@@ -157,7 +157,9 @@ def test_token_accounting_per_bank_and_operation(llm_api, bank):
     assert usage["total"]["calls"] == 3
 
 
-@pytest.mark.parametrize("path", ["/v1/banks/nope_bank_x/usage", "/v1/banks/nope_bank_x/operations"])
-def test_usage_and_operations_of_unknown_bank_are_404(llm_api, path):
-    r = llm_api.get(path)
-    assert r.status_code == 404 and r.json()["error"]
+def test_usage_and_operations_of_a_bank_never_written_are_empty(llm_api):
+    usage = llm_api.get("/v1/banks/nope_bank_x/usage")
+    assert usage.status_code == 200 and usage.json()["total"]["calls"] == 0
+    ops = llm_api.get("/v1/banks/nope_bank_x/operations")
+    assert ops.status_code == 200 and ops.json()["operations"] == []
+    assert llm_api.get("/v1/banks/nope_bank_x/operations/00000000-0000-0000-0000-000000000000").status_code == 404

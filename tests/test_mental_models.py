@@ -43,7 +43,8 @@ def test_reflect_bad_arguments(api, server, bank):
     api.post(f"/v1/banks/{bank}/memories", json={"content": "x y z"})
     r = api.post(f"/v1/banks/{bank}/reflect", json={"query": "q", "budget": "huge"})
     assert r.status_code == 422 and "budget" in r.json()["message"]
-    assert api.post("/v1/banks/never_made_bank/reflect", json={"query": "q"}).status_code == 404
+    empty = api.post("/v1/banks/never_made_bank/reflect", json={"query": "q"})
+    assert empty.status_code == 200 and empty.json()["based_on"] == {"memories": [], "mental_models": []}
 
     async def go():
         async with mcp_session(f"{server.url}/mcp/{bank}/") as client:

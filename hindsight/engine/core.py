@@ -29,7 +29,7 @@ from .mental_models import MentalModel, MentalModelCreate, MentalModelOperation,
 from .operations import Operation
 from .recall import recall as _recall
 from .relevance import SearchOptions
-from .reflect import ReflectRequest, ReflectResult, reflect as _reflect
+from .reflect import ReflectRequest, ReflectResult, empty_bank_reflection, reflect as _reflect
 from .usage import bank_usage
 from .retain import retain as _retain
 
@@ -153,11 +153,7 @@ class Engine:
             raise InvalidArgument(
                 f"max_tokens: {req.max_tokens} exceeds the limit of {self.settings.max_recall_tokens}", "max_tokens"
             )
-        result = await _recall(self, bank_id, req)
-        # Only an empty answer can hide a missing bank; the hot path saves the round trip.
-        if not result.results and not await self._bank_exists(bank_id):
-            raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
-        return result
+        return await _recall(self, bank_id, req)
 
     async def list_memories(
         self, who: Principal, bank_id: str, limit: int = 50, offset: int = 0, document_id: str | None = None
@@ -177,6 +173,8 @@ class Engine:
 
     async def reflect(self, who: Principal, bank_id: str, req: ReflectRequest) -> ReflectResult:
         await self._readable(who, bank_id)
+        if not await self._bank_exists(bank_id):
+            return empty_bank_reflection(bank_id, req)
         return await _reflect(self, bank_id, req)
 
     # ---- mental models ------------------------------------------------------------------
@@ -249,6 +247,8 @@ class Engine:
     async def export_bank(self, who: Principal, bank_id: str):
         """Checks access before the first byte, so errors are proper responses, not a cut stream."""
         await self._readable(who, bank_id)
+        if not await self._bank_exists(bank_id):
+            raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
         return portable.export_bank(self, bank_id)
 
     async def import_bank(self, who: Principal, bank_id: str, fileobj, on_conflict: str = "rename") -> "portable.ImportResult":
@@ -278,16 +278,15 @@ class Engine:
         return await bank_usage(self.pool, bank_id)
 
     async def _readable(self, who: Principal, bank_id: str) -> None:
+        """A bank that was never written reads as empty: an agent's first call in a new
+        conversation is recall, on a bank its first retain will create. Things looked up by id
+        in it (a model, a document, an operation) are simply not found."""
         check_bank_id(bank_id)
         who.require_bank(bank_id)
-        if not await self._bank_exists(bank_id):
-            raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
 
     async def _writable(self, who: Principal, bank_id: str) -> None:
         check_bank_id(bank_id)
         who.require_bank(bank_id, write=True)
-        if not await self._bank_exists(bank_id):
-            raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
 
     async def _bank_exists(self, bank_id: str) -> bool:
         async with self.pool.acquire() as conn:

@@ -65,6 +65,15 @@ Cite the ids of the memories and mental models you relied on.
 Reply with JSON only: {"answer": "...", "memory_ids": ["..."], "mental_model_ids": ["..."]}"""
 
 
+def empty_bank_reflection(bank_id: str, req: ReflectRequest) -> ReflectResult:
+    """Reflect on a bank that was never written: nothing to reason over, so no LLM call (whose
+    usage could not be recorded against a bank that does not exist either)."""
+    return ReflectResult(
+        bank_id=bank_id, query=req.query, answer="This bank holds no memories yet.", based_on=BasedOn(),
+        mode="extractive", note="The bank has not been written to; retain creates it.",
+    )
+
+
 def _persona(bank: Any) -> str:
     parts = []
     if bank and bank["mission"]:
