@@ -10,7 +10,8 @@ model. It recognises hindsight's prompts by their `TASK:` line and answers them 
 
 Markers in the text steer failures: `[[malformed-once]]` (the first answer for that text is not
 JSON), `[[malformed-always]]`, `[[error-once]]` (HTTP 500 once), `[[slow]]` / `[[slow-once]]` (sleep 30 s
-before answering), `[[empty]]` (an empty reflect answer).
+before answering), `[[sleep:N]]` (sleep N seconds, e.g. to act while a refresh is in flight),
+`[[empty]]` (an empty reflect answer).
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ _NAME = re.compile(r"\b[A-Z][a-z]+\b")
 _NOT_NAMES = {"She", "He", "They", "It", "I", "The", "A", "An", "We", "This", "That", "My", "Our",
               "Yesterday", "Today", "Tomorrow", "Last", "Next", "In", "On", "At", "And", "But"}
 _PRONOUN = re.compile(r"\b(she|he|they|She|He|They)\b")
+_SLEEP = re.compile(r"\[\[sleep:(\d+(?:\.\d+)?)\]\]")
 
 
 class StubLLM:
@@ -105,6 +107,8 @@ class StubLLM:
             return JSONResponse({"error": {"message": "stub: injected server error", "type": "server_error"}}, 500)
         if "[[slow]]" in prompt or ("[[slow-once]]" in prompt and self._once("s:" + prompt)):
             await asyncio.sleep(30)
+        if sleep := _SLEEP.search(prompt):
+            await asyncio.sleep(float(sleep.group(1)))
         if task == "extract_facts":
             out = self.extract(prompt)
         elif task == "reflect":

@@ -84,6 +84,9 @@ class Worker:
             if self._closing:
                 raise
             log.info("operation %s stopped (cancelled or reclaimed)", job.id)
+        except ops.Cancelled as exc:
+            await ops.end_cancelled(pool, job.id, self.id, str(exc))
+            log.info("operation %s (%s) cancelled: %s", job.id, job.type, exc)
         except Exception as exc:
             msg = (f"exceeded the wall-clock limit of {self.timeout:g} s" if isinstance(exc, TimeoutError)
                    else f"{type(exc).__name__}: {exc}")

@@ -29,6 +29,7 @@ from .reflect import ReflectRequest, reflect
 MODEL_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
 _MODEL_ID = re.compile(MODEL_ID_PATTERN)
 REFRESH = "refresh_mental_model"
+DELETED = "mental model deleted"
 _COLUMNS = ("bank_id, id, name, source_query, tags, max_tokens, content, based_on, status, last_refreshed_at,"
             " last_error, created_at, updated_at")
 
@@ -217,9 +218,9 @@ async def delete(engine, bank_id: str, model_id: str) -> None:
             if done is None:
                 raise NotFound(f"mental model {model_id!r} does not exist in bank {bank_id!r}", "mental_model_id")
             await conn.execute(
-                "UPDATE operations SET status = 'cancelled', error = 'mental model deleted', finished_at = now(),"
+                "UPDATE operations SET status = 'cancelled', error = $2, finished_at = now(),"
                 " updated_at = now() WHERE dedup_key = $1 AND status IN ('queued', 'running')",
-                dedup_key(bank_id, model_id),
+                dedup_key(bank_id, model_id), DELETED,
             )
 
 
@@ -241,7 +242,7 @@ async def run_refresh(engine, job) -> dict:
             bank_id, model_id,
         )
     if m is None:
-        return {"skipped": "mental model deleted"}
+        raise ops.Cancelled(DELETED)
     try:
         result = await reflect(
             engine, bank_id, ReflectRequest(query=m["source_query"], tags=list(m["tags"]) or None,
@@ -250,16 +251,22 @@ async def run_refresh(engine, job) -> dict:
         )
     except Exception as exc:
         async with engine.pool.acquire() as conn:
-            await conn.execute(
+            still_there = await conn.fetchval(
                 "UPDATE mental_models SET last_error = $3, status = CASE WHEN content IS NULL THEN 'failed' ELSE status END,"
-                " updated_at = now() WHERE bank_id = $1 AND id = $2",
+                " updated_at = now() WHERE bank_id = $1 AND id = $2 RETURNING true",
                 bank_id, model_id, f"refresh failed (attempt {job.attempts}): {exc}"[:2000],
             )
+        if not still_there:
+            raise ops.Cancelled(DELETED) from None
         raise
     based_on = result.based_on.model_dump()
     outcome = {"mental_model_id": model_id, "mode": result.mode, "based_on": based_on}
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
+            # Deleted while we reflected: nothing to store (its versions would break the foreign key).
+            if not await conn.fetchval("SELECT true FROM mental_models WHERE bank_id = $1 AND id = $2 FOR UPDATE",
+                                       bank_id, model_id):
+                raise ops.Cancelled(DELETED)
             if not result.answer:
                 await conn.execute(
                     "UPDATE mental_models SET last_error = 'refresh produced empty content; previous content kept',"

@@ -32,6 +32,11 @@ HANDLERS: dict[str, Callable[..., Awaitable[Any]]] = {}
 NEEDS_LLM: dict[str, str | None] = {}
 
 
+class Cancelled(Exception):
+    """A handler's way to say its work has no subject any more (the mental model was deleted):
+    the operation ends as cancelled at once, with this message, instead of failing and retrying."""
+
+
 def handler(type_: str, needs_llm: str | None = None):
     def deco(fn):
         HANDLERS[type_] = fn
@@ -190,16 +195,28 @@ async def succeed(conn, op_id, worker_id: str, result: Any) -> None:
 
 
 async def fail(pool, op_id, worker_id: str, error: str, attempts: int, max_attempts: int) -> str:
+    """Queue a retry, or fail for good after the last attempt. Returns the status the operation
+    now has: a user may have cancelled it meanwhile, and then it stays cancelled."""
     final = attempts >= max_attempts
     backoff = min(300.0, 2.0 ** attempts)
     async with pool.acquire() as conn:
-        await conn.execute(
+        status = await conn.fetchval(
             "UPDATE operations SET status = $3, error = $4, updated_at = now(), locked_by = NULL, lease_until = NULL,"
             " run_after = now() + make_interval(secs => $5), finished_at = CASE WHEN $3 = 'failed' THEN now() END"
-            " WHERE id = $1 AND status = 'running' AND locked_by = $2",
+            " WHERE id = $1 AND status = 'running' AND locked_by = $2 RETURNING status",
             op_id, worker_id, "failed" if final else "queued", error[:2000], backoff,
         )
-    return "failed" if final else "queued"
+        return status or await conn.fetchval("SELECT status FROM operations WHERE id = $1", op_id)
+
+
+async def end_cancelled(pool, op_id, worker_id: str, reason: str) -> None:
+    """A running operation whose subject is gone (Cancelled); one already cancelled keeps its reason."""
+    async with pool.acquire() as conn:
+        await conn.execute(
+            "UPDATE operations SET status = 'cancelled', error = $3, finished_at = now(), updated_at = now(),"
+            " locked_by = NULL, lease_until = NULL WHERE id = $1 AND status = 'running' AND locked_by = $2",
+            op_id, worker_id, reason[:2000],
+        )
 
 
 async def release(pool, op_ids: list, worker_id: str) -> None:
