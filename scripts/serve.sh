@@ -3,8 +3,6 @@
 # embedded PostgreSQL and local embeddings. Extra arguments go to `hindsight serve`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
-.venv/bin/python -m pip install -q -e . 2>&1 | grep -v "^WARNING: Location" || true
+. scripts/venv.sh
+ensure_venv .
 exec .venv/bin/hindsight serve "$@"

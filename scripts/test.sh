@@ -3,10 +3,8 @@
 # client for the end-to-end MCP check) and runs the whole suite. Safe to re-run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
-.venv/bin/python -m pip install -q -e ".[test]" 2>&1 | grep -v "^WARNING: Location" || true
+. scripts/venv.sh
+ensure_venv ".[test]"
 if command -v npm >/dev/null 2>&1 && [ ! -x .cache/node/node_modules/@anthropic-ai/claude-code-linux-x64/claude ]; then
   mkdir -p .cache/node
   npm install --silent --no-audit --no-fund --prefix .cache/node @anthropic-ai/claude-code >/dev/null 2>&1 \
