@@ -107,6 +107,8 @@ def test_cli_round_trip(server, bank):
     out = run("recall", bank, "lighthouses")
     assert out.returncode == 0 and "lighthouses" in out.stdout
     assert bank in run("banks", "list").stdout
-    bad = run("recall", bank + "_none", "x")
+    empty = run("recall", bank + "_none", "x")  # a bank never written reads as empty
+    assert empty.returncode == 0 and empty.stdout == "" and "no memories match" in empty.stderr
+    bad = run("banks", "get", bank + "_none")
     assert bad.returncode == 1 and "404" in bad.stderr and "Traceback" not in bad.stderr
     assert run("banks", "delete", bank, "--yes").returncode == 0

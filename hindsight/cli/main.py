@@ -266,6 +266,8 @@ def recall(bank_id, query, max_tokens, tags, as_json, url, key):
     for m in res["results"]:
         when = (m.get("occurred_start") or m.get("mentioned_at") or "")[:10]
         click.echo(f"{m['score']:.4f}  {when}  {m['text']}")
+    if not res["results"]:
+        click.echo("no memories match", err=True)
 
 
 @cli.command("config")
