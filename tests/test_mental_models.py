@@ -85,8 +85,11 @@ def test_mental_model_life_cycle_over_mcp(llm_server, llm_api, bank):
                 await c.call_tool("create_mental_model", {"name": "x", "source_query": "y", "mental_model_id": "Bad Id!"})
             assert e.value.error.code == -32602 and "mental_model_id" in e.value.error.message
 
-            listed = (await c.call_tool("list_mental_models", {"tags": ["team"]})).structured_content["mental_models"]
+            listed = (await c.call_tool("list_mental_models", {"tags": ["team"], "tags_match": "any_strict"})
+                      ).structured_content["mental_models"]
             assert [m["mental_model_id"] for m in listed] == ["team-directory"]
+            listed = (await c.call_tool("list_mental_models", {"tags": ["team"]})).structured_content["mental_models"]
+            assert [m["mental_model_id"] for m in listed] == ["team-directory", "team-directory-2"]  # any: untagged too
             everything = (await c.call_tool("list_mental_models", {})).structured_content["mental_models"]
             assert len(everything) == 2
 
@@ -196,3 +199,16 @@ def test_cli_reflect_mental_models_operations(llm_server, bank):
     assert '"retain"' in run("operations", "usage", bank).stdout
     bad = run("mental-models", "get", bank, "missing-model")
     assert bad.returncode == 1 and "404" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_model_with_tags_draws_from_memories_with_all_of_them(llm_api, bank):
+    """As the reference: a model tagged [team, eng] reflects over memories carrying both tags
+    (all_strict), not over untagged memories or those with only one of them."""
+    both = retain(llm_api, bank, {"content": "Ines leads the platform engineers.", "tags": ["team", "eng"]})
+    retain(llm_api, bank, {"content": "Ines leads the sales team too.", "tags": ["team"]})
+    retain(llm_api, bank, {"content": "Ines leads the book club."})
+    created = llm_api.post(f"/v1/banks/{bank}/mental-models", json={
+        "name": "Eng leads", "source_query": "Who does Ines lead?", "tags": ["team", "eng"]}).json()
+    assert op_done(llm_api, bank, created["operation_id"])["status"] == "succeeded"
+    model = llm_api.get(f"/v1/banks/{bank}/mental-models/eng-leads").json()
+    assert model["based_on"]["memories"] == both["memory_ids"], model

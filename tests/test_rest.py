@@ -89,17 +89,28 @@ def test_temporal_arm_finds_window(api, bank):
     assert res[0]["text"].startswith("We hiked") and "temporal" in res[0]["arms"]
 
 
-def test_tag_filters_any_all(api, bank):
+def test_tag_matching_as_hindsight_defines_it(api, bank):
+    work, home = "Work fact about the deployment pipeline.", "Personal fact about the garden pipeline."
+    shared, untagged = "Shared fact about a pipeline at work and home.", "Untagged fact about a pipeline."
     api.post(f"/v1/banks/{bank}/memories", json={"items": [
-        {"content": "Work fact about the deployment pipeline.", "tags": ["work"]},
-        {"content": "Personal fact about the garden pipeline.", "tags": ["home"]},
-        {"content": "Shared fact about a pipeline at work and home.", "tags": ["home", "work"]},
+        {"content": work, "tags": ["work"]}, {"content": home, "tags": ["home"]},
+        {"content": shared, "tags": ["home", "work"]}, {"content": untagged},
     ]}).raise_for_status()
-    anyw = {m["text"] for m in recall(api, bank, "pipeline", tags=["work"])}
-    assert anyw == {"Work fact about the deployment pipeline.", "Shared fact about a pipeline at work and home."}
-    allw = recall(api, bank, "pipeline", tags=["work", "home"], tags_match="all")
-    assert [m["text"] for m in allw] == ["Shared fact about a pipeline at work and home."]
-    assert recall(api, bank, "pipeline", tags=["nothing"]) == []
+
+    def texts(**kw):
+        return {m["text"] for m in recall(api, bank, "pipeline", **kw)}
+
+    assert texts() == {work, home, shared, untagged}
+    assert texts(tags=["work"]) == {work, shared, untagged}  # any (the default) keeps untagged memories
+    assert texts(tags=["work"], tags_match="any_strict") == {work, shared}
+    assert texts(tags=["work", "home"], tags_match="all") == {shared, untagged}
+    assert texts(tags=["work", "home"], tags_match="all_strict") == {shared}
+    assert texts(tags=["work"], tags_match="exact") == {work}
+    assert texts(tags_match="exact") == {untagged}  # exact with no tags: the untagged scope
+    assert texts(tags=["nothing"]) == {untagged}
+    assert texts(tags=["nothing"], tags_match="any_strict") == set()
+    r = api.post(f"/v1/banks/{bank}/recall", json={"query": "pipeline", "tags_match": "some"})
+    assert r.status_code == 422 and "tags_match" in r.json()["message"]
 
 
 def test_long_content_split_into_bounded_units(api, bank):

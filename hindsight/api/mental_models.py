@@ -9,6 +9,7 @@ from ..engine.mental_models import (
 )
 from ..engine.operations import Operation, Status
 from ..engine.reflect import ReflectRequest, ReflectResult
+from ..engine.tags import TagsMatch
 from .deps import bank_path, engine, principal
 
 router = APIRouter(prefix="/v1/banks/{bank_id}")
@@ -25,8 +26,9 @@ async def create(req: MentalModelCreate, bank_id: str = Depends(bank_path), who:
 
 
 @router.get("/mental-models", tags=["mental models"], summary="List mental models (optionally sharing a tag)")
-async def list_(bank_id: str = Depends(bank_path), tags: list[str] | None = Query(None), who: Principal = Depends(principal), eng=Depends(engine)) -> dict:
-    return {"mental_models": [m.model_dump(mode="json") for m in await eng.list_mental_models(who, bank_id, tags)]}
+async def list_(bank_id: str = Depends(bank_path), tags: list[str] | None = Query(None), tags_match: TagsMatch = "any",
+                who: Principal = Depends(principal), eng=Depends(engine)) -> dict:
+    return {"mental_models": [m.model_dump(mode="json") for m in await eng.list_mental_models(who, bank_id, tags, tags_match)]}
 
 
 @router.get("/mental-models/{mental_model_id}", tags=["mental models"], summary="Get a mental model with its content")

@@ -30,6 +30,7 @@ from .operations import Operation
 from .recall import recall as _recall
 from .relevance import SearchOptions
 from .reflect import ReflectRequest, ReflectResult, empty_bank_reflection, reflect as _reflect
+from .tags import TagsMatch
 from .usage import bank_usage
 from .retain import retain as _retain
 
@@ -183,9 +184,10 @@ class Engine:
         who.require_bank(bank_id, write=True)
         return await mm.create(self, bank_id, req)
 
-    async def list_mental_models(self, who: Principal, bank_id: str, tags: list[str] | None = None) -> list[MentalModel]:
+    async def list_mental_models(self, who: Principal, bank_id: str, tags: list[str] | None = None,
+                                 tags_match: TagsMatch = "any") -> list[MentalModel]:
         await self._readable(who, bank_id)
-        return await mm.list_(self, bank_id, tags)
+        return await mm.list_(self, bank_id, tags, tags_match)
 
     async def get_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModel:
         await self._readable(who, bank_id)

@@ -25,6 +25,7 @@ from .banks import ensure_bank
 from .errors import Conflict, InvalidArgument, NotFound
 from .models import _clean_tags
 from .reflect import ReflectRequest, reflect
+from .tags import MENTAL_MODEL_MATCH, TagsMatch, binds, tag_condition
 
 MODEL_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
 _MODEL_ID = re.compile(MODEL_ID_PATTERN)
@@ -156,12 +157,14 @@ async def _pending(conn, bank_id: str, ids: list[str]) -> dict[str, str]:
     return {r["dedup_key"].rsplit(":", 1)[1]: str(r["id"]) for r in rows}
 
 
-async def list_(engine, bank_id: str, tags: list[str] | None) -> list[MentalModel]:
+async def list_(engine, bank_id: str, tags: list[str] | None, tags_match: TagsMatch = "any") -> list[MentalModel]:
+    """Models filtered by their own tags, matched as memories are (engine/tags.py)."""
+    cond = tag_condition("tags", tags, tags_match, "$2::text[]")
     async with engine.pool.acquire() as conn:
         rows = await conn.fetch(
-            f"SELECT {_COLUMNS} FROM mental_models WHERE bank_id = $1 AND ($2::text[] IS NULL OR tags && $2)"
+            f"SELECT {_COLUMNS} FROM mental_models WHERE bank_id = $1{f' AND {cond}' if cond else ''}"
             " ORDER BY created_at, id",
-            bank_id, tags or None,
+            bank_id, *([tags] if binds(tags) else []),
         )
         pending = await _pending(conn, bank_id, [r["id"] for r in rows])
     return [to_model(r, pending.get(r["id"])) for r in rows]
@@ -246,6 +249,7 @@ async def run_refresh(engine, job) -> dict:
     try:
         result = await reflect(
             engine, bank_id, ReflectRequest(query=m["source_query"], tags=list(m["tags"]) or None,
+                                            tags_match=MENTAL_MODEL_MATCH,
                                             budget="high" if m["max_tokens"] > 4096 else "mid"),
             operation="mental_model", operation_id=job.id, exclude_model=model_id, max_answer_tokens=m["max_tokens"],
         )
@@ -306,14 +310,14 @@ async def sweep(engine) -> int:
                 "  SELECT mm.bank_id, mm.id FROM mental_models mm"
                 "  WHERE EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id"
                 "      AND m.created_at > coalesce(mm.watermark, mm.created_at)"
-                "      AND (cardinality(mm.tags) = 0 OR m.tags && mm.tags))"
+                "      AND m.tags @> mm.tags)"
                 "    AND (NOT EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id"
                 "      AND m.created_at > now() - make_interval(secs => $1)"
-                "      AND (cardinality(mm.tags) = 0 OR m.tags && mm.tags))"
+                "      AND m.tags @> mm.tags)"
                 "     OR EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id"
                 "      AND m.created_at > coalesce(mm.watermark, mm.created_at)"
                 "      AND m.created_at < now() - make_interval(secs => $1 * 10)"
-                "      AND (cardinality(mm.tags) = 0 OR m.tags && mm.tags)))"
+                "      AND m.tags @> mm.tags))"
                 "  FOR UPDATE OF mm SKIP LOCKED)"
                 " INSERT INTO operations (id, bank_id, type, payload, max_attempts, dedup_key)"
                 " SELECT gen_random_uuid(), bank_id, $2, jsonb_build_object('mental_model_id', id, 'reason', 'new memories'),"

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..config import BANK_ID_PATTERN
 from .relevance import SearchOptions
+from .tags import TagsMatch
 
 BankId = Field(pattern=BANK_ID_PATTERN, description="Bank id: 1-64 of A-Z a-z 0-9 _ -")
 MemoryType = Literal["world", "experience"]
@@ -134,7 +135,8 @@ class RecallRequest(SearchOptions):
     query: str = Field(min_length=1, max_length=4_000)
     max_tokens: int = Field(4096, ge=1)
     tags: list[str] | None = None
-    tags_match: Literal["any", "all"] = "any"
+    tags_match: TagsMatch = Field("any", description="any / all (untagged memories too), any_strict / all_strict "
+                                  "(tagged only), exact (the same tag set).")
     types: list[MemoryType] | None = None
     query_timestamp: datetime | None = None
 

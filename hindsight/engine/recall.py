@@ -29,6 +29,7 @@ from .filters import MEMORY_FIELDS, compile_filter
 from .memories import COLUMNS, to_memory
 from .models import Memory, RecallRequest, RecallResult
 from .relevance import relevance_sql
+from .tags import binds, tag_condition
 from .temporal import TimeWindow, find_time_windows
 from .text import estimate_tokens
 
@@ -61,11 +62,12 @@ class Filters:
     def build(cls, req: RecallRequest, first_param: int) -> "Filters":
         parts, params = ["NOT m.superseded"], []
         n = first_param
-        if req.tags:
-            op = "@>" if req.tags_match == "all" else "&&"
-            parts.append(f"m.tags {op} ${n}::text[]")
-            params.append(req.tags)
-            n += 1
+        tagged = tag_condition("m.tags", req.tags, req.tags_match, f"${n}::text[]")
+        if tagged:
+            parts.append(tagged)
+            if binds(req.tags):
+                params.append(req.tags)
+                n += 1
         if req.types:
             parts.append(f"m.kind = ANY(${n}::text[])")
             params.append(list(req.types))

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..llm import Usage
 from .models import RecallRequest, _clean_tags, not_blank
 from .recall import recall
+from .tags import TagsMatch
 
 # Recall tokens per budget: how much memory the answer may draw on.
 BUDGET_TOKENS = {"low": 2048, "mid": 4096, "high": 8192}
@@ -30,6 +31,7 @@ class ReflectRequest(BaseModel):
     context: str | None = Field(None, max_length=4_000)
     budget: Literal["low", "mid", "high"] = "low"
     tags: list[str] | None = None
+    tags_match: TagsMatch = "any"
 
     _tags = field_validator("tags", mode="before")(_clean_tags)
 
@@ -89,7 +91,7 @@ async def reflect(
     exclude_model: str | None = None, max_answer_tokens: int | None = None,
 ) -> ReflectResult:
     recalled = await recall(engine, bank_id, RecallRequest(
-        query=req.query, max_tokens=BUDGET_TOKENS[req.budget], tags=req.tags,
+        query=req.query, max_tokens=BUDGET_TOKENS[req.budget], tags=req.tags, tags_match=req.tags_match,
     ))
     qvec = await asyncio.to_thread(engine.embedder.embed_query, req.query)
     async with engine.pool.acquire() as conn:

@@ -27,6 +27,7 @@ from ..engine.documents import Document, FileIn, ImportAccepted, ImportRequest
 from ..engine.rag import AccessResult, DocumentSearchResult, RagSearchResult, parse_caller
 from ..engine.reflect import ReflectRequest, ReflectResult
 from ..engine.relevance import Mode, SearchOptions
+from ..engine.tags import TagsMatch
 
 
 @dataclass
@@ -128,7 +129,7 @@ async def recall(
     query: str,
     max_tokens: int = 4096,
     tags: list[str] | None = None,
-    tags_match: Literal["any", "all"] = "any",
+    tags_match: TagsMatch = "any",
     types: list[Literal["world", "experience"]] | None = None,
     query_timestamp: str | None = None,
     mode: Mode = "hybrid",
@@ -141,7 +142,8 @@ async def recall(
 
     Use it at the start of a conversation, before recommendations, and whenever the user refers to
     something they may have said before. Results come in rank order, cut to `max_tokens`; `tags`
-    filters by label (`tags_match`: any or all); `types` limits to world facts or experiences;
+    filters by label (`tags_match`: any or all, which also keep untagged memories; any_strict or
+    all_strict, which drop them; exact, the same tag set); `types` limits to world facts or experiences;
     `query_timestamp` (ISO 8601) anchors relative times in the query such as "last May".
     `mode`: hybrid (default), vector or keyword; `top_k` (1-50) caps the count; `strictness` (0-5)
     or `min_score` (0-1) drops results below a relevance threshold; `filter` is an expression
@@ -217,13 +219,14 @@ async def create_mental_model(
 
 
 @tool(read_only=True, idempotent=True)
-async def list_mental_models(call: Call, tags: list[str] | None = None) -> MentalModelList:
-    """List all mental models in the bank, optionally only those sharing a tag with `tags`."""
+async def list_mental_models(call: Call, tags: list[str] | None = None, tags_match: TagsMatch = "any") -> MentalModelList:
+    """List all mental models in the bank, optionally filtered by their tags (`tags_match`: any
+    or all also list untagged models; any_strict, all_strict or exact only tagged ones)."""
     try:
         clean = _clean_tags(tags) if tags is not None else None
     except ValueError as exc:
         raise InvalidArgument(f"tags: {exc}", "tags") from None
-    return MentalModelList(mental_models=await call.engine.list_mental_models(call.who, call.bank_id, clean))
+    return MentalModelList(mental_models=await call.engine.list_mental_models(call.who, call.bank_id, clean, tags_match))
 
 
 @tool(read_only=True, idempotent=True)
