@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -16,7 +17,17 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ENV_PREFIX = "HINDSIGHT_API_"
 BANK_ENV = "HINDSIGHT_MCP_BANK_ID"
-BANK_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+# Bank ids as Hindsight's clients make them: hindsight-google-adk names banks
+# "{app_name}::{user_id}", and user ids are often e-mail addresses. '/', whitespace and control
+# characters stay out (they break URLs and logs), and so do ids of dots alone ("." and ".." are
+# rewritten by every HTTP client). Migration 007 holds the database to the same rule.
+BANK_ID_PATTERN = r"^[A-Za-z0-9_.:@-]{1,128}$"
+BANK_ID_RULE = "1-128 characters of A-Z a-z 0-9 _ - . : @, not dots alone"
+_BANK_ID = re.compile(BANK_ID_PATTERN)
+
+
+def valid_bank_id(value: object) -> bool:
+    return isinstance(value, str) and bool(_BANK_ID.fullmatch(value)) and value.strip(".") != ""
 
 
 class ConfigError(Exception):
@@ -87,8 +98,14 @@ class Settings(BaseSettings):
     mcp_bank_id: str = Field(
         "default",
         description="Bank used in multi-bank MCP mode when neither argument nor X-Bank-Id names one.",
-        pattern=BANK_ID_PATTERN,
     )
+
+    @field_validator("mcp_bank_id")
+    @classmethod
+    def _bank(cls, v: str) -> str:
+        if not valid_bank_id(v):
+            raise ValueError(f"invalid bank id {v!r}; use {BANK_ID_RULE}")
+        return v
 
     # ---- LLM (through litellm); no model means offline mode ----------------------------------
     llm_model: str | None = Field(

@@ -2,23 +2,19 @@
 from __future__ import annotations
 
 import json
-import re
 
 import asyncpg
 
-from ..config import BANK_ID_PATTERN
+from ..config import BANK_ID_RULE, valid_bank_id
 from .errors import InvalidArgument, NotFound
 from .models import Bank, BankCreate, BankUpdate
 
-_BANK_RE = re.compile(BANK_ID_PATTERN)
 _COLUMNS = "id, name, mission, disposition, config, created_at, updated_at"
 
 
 def check_bank_id(bank_id: object, field: str = "bank_id") -> str:
-    if not isinstance(bank_id, str) or not _BANK_RE.match(bank_id):
-        raise InvalidArgument(
-            f"{field}: invalid bank id {bank_id!r}; use 1-64 characters of A-Z a-z 0-9 _ -", field
-        )
+    if not valid_bank_id(bank_id):
+        raise InvalidArgument(f"{field}: invalid bank id {bank_id!r}; use {BANK_ID_RULE}", field)
     return bank_id
 
 

@@ -92,7 +92,7 @@ def dedup_key(bank_id: str, model_id: str) -> str:
 
 
 def check_model_id(model_id: object) -> str:
-    if not isinstance(model_id, str) or not _MODEL_ID.match(model_id):
+    if not isinstance(model_id, str) or not _MODEL_ID.fullmatch(model_id):
         raise InvalidArgument(
             f"mental_model_id: invalid id {model_id!r}; use 1-64 lowercase letters, digits and hyphens",
             "mental_model_id",

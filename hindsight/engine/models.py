@@ -3,15 +3,21 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from ..config import BANK_ID_PATTERN
+from ..config import BANK_ID_RULE, valid_bank_id
 from .relevance import SearchOptions
 from .tags import TagsMatch
 
-BankId = Field(pattern=BANK_ID_PATTERN, description="Bank id: 1-64 of A-Z a-z 0-9 _ -")
+def _bank_id(v: str) -> str:
+    if not valid_bank_id(v):
+        raise ValueError(f"invalid bank id {v!r}; use {BANK_ID_RULE}")
+    return v
+
+
+BankId = Annotated[str, AfterValidator(_bank_id), Field(description=f"Bank id: {BANK_ID_RULE}.")]
 MemoryType = Literal["world", "experience"]
 ChunkSize = Field(None, ge=200, le=20_000, description="Default characters per document chunk for this bank.")
 MAX_TAGS = 64
@@ -175,7 +181,7 @@ class Bank(BaseModel):
 class BankCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    bank_id: str = BankId
+    bank_id: BankId
     name: str | None = Field(None, max_length=200)
     mission: str | None = Field(None, max_length=4_000)
     document_chunk_size: int | None = ChunkSize
@@ -201,12 +207,7 @@ class ApiKeyCreate(BaseModel):
     @field_validator("banks")
     @classmethod
     def _banks(cls, v: list[str]) -> list[str]:
-        import re
-
-        for b in v:
-            if not re.match(BANK_ID_PATTERN, b):
-                raise ValueError(f"invalid bank id {b!r}")
-        return sorted(set(v))
+        return sorted({_bank_id(b) for b in v})
 
 
 class ApiKey(BaseModel):

@@ -11,7 +11,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from ..config import BANK_ID_PATTERN
+from ..config import valid_bank_id
 from ..engine import documents
 from ..engine.banks import check_bank_id
 from ..engine.documents import ImportRequest
@@ -21,12 +21,11 @@ from ..engine.rag import DocumentSearchResult, parse_caller
 from ..engine.relevance import SearchOptions
 from .tools import Call, tool, validated
 
-_BANK = re.compile(BANK_ID_PATTERN)
 
 
 def collection_slug(name: str) -> str:
     """`name` itself when it is a valid bank id, else lowercase words joined by hyphens."""
-    if _BANK.match(name):
+    if valid_bank_id(name):
         return name
     slug = re.sub(r"[^a-z0-9_-]+", "-", name.lower()).strip("-_")[:64].strip("-_")
     if not slug:
@@ -86,7 +85,7 @@ async def list_collections(call: Call) -> CollectionList:
 @tool(scope="global", idempotent=True)
 async def create_collection(call: Call, name: str, description: str = "", chunk_size: int | None = None) -> CollectionCreated:
     """Create a new, empty collection (a bank). Its id is `name` when that is a valid bank id
-    (1-64 of A-Z a-z 0-9 _ -), else a slug of it ("Team Docs!" -> "team-docs"); `description`
+    (1-128 of A-Z a-z 0-9 _ - . : @), else a slug of it ("Team Docs!" -> "team-docs"); `description`
     becomes the bank's mission; `chunk_size` (200-20,000 characters) is its default chunk size.
     Returns {collection_id}."""
     if not isinstance(name, str) or not name.strip():

@@ -10,13 +10,11 @@ one before initialize) gets the SDK's 405, which clients read as "no standalone 
 from __future__ import annotations
 
 import json
-import re
 
-from ..config import BANK_ID_PATTERN
+from ..config import BANK_ID_RULE, valid_bank_id
 from ..engine.errors import HindsightError
 from .surfaces import SCOPE_KEY, TOP_LEVEL_META
 
-_BANK = re.compile(BANK_ID_PATTERN)
 _ACCEPT = b"application/json, text/event-stream"
 
 
@@ -49,15 +47,14 @@ class MCPRouter:
         if len(parts) > 1:
             return await send_json(send, 404, {"error": "not_found", "message": f"no MCP endpoint at {scope['path']}"})
         bank_id = parts[0] if parts else None
-        if bank_id is not None and not _BANK.match(bank_id):
+        if bank_id is not None and not valid_bank_id(bank_id):
             return await send_json(send, 404, {
-                "error": "not_found",
-                "message": f"invalid bank id {bank_id!r} in the URL; use 1-64 characters of A-Z a-z 0-9 _ -",
+                "error": "not_found", "message": f"invalid bank id {bank_id!r} in the URL; use {BANK_ID_RULE}",
             })
         try:
             who = await self.engine.authenticate(_header(scope, b"authorization"))
             header_bank = (_header(scope, b"x-bank-id") or "").strip() or None
-            if header_bank is not None and not _BANK.match(header_bank):
+            if header_bank is not None and not valid_bank_id(header_bank):
                 return await send_json(send, 400, {
                     "error": "invalid_argument", "field": "X-Bank-Id",
                     "message": f"X-Bank-Id: invalid bank id {header_bank!r}",
