@@ -5,6 +5,7 @@ from typing import Any
 from fastapi import APIRouter, Body, Depends, Query, Response
 from ..engine.errors import InvalidArgument
 from ..engine.keys import Principal
+from ..engine.memories import MemoryQuery
 from ..engine.models import Memory, RecallRequest, RecallResult, RetainItem, RetainResult
 from ..engine.validation import parse_retain_items
 from .deps import bank_path, engine, principal
@@ -52,14 +53,13 @@ async def recall(req: RecallRequest, bank_id: str = Depends(bank_path), who: Pri
 @router.get("/memories", summary="List memories, newest first")
 async def list_memories(
     bank_id: str = Depends(bank_path),
-    limit: int = Query(50, ge=1, le=1000),
-    offset: int = Query(0, ge=0),
-    document_id: str | None = None,
+    query: MemoryQuery = Query(),
     who: Principal = Depends(principal),
     eng=Depends(engine),
 ) -> dict:
-    items, total = await eng.list_memories(who, bank_id, limit, offset, document_id)
-    return {"memories": [m.model_dump(mode="json") for m in items], "total": total, "limit": limit, "offset": offset}
+    items, total = await eng.list_memories(who, bank_id, query)
+    return {"memories": [m.model_dump(mode="json") for m in items], "total": total, "limit": query.limit,
+            "offset": query.offset}
 
 
 @router.get("/memories/{memory_id}", summary="Get one memory")

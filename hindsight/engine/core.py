@@ -156,11 +156,13 @@ class Engine:
             )
         return await _recall(self, bank_id, req)
 
-    async def list_memories(
-        self, who: Principal, bank_id: str, limit: int = 50, offset: int = 0, document_id: str | None = None
-    ) -> tuple[list[Memory], int]:
+    async def list_memories(self, who: Principal, bank_id: str, query: "memories.MemoryQuery") -> tuple[list[Memory], int]:
         await self._readable(who, bank_id)
-        return await memories.list_memories(self.pool, bank_id, limit, offset, document_id)
+        return await memories.list_memories(self.pool, bank_id, query)
+
+    async def get_retained_document(self, who: Principal, bank_id: str, document_id: str) -> "memories.RetainedDocument":
+        await self._readable(who, bank_id)
+        return await memories.get_retained_document(self.pool, bank_id, document_id)
 
     async def get_memory(self, who: Principal, bank_id: str, memory_id: str) -> Memory:
         check_bank_id(bank_id)

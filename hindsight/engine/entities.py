@@ -56,6 +56,28 @@ def canonical(name: str) -> str:
     return re.sub(r"\s+", " ", name.replace("’", "'")).strip().lower()
 
 
+_KIND_OF_TYPE = {
+    "person": "person", "per": "person", "people": "person",
+    "organization": "organization", "organisation": "organization", "org": "organization", "company": "organization",
+    "place": "place", "location": "place", "loc": "place", "gpe": "place", "city": "place", "country": "place",
+}
+
+
+def kind_of_type(entity_type: str | None) -> str:
+    """Our kind for a client's entity type (PERSON, ORG, LOCATION, CONCEPT, ...); others are names."""
+    return _KIND_OF_TYPE.get((entity_type or "").strip().lower(), "name")
+
+
+def merge_entities(*lists: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Several [(name, kind)] lists as one, first spelling of each canonical name kept."""
+    out: dict[str, tuple[str, str]] = {}
+    for pairs in lists:
+        for name, kind in pairs:
+            if name.strip():
+                out.setdefault(canonical(name), (name.strip(), kind))
+    return list(out.values())
+
+
 def extract_entities(text: str) -> list[tuple[str, str]]:
     """[(surface name, kind)] in order of first mention, deduplicated by canonical form."""
     tokens = _TOKEN.findall(text)

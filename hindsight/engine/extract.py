@@ -24,8 +24,8 @@ from pydantic import BaseModel, Field
 
 from ..llm import Usage
 from .banks import lock_writes
-from .entities import canonical, extract_entities
-from .models import RetainItem
+from .entities import extract_entities, merge_entities
+from .models import GivenEntity, RetainItem
 from .operations import handler
 from .retain import Unit, store_units
 from .temporal import find_time_windows
@@ -98,22 +98,22 @@ def to_units(group: list, facts: list[ExtractedFact]) -> list[tuple[Unit, uuid.U
     units = []
     for f in facts:
         raw = group[f.item]
-        base = raw["mentioned_at"]
+        base = raw["mentioned_at"]  # None: retained as timeless ("unset")
         start, end = _when(f.occurred_start), _when(f.occurred_end)
         if start is None:
-            windows = find_time_windows(f.text, base)
+            windows = find_time_windows(f.text, base, anchored=base is not None)
             start, end = (windows[0].start, windows[0].end) if windows else (None, None)
         elif end is None or end < start:
             end = start + timedelta(days=1)
-        ents = {canonical(n): (n, "name") for n in f.entities if n.strip()}
-        for name, kind in extract_entities(f.text):
-            ents.setdefault(canonical(name), (name, kind))
+        given = [GivenEntity(text=n, type=k) for n, k in json.loads(raw["given_entities"] or "[]")]
         item = RetainItem.model_construct(
-            content=f.text, context=raw["context"], timestamp=base, tags=list(raw["tags"]),
-            metadata=json.loads(raw["metadata"]), document_id=raw["document_id"],
+            content=f.text, context=raw["context"], timestamp=base or "unset", tags=list(raw["tags"]),
+            metadata=json.loads(raw["metadata"]), document_id=raw["document_id"], entities=given or None,
         )
+        # The client's entities for the item, then those the LLM names, then those in the text.
+        entities = merge_entities(item.given_entities(), [(n, "name") for n in f.entities], extract_entities(f.text))
         unit = Unit(id=uuid.uuid4(), text=f.text.strip(), kind=f.type, item=item, source_id=raw["source_id"],
-                    position=raw["position"], occurred=(start, end) if start else None, entities=list(ents.values()))
+                    position=raw["position"], occurred=(start, end) if start else None, entities=entities)
         units.append((unit, raw["id"]))
     return units
 
@@ -188,7 +188,7 @@ async def run(engine, job) -> dict:
     raw_ids = [uuid.UUID(x) for x in job.payload["raw_ids"]]
     async with engine.pool.acquire() as conn:
         rows = await conn.fetch(
-            "SELECT id, text, context, mentioned_at, tags, metadata, document_id, source_id, position"
+            "SELECT id, text, context, mentioned_at, tags, metadata, document_id, source_id, position, given_entities"
             " FROM memories m WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND NOT superseded"
             " AND NOT EXISTS (SELECT 1 FROM fact_sources f WHERE f.raw_id = m.id) ORDER BY source_id, position",
             job.bank_id, raw_ids,

@@ -3,10 +3,16 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .banks import lock_writes
+from .binder import Binder
 from .errors import NotFound, parse_uuid
-from .models import Memory
+from .models import Memory, MemoryType, _clean_tags
+from .tags import TagsMatch, tag_condition
 
 # Entity names come from one primary-key lookup per link (a scalar subquery, which the planner
 # cannot turn into a join). Written as a join, a bank with a few hundred entities got a hash
@@ -34,18 +40,73 @@ def parse_memory_id(memory_id: str) -> uuid.UUID:
     return parse_uuid(memory_id, "memory_id", "a memory")
 
 
-async def list_memories(pool, bank_id: str, limit: int, offset: int, document_id: str | None) -> tuple[list[Memory], int]:
+class MemoryQuery(BaseModel):
+    """Which stored memories to list (browsing, not ranking: that is recall)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limit: int = Field(50, ge=0, le=1000)
+    offset: int = Field(0, ge=0)
+    document_id: str | None = Field(None, max_length=256)
+    type: MemoryType | None = None
+    q: str | None = Field(None, max_length=500, description="Substring of the text or context (any case).")
+    tags: list[str] | None = None
+    tags_match: TagsMatch = "any"
+
+    _tags = field_validator("tags", mode="before")(_clean_tags)
+
+
+async def list_memories(pool, bank_id: str, query: MemoryQuery) -> tuple[list[Memory], int]:
+    p = Binder(bank_id)
+    where = ["m.bank_id = $1"]
+    if query.document_id is not None:
+        where.append(f"m.document_id = {p(query.document_id)}")
+    if query.type is not None:
+        where.append(f"m.kind = {p(query.type)}")
+    if query.q:
+        needle = p(query.q.lower())
+        where.append(f"(strpos(lower(m.text), {needle}) > 0 OR strpos(lower(m.context), {needle}) > 0)")
+    tagged = tag_condition("m.tags", query.tags, query.tags_match, p)
+    if tagged:
+        where.append(tagged)
+    cond = " AND ".join(where)
     async with pool.acquire() as conn:
         rows = await conn.fetch(
-            f"SELECT {COLUMNS} FROM memories m WHERE m.bank_id = $1 AND ($2::text IS NULL OR m.document_id = $2)"
-            " ORDER BY m.created_at DESC, m.source_id, m.position LIMIT $3 OFFSET $4",
-            bank_id, document_id, limit, offset,
+            f"SELECT {COLUMNS} FROM memories m WHERE {cond}"
+            f" ORDER BY m.created_at DESC, m.source_id, m.position LIMIT {p(query.limit)} OFFSET {p(query.offset)}",
+            *p.values,
         )
-        total = await conn.fetchval(
-            "SELECT count(*) FROM memories WHERE bank_id = $1 AND ($2::text IS NULL OR document_id = $2)",
-            bank_id, document_id,
-        )
+        total = await conn.fetchval(f"SELECT count(*) FROM memories m WHERE {cond}", *p.values[:-2])
     return [to_memory(r) for r in rows], total
+
+
+class RetainedDocument(BaseModel):
+    """The text retained under a document_id, for clients that read it back."""
+
+    id: str
+    bank_id: str
+    original_text: str
+    content_hash: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    memory_count: int
+    created_at: datetime
+    updated_at: datetime
+
+
+async def get_retained_document(pool, bank_id: str, document_id: str) -> RetainedDocument:
+    async with pool.acquire() as conn:
+        r = await conn.fetchrow(
+            "SELECT d.*, (SELECT count(*) FROM memories m WHERE m.bank_id = d.bank_id AND m.document_id = d.id) AS n"
+            " FROM memory_documents d WHERE d.bank_id = $1 AND d.id = $2", bank_id, document_id,
+        )
+    if r is None:
+        raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
+    return RetainedDocument(
+        id=r["id"], bank_id=r["bank_id"], original_text=r["original_text"], content_hash=r["content_hash"],
+        tags=list(r["tags"]), metadata=json.loads(r["metadata"]), memory_count=r["n"],
+        created_at=r["created_at"], updated_at=r["updated_at"],
+    )
 
 
 async def get_memory(pool, bank_id: str, memory_id: str) -> Memory:

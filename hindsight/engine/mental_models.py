@@ -25,7 +25,8 @@ from .banks import ensure_bank
 from .errors import Conflict, InvalidArgument, NotFound
 from .models import _clean_tags
 from .reflect import ReflectRequest, reflect
-from .tags import MENTAL_MODEL_MATCH, TagsMatch, binds, tag_condition
+from .binder import Binder
+from .tags import MENTAL_MODEL_MATCH, TagsMatch, tag_condition
 
 MODEL_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
 _MODEL_ID = re.compile(MODEL_ID_PATTERN)
@@ -159,12 +160,12 @@ async def _pending(conn, bank_id: str, ids: list[str]) -> dict[str, str]:
 
 async def list_(engine, bank_id: str, tags: list[str] | None, tags_match: TagsMatch = "any") -> list[MentalModel]:
     """Models filtered by their own tags, matched as memories are (engine/tags.py)."""
-    cond = tag_condition("tags", tags, tags_match, "$2::text[]")
+    p = Binder(bank_id)
+    cond = tag_condition("tags", tags, tags_match, p)
     async with engine.pool.acquire() as conn:
         rows = await conn.fetch(
             f"SELECT {_COLUMNS} FROM mental_models WHERE bank_id = $1{f' AND {cond}' if cond else ''}"
-            " ORDER BY created_at, id",
-            bank_id, *([tags] if binds(tags) else []),
+            " ORDER BY created_at, id", *p.values,
         )
         pending = await _pending(conn, bank_id, [r["id"] for r in rows])
     return [to_model(r, pending.get(r["id"])) for r in rows]

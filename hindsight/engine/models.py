@@ -56,19 +56,48 @@ def _clean_tags(v: Any) -> Any:
     return v
 
 
+class GivenEntity(BaseModel):
+    """An entity the client names with an item, added to those found in its text."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1, max_length=200)
+    type: str | None = Field(None, max_length=64, description="PERSON, ORG, LOCATION, ... (others are names).")
+
+
 class RetainItem(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     content: str = Field(min_length=1, description="The text to remember.")
     context: str = Field("general", max_length=200, description="Category of the memory.")
-    timestamp: datetime | None = Field(None, description="ISO 8601 time the content was said or happened.")
+    timestamp: datetime | Literal["unset"] | None = Field(
+        None, description='ISO 8601 time the content was said or happened (default: now); "unset" for '
+        "timeless content (no mention time, and relative dates such as \"yesterday\" are not resolved).",
+    )
     tags: list[str] = Field(default_factory=list, description="Labels for filtering recall.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Free JSON object kept with each unit.")
     document_id: str | None = Field(
         None, min_length=1, max_length=256, description="Groups units; retaining it again replaces them."
     )
+    entities: list[GivenEntity] | None = Field(
+        None, max_length=MAX_TAGS, description="Entities to link besides those found in the text."
+    )
 
     _tags = field_validator("tags", mode="before")(_clean_tags)
+
+    @property
+    def timeless(self) -> bool:
+        return self.timestamp == "unset"
+
+    @property
+    def anchor(self) -> datetime | None:
+        """The mention time, None when timeless or not given."""
+        return None if self.timestamp == "unset" else self.timestamp
+
+    def given_entities(self) -> list[tuple[str, str]]:
+        from .entities import kind_of_type
+
+        return [(e.text.strip(), kind_of_type(e.type)) for e in self.entities or []]
 
     @field_validator("metadata", mode="before")
     @classmethod

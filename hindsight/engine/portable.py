@@ -6,8 +6,10 @@ REPEATABLE READ snapshot), it is readable with `zcat | jq`, and rows travel as P
 its exact value without a hand-written codec per type.
 
 Layout: a `header` line (format, version, bank settings, embedding model and dimension), then
-`entity`, `memory`, `memory_entity`, `fact_source`, `document`, `chunk`, `mental_model`,
-`mental_model_version` lines, then an `end` line with the count of each kind. A file without its
+`entity`, `memory`, `memory_entity`, `fact_source`, `memory_document` (version 2: the text
+retained under a document_id), `document`, `chunk`, `mental_model`, `mental_model_version`
+lines, then an `end` line with the count of each kind. Version 1 files (no `memory_document`)
+still import. A file without its
 `end` line, or whose counts differ, is truncated: the import fails and changes nothing (it runs in
 one transaction).
 
@@ -44,7 +46,7 @@ from .banks import ensure_bank, lock_writes
 from .errors import InvalidArgument
 
 FORMAT = "hindsight-bank"
-VERSION = 1
+VERSION = 2
 OnConflict = Literal["rename", "skip", "replace"]
 BATCH = 500
 ID_NAMESPACE = uuid.UUID("5d1c0c6e-8a7f-4c3e-9b2a-1f0e3d2c4b5a")
@@ -58,6 +60,7 @@ EXPORTS = [
                       " JOIN memories m ON m.id = me.memory_id WHERE m.bank_id = $1) x"),
     ("fact_source", "SELECT to_jsonb(x)::text FROM (SELECT f.fact_id, f.raw_id FROM fact_sources f"
                     " JOIN memories m ON m.id = f.fact_id WHERE m.bank_id = $1) x"),
+    ("memory_document", "SELECT (to_jsonb(t) - 'bank_id')::text FROM memory_documents t WHERE bank_id = $1 ORDER BY id"),
     ("document", "SELECT (to_jsonb(t) - 'bank_id')::text FROM documents t WHERE bank_id = $1 ORDER BY source_name"),
     ("chunk", "SELECT (to_jsonb(t) - 'bank_id' - 'tsv')::text FROM chunks t WHERE bank_id = $1 ORDER BY document_id, position"),
     ("mental_model", "SELECT (to_jsonb(t) - 'bank_id')::text FROM mental_models t WHERE bank_id = $1 ORDER BY id"),
@@ -279,6 +282,19 @@ class _Importer:
             await self.conn.execute(
                 "INSERT INTO fact_sources (fact_id, raw_id) SELECT * FROM unnest($1::uuid[], $2::uuid[])"
                 " ON CONFLICT DO NOTHING", [p[0] for p in pairs], [p[1] for p in pairs])
+
+    async def memory_document(self, rows: list[dict]) -> None:
+        """A retained document's text follows its memories: renamed, skipped or replaced as they were."""
+        keep = []
+        for r in rows:
+            target = self.doc_renames.get(r["id"], r["id"])
+            if target is None:
+                self.skipped["memory_document"] += 1
+                continue
+            r["id"] = target
+            keep.append(r)
+        await self._insert("memory_documents", keep, "ON CONFLICT (bank_id, id) DO NOTHING")
+        self.imported["memory_document"] += len(keep)
 
     async def document(self, rows: list[dict]) -> None:
         olds = [r["id"] for r in rows]

@@ -29,7 +29,8 @@ from .filters import MEMORY_FIELDS, compile_filter
 from .memories import COLUMNS, to_memory
 from .models import Memory, RecallRequest, RecallResult
 from .relevance import relevance_sql
-from .tags import binds, tag_condition
+from .binder import Binder
+from .tags import tag_condition
 from .temporal import TimeWindow, find_time_windows
 from .text import estimate_tokens
 
@@ -60,23 +61,18 @@ class Filters:
 
     @classmethod
     def build(cls, req: RecallRequest, first_param: int) -> "Filters":
-        parts, params = ["NOT m.superseded"], []
-        n = first_param
-        tagged = tag_condition("m.tags", req.tags, req.tags_match, f"${n}::text[]")
+        parts = ["NOT m.superseded"]
+        p = Binder(first=first_param)
+        tagged = tag_condition("m.tags", req.tags, req.tags_match, p)
         if tagged:
             parts.append(tagged)
-            if binds(req.tags):
-                params.append(req.tags)
-                n += 1
         if req.types:
-            parts.append(f"m.kind = ANY(${n}::text[])")
-            params.append(list(req.types))
-            n += 1
-        compiled = compile_filter(req.filter, MEMORY_FIELDS, n)
+            parts.append(f"m.kind = ANY({p(list(req.types), 'text[]')})")
+        compiled = compile_filter(req.filter, MEMORY_FIELDS, p.next)
         if compiled is not None:
             parts.append(compiled.sql)
-            params.extend(compiled.params)
-        return cls("".join(f" AND {p}" for p in parts), params)
+            p.values.extend(compiled.params)
+        return cls("".join(f" AND {part}" for part in parts), p.values)
 
 
 def content_words(query: str) -> list[str]:

@@ -9,6 +9,7 @@ embedded in steps of PIPELINE_UNITS, each step while the previous one is stored.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 import uuid
@@ -20,7 +21,7 @@ import asyncpg
 
 from . import operations as ops
 from .banks import ensure_bank, lock_writes
-from .entities import canonical, extract_entities
+from .entities import canonical, extract_entities, merge_entities
 from .errors import InvalidArgument
 from .models import RetainItem, RetainResult
 from .temporal import find_time_windows
@@ -29,7 +30,7 @@ from .text import split_units
 _FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|me|my|mine|myself|we|we're|our|us)\b")
 COPY_COLUMNS = [
     "id", "bank_id", "text", "kind", "context", "embedding", "occurred_start", "occurred_end",
-    "mentioned_at", "tags", "metadata", "document_id", "source_id", "position",
+    "mentioned_at", "tags", "metadata", "document_id", "source_id", "position", "given_entities",
 ]
 
 
@@ -68,9 +69,9 @@ def prepare_units(items: list[RetainItem], unit_max_chars: int) -> list[Unit]:
     next_pos: Counter[str] = Counter()
     for it in items:
         source = f"doc:{it.document_id}" if it.document_id else f"item:{uuid.uuid4()}"
-        base = it.timestamp
+        given = it.given_entities()
         for piece in split_units(it.content, unit_max_chars):
-            windows = find_time_windows(piece, base)
+            windows = find_time_windows(piece, it.anchor, anchored=not it.timeless)
             occurred = (windows[0].start, windows[0].end) if windows else None
             units.append(
                 Unit(
@@ -81,7 +82,7 @@ def prepare_units(items: list[RetainItem], unit_max_chars: int) -> list[Unit]:
                     source_id=source,
                     position=next_pos[source],
                     occurred=occurred,
-                    entities=extract_entities(piece),
+                    entities=merge_entities(given, extract_entities(piece)),
                 )
             )
             next_pos[source] += 1
@@ -94,11 +95,12 @@ async def store_units(conn: asyncpg.Connection, bank_id: str, units: list[Unit],
     records = []
     for u, vec in zip(units, vectors):
         it = u.item
+        given = it.given_entities()
         records.append((
             u.id, bank_id, u.text, u.kind, it.context, vec,
             u.occurred[0] if u.occurred else None, u.occurred[1] if u.occurred else None,
-            it.timestamp or now, it.tags, json.dumps(it.metadata, default=str),
-            it.document_id, u.source_id, u.position,
+            None if it.timeless else (it.timestamp or now), it.tags, json.dumps(it.metadata, default=str),
+            it.document_id, u.source_id, u.position, json.dumps(given) if given else None,
         ))
     await conn.copy_records_to_table("memories", records=records, columns=COPY_COLUMNS)
 
@@ -147,7 +149,30 @@ async def delete_documents(conn: asyncpg.Connection, bank_id: str, document_ids:
     status = await conn.execute(
         "DELETE FROM memories WHERE bank_id = $1 AND document_id = ANY($2::text[])", bank_id, document_ids
     )
+    await conn.execute("DELETE FROM memory_documents WHERE bank_id = $1 AND id = ANY($2::text[])", bank_id, document_ids)
     return int(status.split()[-1])
+
+
+async def store_documents(conn: asyncpg.Connection, bank_id: str, items: list[RetainItem]) -> None:
+    """Keep the text retained under each document_id (its items' contents, in order), with their
+    tags and metadata, for clients that read a retained document back."""
+    docs: dict[str, list[RetainItem]] = {}
+    for it in items:
+        if it.document_id:
+            docs.setdefault(it.document_id, []).append(it)
+    rows = []
+    for doc_id, its in docs.items():
+        text = "\n\n".join(it.content for it in its)
+        metadata: dict = {}
+        for it in its:
+            metadata.update(it.metadata)
+        rows.append((bank_id, doc_id, text, hashlib.sha256(text.encode()).hexdigest(),
+                     sorted({t for it in its for t in it.tags}), json.dumps(metadata, default=str)))
+    if rows:
+        await conn.executemany(
+            "INSERT INTO memory_documents (bank_id, id, original_text, content_hash, tags, metadata)"
+            " VALUES ($1, $2, $3, $4, $5, $6::jsonb)", rows,
+        )
 
 
 # Units embedded per step of a large retain: a step's vectors are computed while the previous
@@ -176,6 +201,7 @@ async def retain(engine, bank_id: str, items: list[RetainItem], wait: bool = Fal
             await ensure_bank(conn, bank_id)
             if doc_ids:
                 await delete_documents(conn, bank_id, doc_ids)
+                await store_documents(conn, bank_id, items)
             for i, step in enumerate(steps):
                 following = asyncio.ensure_future(embedded(steps[i + 1])) if i + 1 < len(steps) else None
                 try:

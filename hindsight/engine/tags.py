@@ -12,19 +12,19 @@ Before 2026-11 our `any` and `all` were what are now `any_strict` and `all_stric
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Callable, Literal
 
 TagsMatch = Literal["any", "all", "any_strict", "all_strict", "exact"]
 TAGS_MATCH_VALUES: tuple[str, ...] = ("any", "all", "any_strict", "all_strict", "exact")
 MENTAL_MODEL_MATCH: TagsMatch = "all_strict"
 
 
-def tag_condition(column: str, tags: list[str] | None, match: TagsMatch, placeholder: str) -> str | None:
-    """SQL for `column` (a NOT NULL text[]) against the bound array `placeholder`, or None when
-    nothing is filtered. `placeholder` is bound to `tags` by the caller (unless this returns
-    the untagged-only test of `exact` with no tags, which binds nothing: see `binds`)."""
+def tag_condition(column: str, tags: list[str] | None, match: TagsMatch, bind: Callable[..., str]) -> str | None:
+    """SQL for `column` (a NOT NULL text[]), or None when nothing is filtered. `bind(value,
+    cast)` binds the request's tags (engine/binder.Binder) and is called only when needed."""
     if not tags:
         return f"{column} = '{{}}'" if match == "exact" else None
+    placeholder = bind(tags, "text[]")
     if match == "exact":
         return f"({column} @> {placeholder} AND {column} <@ {placeholder})"
     op = "&&" if match in ("any", "any_strict") else "@>"
@@ -33,8 +33,3 @@ def tag_condition(column: str, tags: list[str] | None, match: TagsMatch, placeho
     if match in ("any_strict", "all_strict"):
         return f"{column} {op} {placeholder}"
     return f"({column} = '{{}}' OR {column} {op} {placeholder})"
-
-
-def binds(tags: list[str] | None) -> bool:
-    """Whether tag_condition's SQL uses its placeholder."""
-    return bool(tags)

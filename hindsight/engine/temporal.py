@@ -139,8 +139,13 @@ def _resolve(kind: str, m: re.Match, base: datetime) -> tuple[datetime, datetime
     return None
 
 
-def find_time_windows(text: str, base: datetime | None) -> list[TimeWindow]:
-    """Windows for every time expression in `text`, in order of appearance."""
+ABSOLUTE = {"iso", "day_month_year", "month_day_year", "month_year", "year"}
+
+
+def find_time_windows(text: str, base: datetime | None, anchored: bool = True) -> list[TimeWindow]:
+    """Windows for every time expression in `text`, in order of appearance. `anchored=False`
+    (timeless content, retained with timestamp "unset"): only absolute dates, since "yesterday"
+    has no day to count back from."""
     if not text or not _GATE.search(text):
         return []
     base = base or datetime.now(timezone.utc)
@@ -149,6 +154,8 @@ def find_time_windows(text: str, base: datetime | None) -> list[TimeWindow]:
     taken: list[tuple[int, int]] = []
     out: list[tuple[int, TimeWindow]] = []
     for kind, rx in _PATTERNS:
+        if not anchored and kind not in ABSOLUTE:
+            continue
         for m in rx.finditer(text):
             if any(m.start() < e and s < m.end() for s, e in taken):
                 continue
