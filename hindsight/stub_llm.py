@@ -7,6 +7,8 @@ model. It recognises hindsight's prompts by their `TASK:` line and answers them 
 - `TASK: extract_facts`: one fact per sentence of each item, pronouns (he/she/they) replaced by
   the last name seen in the item, "yesterday"/"today" turned into dates from the item timestamp.
 - `TASK: reflect`: an answer quoting the first memories it was given and citing their ids.
+- `TASK: structured_output`: a value built from the JSON Schema in the prompt, its strings
+  holding the answer (`[[structured-invalid]]` makes it answer `[]`, which no object schema takes).
 
 Markers in the text steer failures: `[[malformed-once]]` (the first answer for that text is not
 JSON), `[[malformed-always]]`, `[[error-once]]` (HTTP 500 once), `[[slow]]` / `[[slow-once]]` (sleep 30 s
@@ -93,6 +95,13 @@ class StubLLM:
         answer = f"Answer to '{q}': " + " ".join(t for _, t in used) if used else f"Nothing is known about '{q}'."
         return json.dumps({"answer": answer, "memory_ids": [i for i, _ in used], "mental_model_ids": models[:1]})
 
+    def structured(self, prompt: str) -> str:
+        if "[[structured-invalid]]" in prompt:
+            return "[]"
+        schema = json.loads(re.search(r"^SCHEMA: (.*)$", prompt, re.M).group(1))
+        answer = re.search(r"^ANSWER: (.*)$", prompt, re.M)
+        return json.dumps(_example(schema, answer.group(1) if answer else ""))
+
     # ---- HTTP -----------------------------------------------------------------------------
     async def chat(self, request: Request):
         body = await request.json()
@@ -113,6 +122,8 @@ class StubLLM:
             out = self.extract(prompt)
         elif task == "reflect":
             out = self.reflect(prompt)
+        elif task == "structured_output":
+            out = self.structured(prompt)
         else:
             out = "ok"
         pt, ct = max(1, (len(system) + len(prompt)) // 4), max(1, len(out) // 4)
@@ -154,3 +165,19 @@ class StubLLM:
         if self._server:
             self._server.should_exit = True
             self._thread.join(10)
+
+
+def _example(schema: dict, text: str):
+    """A value valid against simple JSON Schemas (types, properties, items, enum, const)."""
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = schema.get("type", "string")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        return {k: _example(v, text) for k, v in (schema.get("properties") or {}).items()}
+    if kind == "array":
+        return [_example(schema.get("items") or {}, text) for _ in range(max(1, schema.get("minItems", 1)))]
+    return {"string": text, "integer": 1, "number": 1.0, "boolean": True, "null": None}.get(kind, text)

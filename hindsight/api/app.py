@@ -13,7 +13,7 @@ from ..config import Settings
 from ..engine import Engine
 from ..mcp.routing import MCPRouter, send_json
 from ..mcp.surfaces import build_server
-from . import banks, documents, errors, keys, memories, mental_models
+from . import banks, compat, documents, errors, keys, memories, mental_models
 
 log = logging.getLogger("hindsight")
 
@@ -56,6 +56,7 @@ def create_app(settings: Settings) -> "RootApp":
     api.include_router(mental_models.router)
     api.include_router(documents.router)
     api.include_router(keys.router)
+    compat.install(api)
 
     @api.get("/health", tags=["system"], summary="Liveness and configuration summary (no key needed)")
     async def health() -> dict:

@@ -25,24 +25,30 @@ def describe(errors: list[dict]) -> str:
     return "; ".join(parts)
 
 
+def _json(request: Request, body: dict, status: int, headers: dict | None = None) -> JSONResponse:
+    """Hindsight's clients read an error's text from `detail` (FastAPI's own field): the
+    `/v1/default` routes carry it beside ours."""
+    if request.url.path.startswith("/v1/default/"):
+        body = {**body, "detail": body["message"]}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(HindsightError)
-    async def _hindsight(_: Request, exc: HindsightError):
+    async def _hindsight(request: Request, exc: HindsightError):
         headers = {"WWW-Authenticate": 'Bearer realm="hindsight"'} if exc.status == 401 else None
-        return JSONResponse(exc.to_dict(), status_code=exc.status, headers=headers)
+        return _json(request, exc.to_dict(), exc.status, headers)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(_: Request, exc: RequestValidationError):
+    async def _validation(request: Request, exc: RequestValidationError):
         errors = exc.errors()
         status = 400 if any(e.get("type") == "json_invalid" for e in errors) else 422
-        return JSONResponse(
-            {"error": "invalid_argument", "message": describe(errors)}, status_code=status
-        )
+        return _json(request, {"error": "invalid_argument", "message": describe(errors)}, status)
 
     @app.exception_handler(HTTPException)
-    async def _http(_: Request, exc: HTTPException):
+    async def _http(request: Request, exc: HTTPException):
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return JSONResponse({"error": code, "message": str(exc.detail)}, status_code=exc.status_code)
+        return _json(request, {"error": code, "message": str(exc.detail)}, exc.status_code)
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception):

@@ -62,7 +62,8 @@ async def list_operations(
     bank_id: str = Depends(bank_path), status: Status | None = None, type: str | None = None,
     limit: int = Query(50, ge=1, le=500), who: Principal = Depends(principal), eng=Depends(engine),
 ) -> dict:
-    return {"operations": [o.model_dump(mode="json") for o in await eng.list_operations(who, bank_id, status, type, limit)]}
+    found, _ = await eng.list_operations(who, bank_id, status, type, limit)
+    return {"operations": [o.model_dump(mode="json") for o in found]}
 
 
 @router.get("/operations/{operation_id}", tags=["operations"], summary="Get one operation")

@@ -32,7 +32,7 @@ from .relevance import SearchOptions
 from .reflect import ReflectRequest, ReflectResult, empty_bank_reflection, reflect as _reflect
 from .tags import TagsMatch
 from .usage import bank_usage
-from .retain import retain as _retain
+from .retain import RetainAccepted, retain as _retain, retain_later
 
 log = logging.getLogger("hindsight")
 
@@ -120,7 +120,9 @@ class Engine:
 
     # ---- banks --------------------------------------------------------------------------
     async def create_bank(self, who: Principal, req: BankCreate) -> tuple[Bank, bool]:
-        who.require_admin()
+        """Admins create any bank; a scoped key only the banks it may write, as its first retain
+        there would (Hindsight's integrations call create_bank at start-up)."""
+        who.require_bank(req.bank_id, write=True)
         return await banks.create_bank(self.pool, req)
 
     async def list_banks(self, who: Principal) -> list[Bank]:
@@ -147,6 +149,11 @@ class Engine:
         who.require_bank(bank_id, write=True)
         return await _retain(self, bank_id, items, wait)
 
+    async def retain_later(self, who: Principal, bank_id: str, items: list[RetainItem]) -> RetainAccepted:
+        """Accept now (items committed with their operation), store in the background."""
+        await self._writable(who, bank_id)
+        return await retain_later(self, bank_id, items)
+
     async def recall(self, who: Principal, bank_id: str, req: RecallRequest) -> RecallResult:
         check_bank_id(bank_id)
         who.require_bank(bank_id)
@@ -168,6 +175,11 @@ class Engine:
         check_bank_id(bank_id)
         who.require_bank(bank_id)
         return await memories.get_memory(self.pool, bank_id, memory_id)
+
+    async def get_memories(self, who: Principal, bank_id: str, memory_ids: list[str]) -> list[Memory]:
+        """The bank's memories among `memory_ids`, in that order (those not found are left out)."""
+        await self._readable(who, bank_id)
+        return await memories.get_memories(self.pool, bank_id, memory_ids)
 
     async def delete_memory(self, who: Principal, bank_id: str, memory_id: str) -> None:
         check_bank_id(bank_id)
@@ -268,10 +280,11 @@ class Engine:
         return await ops.get(self.pool, bank_id, operation_id)
 
     async def list_operations(
-        self, who: Principal, bank_id: str, status: str | None = None, type_: str | None = None, limit: int = 50
-    ) -> list[Operation]:
+        self, who: Principal, bank_id: str, status: str | None = None, type_: str | None = None, limit: int = 50,
+        offset: int = 0,
+    ) -> tuple[list[Operation], int]:
         await self._readable(who, bank_id)
-        return await ops.list_(self.pool, bank_id, status, type_, limit)
+        return await ops.list_(self.pool, bank_id, status, type_, limit, offset)
 
     async def cancel_operation(self, who: Principal, bank_id: str, operation_id: str) -> Operation:
         await self._writable(who, bank_id)
@@ -281,16 +294,19 @@ class Engine:
         await self._readable(who, bank_id)
         return await bank_usage(self.pool, bank_id)
 
-    async def _readable(self, who: Principal, bank_id: str) -> None:
-        """A bank that was never written reads as empty: an agent's first call in a new
-        conversation is recall, on a bank its first retain will create. Things looked up by id
-        in it (a model, a document, an operation) are simply not found."""
+    def require(self, who: Principal, bank_id: str, write: bool = False) -> None:
+        """A valid bank id the caller may read (or write). A bank that was never written reads as
+        empty: an agent's first call in a new conversation is recall, on a bank its first retain
+        will create. Things looked up by id in it (a model, a document, an operation) are simply
+        not found."""
         check_bank_id(bank_id)
-        who.require_bank(bank_id)
+        who.require_bank(bank_id, write=write)
+
+    async def _readable(self, who: Principal, bank_id: str) -> None:
+        self.require(who, bank_id)
 
     async def _writable(self, who: Principal, bank_id: str) -> None:
-        check_bank_id(bank_id)
-        who.require_bank(bank_id, write=True)
+        self.require(who, bank_id, write=True)
 
     async def _bank_exists(self, bank_id: str) -> bool:
         async with self.pool.acquire() as conn:

@@ -118,6 +118,15 @@ async def get_memory(pool, bank_id: str, memory_id: str) -> Memory:
     return to_memory(r)
 
 
+async def get_memories(pool, bank_id: str, memory_ids: list[str]) -> list[Memory]:
+    ids = [parse_memory_id(m) for m in memory_ids]
+    async with pool.acquire() as conn:
+        rows = await conn.fetch(f"SELECT {COLUMNS} FROM memories m WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[])",
+                                bank_id, ids)
+    by_id = {r["id"]: r for r in rows}
+    return [to_memory(by_id[i]) for i in ids if i in by_id]
+
+
 async def delete_memory(pool, bank_id: str, memory_id: str) -> None:
     mid = parse_memory_id(memory_id)
     async with pool.acquire() as conn:

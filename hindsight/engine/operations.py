@@ -112,15 +112,17 @@ async def get(pool, bank_id: str, operation_id: str) -> Operation:
     return to_operation(r)
 
 
-async def list_(pool, bank_id: str, status: str | None, type_: str | None, limit: int) -> list[Operation]:
+async def list_(pool, bank_id: str, status: str | None, type_: str | None, limit: int,
+                offset: int = 0) -> tuple[list[Operation], int]:
+    """One page of the bank's operations, newest first, and how many match in all."""
+    match = "bank_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR type = $3)"
     async with pool.acquire() as conn:
         rows = await conn.fetch(
-            f"SELECT {_COLUMNS} FROM operations WHERE bank_id = $1"
-            " AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR type = $3)"
-            " ORDER BY created_at DESC LIMIT $4",
-            bank_id, status, type_, limit,
+            f"SELECT {_COLUMNS} FROM operations WHERE {match} ORDER BY created_at DESC LIMIT $4 OFFSET $5",
+            bank_id, status, type_, limit, offset,
         )
-    return [to_operation(r) for r in rows]
+        total = await conn.fetchval(f"SELECT count(*) FROM operations WHERE {match}", bank_id, status, type_)
+    return [to_operation(r) for r in rows], total
 
 
 async def cancel(pool, bank_id: str, operation_id: str) -> Operation:

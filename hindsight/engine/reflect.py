@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..llm import Usage
+from ..llm import LLMError, Usage
 from .models import RecallRequest, _clean_tags, not_blank
 from .recall import recall
 from .tags import TagsMatch
@@ -22,6 +22,8 @@ BUDGET_TOKENS = {"low": 2048, "mid": 4096, "high": 8192}
 MODEL_LIMIT = 3
 MODEL_MIN_SIMILARITY = 0.3
 OFFLINE_NOTE = "No LLM is configured (offline mode): this answer lists the most relevant memories verbatim."
+NO_LLM_STRUCTURED = "structured output needs an LLM, and none is configured (offline mode)"
+MAX_SCHEMA_BYTES = 32_768
 
 
 class ReflectRequest(BaseModel):
@@ -32,8 +34,28 @@ class ReflectRequest(BaseModel):
     budget: Literal["low", "mid", "high"] = "low"
     tags: list[str] | None = None
     tags_match: TagsMatch = "any"
+    max_tokens: int | None = Field(None, ge=64, le=32_768, description="Longest answer, in tokens (LLM only).")
+    response_schema: dict[str, Any] | None = Field(
+        None, description="A JSON Schema: with an LLM, the answer is also returned as `structured_output` "
+        "valid against it.",
+    )
 
     _tags = field_validator("tags", mode="before")(_clean_tags)
+
+    @field_validator("response_schema")
+    @classmethod
+    def _schema(cls, v: dict | None) -> dict | None:
+        if v is None:
+            return v
+        if len(json.dumps(v)) > MAX_SCHEMA_BYTES:
+            raise ValueError(f"larger than {MAX_SCHEMA_BYTES // 1024} KiB")
+        import jsonschema
+
+        try:
+            jsonschema.validators.validator_for(v).check_schema(v)
+        except jsonschema.exceptions.SchemaError as exc:
+            raise ValueError(f"not a valid JSON Schema: {exc.message}") from None
+        return v
 
     _query = field_validator("query")(lambda v: not_blank(v, "query"))
 
@@ -52,6 +74,8 @@ class ReflectResult(BaseModel):
     model: str | None = None
     note: str | None = None
     usage: dict[str, int] | None = None
+    structured_output: Any = Field(None, description="The answer as the request's response_schema asks (with an LLM).")
+    structured_output_error: str | None = Field(None, description="Why there is no structured_output.")
 
 
 class ReflectOutput(BaseModel):
@@ -59,6 +83,11 @@ class ReflectOutput(BaseModel):
     memory_ids: list[str] = Field(default_factory=list)
     mental_model_ids: list[str] = Field(default_factory=list)
 
+
+STRUCTURED = """TASK: structured_output
+Express the answer below as JSON valid against the schema given. Use only what the answer and the
+memories say; where the schema allows null and nothing is known, use null.
+Reply with the JSON value only."""
 
 SYSTEM = """TASK: reflect
 You are the reasoning voice of a memory bank. Answer the question using only the memories and
@@ -73,6 +102,7 @@ def empty_bank_reflection(bank_id: str, req: ReflectRequest) -> ReflectResult:
     return ReflectResult(
         bank_id=bank_id, query=req.query, answer="This bank holds no memories yet.", based_on=BasedOn(),
         mode="extractive", note="The bank has not been written to; retain creates it.",
+        structured_output_error="the bank holds no memories yet" if req.response_schema is not None else None,
     )
 
 
@@ -109,6 +139,7 @@ async def reflect(
         return ReflectResult(
             bank_id=bank_id, query=req.query, answer="Most relevant memories:\n" + "\n".join(lines),
             based_on=BasedOn(memories=[m.id for m in top]), mode="extractive", note=OFFLINE_NOTE,
+            structured_output_error=NO_LLM_STRUCTURED if req.response_schema is not None else None,
         )
 
     body = [f"QUESTION: {req.query}"]
@@ -127,15 +158,27 @@ async def reflect(
     out = await engine.llm.json(
         "reflect", [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n".join(body)}],
         ReflectOutput, bank_id=bank_id, operation=operation, operation_id=operation_id,
-        max_tokens=max_answer_tokens, usage=usage,
+        max_tokens=max_answer_tokens or req.max_tokens, usage=usage,
     )
     known_m = {m.id for m in memories}
     known_mm = {r["id"] for r in models}
-    return ReflectResult(
+    result = ReflectResult(
         bank_id=bank_id, query=req.query, answer=out.answer.strip(), mode="llm", model=engine.llm.model_name("reflect"),
         based_on=BasedOn(
             memories=[i for i in dict.fromkeys(out.memory_ids) if i in known_m],
             mental_models=[i for i in dict.fromkeys(out.mental_model_ids) if i in known_mm],
         ),
-        usage={"calls": usage.calls, "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens},
     )
+    if req.response_schema is not None:
+        prompt = "\n".join([f"QUESTION: {req.query}", f"ANSWER: {result.answer}",
+                            f"SCHEMA: {json.dumps(req.response_schema)}", *body[body.index("MEMORIES:"):]])
+        try:
+            result.structured_output = await engine.llm.json_schema(
+                "reflect", [{"role": "system", "content": STRUCTURED}, {"role": "user", "content": prompt}],
+                "response", req.response_schema, bank_id=bank_id, operation=operation, operation_id=operation_id,
+                usage=usage,
+            )
+        except LLMError as exc:
+            result.structured_output_error = str(exc)
+    result.usage = {"calls": usage.calls, "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
+    return result

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import asyncpg
+from pydantic import BaseModel
 
 from . import operations as ops
 from .banks import ensure_bank, lock_writes
@@ -175,12 +176,16 @@ async def store_documents(conn: asyncpg.Connection, bank_id: str, items: list[Re
         )
 
 
+RETAIN = "retain"
+
 # Units embedded per step of a large retain: a step's vectors are computed while the previous
 # step is stored, so the database work no longer leaves the cores idle (README, Benchmark).
 PIPELINE_UNITS = 128
 
 
-async def retain(engine, bank_id: str, items: list[RetainItem], wait: bool = False) -> RetainResult:
+async def retain(engine, bank_id: str, items: list[RetainItem], wait: bool = False, on_commit=None) -> RetainResult:
+    """Store `items` in one transaction. `on_commit(conn, result)` runs inside it, last: a
+    background retain marks its operation done there, so a retry cannot store the items twice."""
     s = engine.settings
     check_items(items, s.max_batch_items, s.max_content_chars)
 
@@ -219,10 +224,12 @@ async def retain(engine, bank_id: str, items: list[RetainItem], wait: bool = Fal
                     conn, bank_id, "retain_extract", {"raw_ids": [str(u.id) for u in units]},
                     max_attempts=s.operation_max_attempts,
                 )
-    result = RetainResult(
-        bank_id=bank_id, memory_ids=[str(u.id) for u in units], items=len(items), units=len(units),
-        operation_id=str(op_id) if op_id else None, extraction="queued" if op_id else "none",
-    )
+            result = RetainResult(
+                bank_id=bank_id, memory_ids=[str(u.id) for u in units], items=len(items), units=len(units),
+                operation_id=str(op_id) if op_id else None, extraction="queued" if op_id else "none",
+            )
+            if on_commit is not None:
+                await on_commit(conn, result)
     if op_id:
         engine.worker.poke()
         if wait:
@@ -232,3 +239,39 @@ async def retain(engine, bank_id: str, items: list[RetainItem], wait: bool = Fal
                 result.memory_ids = op.result["memory_ids"]
                 result.facts = op.result["new_facts"] + op.result["merged_facts"]
     return result
+
+
+class RetainAccepted(BaseModel):
+    """A retain queued as an operation: its items are committed with the operation, stored by
+    the worker; the operation's result is the RetainResult (and, with an LLM, the id of the
+    fact extraction that follows)."""
+
+    bank_id: str
+    items: int
+    operation_id: str
+
+
+async def retain_later(engine, bank_id: str, items: list[RetainItem]) -> RetainAccepted:
+    """Accept now, store in the background: the items are durable once this returns."""
+    s = engine.settings
+    check_items(items, s.max_batch_items, s.max_content_chars)
+    payload = {"items": [it.model_dump(mode="json", exclude_none=True) for it in items]}
+    async with engine.pool.acquire() as conn:
+        async with conn.transaction():
+            await ensure_bank(conn, bank_id)
+            op_id = await ops.enqueue(conn, bank_id, RETAIN, payload, max_attempts=s.operation_max_attempts)
+    engine.worker.poke()
+    return RetainAccepted(bank_id=bank_id, items=len(items), operation_id=str(op_id))
+
+
+@ops.handler(RETAIN)
+async def run_retain(engine, job) -> dict:
+    items = [RetainItem.model_validate(d) for d in job.payload["items"]]
+    done: dict = {}
+
+    async def finish(conn, result: RetainResult) -> None:
+        done.update(result.model_dump(mode="json"))
+        await ops.succeed(conn, job.id, job.worker_id, done)
+
+    await retain(engine, job.bank_id, items, on_commit=finish)
+    return done

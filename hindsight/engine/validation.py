@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from .errors import InvalidArgument
 from .models import RetainItem
@@ -16,6 +16,15 @@ def describe_validation(exc: ValidationError, prefix: str = "") -> str:
         loc = prefix + ".".join(str(p) for p in err["loc"]) if err["loc"] else prefix.rstrip(".") or "arguments"
         parts.append(f"{loc}: {err['msg'].removeprefix('Value error, ')}")
     return "invalid arguments: " + "; ".join(parts)
+
+
+def validated(model: type[BaseModel], prefix: str = "", **values: Any):
+    """Build an engine model from arguments (None means not given), turning validation failures
+    into an error that names the argument."""
+    try:
+        return model(**{k: v for k, v in values.items() if v is not None})
+    except ValidationError as exc:
+        raise InvalidArgument(describe_validation(exc, prefix)) from None
 
 
 def parse_retain_items(raw: Any, batch: bool = True) -> list[RetainItem]:

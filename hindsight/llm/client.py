@@ -14,6 +14,7 @@ import os
 import random
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -46,18 +47,23 @@ def _litellm():
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
 
 
-def parse_json(text: str, model: type[BaseModel]) -> BaseModel:
-    """Validate the answer; light repair first (code fences, prose around the object)."""
+def loads_object(text: str) -> Any:
+    """The JSON in an answer, with light repair (code fences, prose around the object)."""
     text = (text or "").strip()
     try:
-        return model.model_validate_json(text)
-    except ValidationError:
+        return json.loads(text)
+    except ValueError:
         pass
     cleaned = _FENCE.sub("", text).strip()
     start, end = cleaned.find("{"), cleaned.rfind("}")
     if start != -1 and end > start:
         cleaned = cleaned[start : end + 1]
-    return model.model_validate(json.loads(cleaned))
+    return json.loads(cleaned)
+
+
+def parse_json(text: str, model: type[BaseModel]) -> BaseModel:
+    """Validate the answer against a pydantic model (after light repair)."""
+    return model.model_validate(loads_object(text))
 
 
 class LLM:
@@ -90,14 +96,45 @@ class LLM:
     ) -> BaseModel:
         """Ask for JSON matching `schema`; `check(parsed)` may raise ValueError for answers that
         parse but are wrong (e.g. an unknown item index): both are re-asked with the error."""
+        def parse(text: str) -> BaseModel:
+            parsed = parse_json(text, schema)
+            if check is not None:
+                check(parsed)
+            return parsed
+
+        return await self._ask(purpose, messages, schema.__name__, schema.model_json_schema(), parse,
+                               bank_id=bank_id, operation=operation, operation_id=operation_id,
+                               max_tokens=max_tokens, usage=usage)
+
+    async def json_schema(
+        self, purpose: str, messages: list[dict], name: str, schema: dict, *, bank_id: str | None,
+        operation: str, operation_id=None, max_tokens: int | None = None, usage: Usage | None = None,
+    ) -> Any:
+        """Ask for JSON valid against a caller's JSON Schema (reflect's `response_schema`)."""
+        import jsonschema
+
+        validator = jsonschema.validators.validator_for(schema)(schema)
+
+        def parse(text: str) -> Any:
+            value = loads_object(text)
+            error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+            if error is not None:
+                where = "/".join(str(p) for p in error.absolute_path) or "the top level"
+                raise ValueError(f"at {where}: {error.message}")
+            return value
+
+        return await self._ask(purpose, messages, name, schema, parse, bank_id=bank_id, operation=operation,
+                               operation_id=operation_id, max_tokens=max_tokens, usage=usage)
+
+    async def _ask(self, purpose: str, messages: list[dict], name: str, schema: dict, parse, *, bank_id: str | None,
+                   operation: str, operation_id, max_tokens: int | None, usage: Usage | None) -> Any:
+        """The one retry loop: provider errors are retried with backoff, answers `parse` rejects
+        (ValueError, pydantic's ValidationError) are re-asked with the reason."""
         model, api_key, base_url = self.settings.llm_for(purpose)
         lib = self._lib or await asyncio.to_thread(_litellm)
         self._lib = lib
         base = list(messages)
-        response_format = {
-            "type": "json_schema",
-            "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()},
-        }
+        response_format = {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
         last_error = "no attempt made"
         for attempt in range(self.settings.llm_max_retries + 1):
             if attempt:
@@ -116,10 +153,7 @@ class LLM:
             await self._record(lib, resp, model, bank_id, operation, operation_id, usage)
             text = resp.choices[0].message.content or ""
             try:
-                parsed = parse_json(text, schema)
-                if check is not None:
-                    check(parsed)
-                return parsed
+                return parse(text)
             except (ValueError, ValidationError) as exc:
                 last_error = f"malformed output: {str(exc)[:300]}"
                 log.warning("LLM output rejected (attempt %d): %s", attempt + 1, last_error)

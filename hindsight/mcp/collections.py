@@ -19,7 +19,8 @@ from ..engine.errors import InvalidArgument
 from ..engine.models import BankCreate
 from ..engine.rag import DocumentSearchResult, parse_caller
 from ..engine.relevance import SearchOptions
-from .tools import Call, tool, validated
+from ..engine.validation import validated
+from .tools import Call, tool
 
 
 

@@ -11,10 +11,10 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from ..engine.errors import InvalidArgument, parse_uuid
-from ..engine.validation import describe_validation, parse_retain_items
+from ..engine.validation import parse_retain_items, validated
 from ..engine.keys import Principal
 from ..engine.mental_models import (
     MentalModel, MentalModelCreate, MentalModelOperation, MentalModelUpdate, check_model_id,
@@ -67,14 +67,6 @@ def tool(*, scope: str = "bank", read_only: bool = False, destructive: bool = Fa
         return fn
 
     return deco
-
-
-def validated(model: type[BaseModel], prefix: str = "", **values: Any):
-    """Build an engine model, turning validation failures into an error that names the argument."""
-    try:
-        return model(**{k: v for k, v in values.items() if v is not None})
-    except ValidationError as exc:
-        raise InvalidArgument(describe_validation(exc, prefix)) from None
 
 
 class BankList(BaseModel):
@@ -276,7 +268,8 @@ async def list_operations(
     call: Call, status: Status | None = None, type: str | None = None, limit: int = Field(50, ge=1, le=500),
 ) -> OperationList:
     """List the bank's operations, newest first, optionally by status or type."""
-    return OperationList(operations=await call.engine.list_operations(call.who, call.bank_id, status, type, limit))
+    found, _ = await call.engine.list_operations(call.who, call.bank_id, status, type, limit)
+    return OperationList(operations=found)
 
 
 @tool(destructive=True, idempotent=True)

@@ -1,0 +1,16 @@
+"""Hindsight's own REST API (`/v1/default/...`), so its official clients and their integrations
+work against this server unchanged: one router per concept over the same engine calls as our
+`/v1/banks/...` API, never a second engine. Shapes follow hindsight-client 1.1.0 (README,
+"Hindsight clients")."""
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from . import banks, memories, mental_models, operations, system
+
+PREFIX = "/v1/default"
+
+
+def install(app: FastAPI) -> None:
+    for module in (banks, memories, mental_models, operations, system):
+        app.include_router(module.router)

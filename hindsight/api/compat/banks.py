@@ -1,0 +1,67 @@
+"""Banks in the reference's shape: PUT creates or updates, the profile carries the disposition
+traits (1-5) and the mission reflect answers in the light of."""
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Query
+
+from ...engine.keys import Principal
+from ...engine.models import BankCreate, BankUpdate
+from ...engine.validation import validated
+from ..deps import bank_path, engine, principal
+from . import convert
+from . import models as M
+
+router = APIRouter(prefix="/v1/default/banks", tags=["Hindsight-compatible: banks"])
+
+
+@router.get("", response_model=M.BankList, summary="List the banks this key may use")
+async def list_banks(
+    q: str | None = Query(None, description="Substring of the bank id or name (any case)."),
+    limit: int = Query(100, ge=0), offset: int = Query(0, ge=0),
+    who: Principal = Depends(principal), eng=Depends(engine),
+):
+    banks = await eng.list_banks(who)
+    if q:
+        needle = q.lower()
+        banks = [b for b in banks if needle in b.bank_id.lower() or needle in (b.name or "").lower()]
+    page = banks[offset: offset + limit]
+    return M.BankList(banks=[convert.bank_item(b) for b in page], total=len(banks), limit=limit, offset=offset)
+
+
+async def _apply(eng, who: Principal, bank_id: str, body: M.BankIn, bank) -> M.BankProfile:
+    """Write what the body sets onto `bank` (disposition traits merge into the existing ones)."""
+    update = {}
+    if body.name is not None:
+        update["name"] = body.name
+    if body.resolved_mission() is not None:
+        update["mission"] = body.resolved_mission()
+    if traits := body.disposition_updates():
+        update["disposition"] = {**(bank.disposition or {}), **traits}
+    if update:
+        bank = await eng.update_bank(who, bank_id, validated(BankUpdate, **update))
+    return convert.profile(bank)
+
+
+@router.put("/{bank_id}", response_model=M.BankProfile, summary="Create a bank, or update it if it exists")
+async def put_bank(body: M.BankIn, bank_id: str = Depends(bank_path), who: Principal = Depends(principal),
+                   eng=Depends(engine)):
+    bank, _ = await eng.create_bank(who, validated(BankCreate, bank_id=bank_id))
+    return await _apply(eng, who, bank_id, body, bank)
+
+
+@router.patch("/{bank_id}", response_model=M.BankProfile, summary="Update an existing bank")
+async def patch_bank(body: M.BankIn, bank_id: str = Depends(bank_path), who: Principal = Depends(principal),
+                     eng=Depends(engine)):
+    return await _apply(eng, who, bank_id, body, await eng.get_bank(who, bank_id))
+
+
+@router.get("/{bank_id}", response_model=M.BankProfile, summary="A bank's profile")
+@router.get("/{bank_id}/profile", response_model=M.BankProfile, summary="A bank's profile")
+async def get_profile(bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)):
+    return convert.profile(await eng.get_bank(who, bank_id))
+
+
+@router.delete("/{bank_id}", response_model=M.Deleted, summary="Delete a bank and everything in it")
+async def delete_bank(bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)):
+    n = await eng.delete_bank(who, bank_id)
+    return M.Deleted(message=f"Bank '{bank_id}' and all associated data deleted successfully", deleted_count=n)

@@ -1,0 +1,359 @@
+"""Request and response shapes of Hindsight's `/v1/default` API, as its clients send and read them.
+
+Requests are lenient the way the reference's are: explicit nulls and fields we do not act on
+(strategies, observation scopes, triggers, ...) are accepted and ignored, so a client's default
+payload never fails. Responses carry every field the client's generated models require, with
+the types they validate strictly: times as ISO strings, metadata values as strings.
+Field names follow `hindsight_client_api.models` (hindsight-client 1.1.0).
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ...engine.tags import TagsMatch
+
+Budget = Literal["low", "mid", "high"]
+
+
+class Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+# ---- banks ----------------------------------------------------------------------------------
+class Disposition(Lenient):
+    skepticism: int = Field(3, ge=1, le=5)
+    literalism: int = Field(3, ge=1, le=5)
+    empathy: int = Field(3, ge=1, le=5)
+
+
+class BankIn(Lenient):
+    """PUT/PATCH /banks/{bank_id}. `reflect_mission` > `mission` > `background`, and the
+    `disposition_*` fields over the `disposition` object, as the reference resolves them."""
+
+    name: str | None = Field(None, max_length=200)
+    mission: str | None = Field(None, max_length=4_000)
+    reflect_mission: str | None = Field(None, max_length=4_000)
+    background: str | None = Field(None, max_length=4_000)
+    disposition: Disposition | None = None
+    disposition_skepticism: int | None = Field(None, ge=1, le=5)
+    disposition_literalism: int | None = Field(None, ge=1, le=5)
+    disposition_empathy: int | None = Field(None, ge=1, le=5)
+
+    def resolved_mission(self) -> str | None:
+        return self.reflect_mission or self.mission or self.background
+
+    def disposition_updates(self) -> dict[str, int]:
+        base = self.disposition.model_dump() if self.disposition else {}
+        for trait in ("skepticism", "literalism", "empathy"):
+            value = getattr(self, f"disposition_{trait}")
+            if value is not None:
+                base[trait] = value
+        return base
+
+
+class BankProfile(BaseModel):
+    bank_id: str
+    name: str
+    disposition: Disposition
+    mission: str
+    background: str | None = None
+
+
+class BankListItem(BaseModel):
+    bank_id: str
+    name: str | None = None
+    disposition: Disposition
+    mission: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    fact_count: int | None = None
+    last_write_at: str | None = None
+
+
+class BankList(BaseModel):
+    banks: list[BankListItem]
+    total: int
+    limit: int
+    offset: int
+
+
+class Deleted(BaseModel):
+    success: bool = True
+    message: str | None = None
+    deleted_count: int | None = None
+
+
+# ---- retain -----------------------------------------------------------------------------------
+class EntityIn(Lenient):
+    text: str
+    type: str | None = None
+
+
+class MemoryItemIn(Lenient):
+    content: str | list[dict[str, Any]]
+    timestamp: datetime | str | None = None
+    context: str | None = None
+    metadata: dict[str, Any] | None = None
+    document_id: str | None = None
+    entities: list[EntityIn] | None = None
+    tags: list[str] | str | None = None
+    update_mode: str | None = None
+
+
+class RetainIn(Lenient):
+    items: list[MemoryItemIn]
+    is_async: bool | None = Field(False, alias="async")
+    document_tags: list[str] | None = None
+    operation_id: str | None = None
+
+
+class TokenUsage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+
+class RetainOut(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+    success: bool = True
+    bank_id: str
+    items_count: int
+    is_async: bool = Field(alias="async")
+    operation_id: str | None = None
+    usage: TokenUsage | None = None
+
+
+# ---- recall, reflect, memories ----------------------------------------------------------------
+class RecallIn(Lenient):
+    query: str
+    types: list[str] | None = None
+    budget: Budget | None = None
+    max_tokens: int | None = 4096
+    trace: bool | None = False
+    query_timestamp: str | None = None
+    include: dict[str, Any] | None = None
+    tags: list[str] | str | None = None
+    tags_match: TagsMatch | None = None
+
+
+class RecallResultOut(BaseModel):
+    id: str
+    text: str
+    type: str | None = None
+    entities: list[str] | None = None
+    context: str | None = None
+    occurred_start: str | None = None
+    occurred_end: str | None = None
+    mentioned_at: str | None = None
+    document_id: str | None = None
+    metadata: dict[str, str] | None = None
+    chunk_id: str | None = None
+    tags: list[str] | None = None
+
+
+class RecallOut(BaseModel):
+    results: list[RecallResultOut]
+    trace: dict[str, Any] | None = None
+
+
+class ReflectIn(Lenient):
+    query: str
+    budget: Budget | None = None
+    context: str | None = None
+    max_tokens: int | None = None
+    include: dict[str, Any] | None = None
+    response_schema: dict[str, Any] | None = None
+    tags: list[str] | str | None = None
+    tags_match: TagsMatch | None = None
+
+
+class ReflectFact(BaseModel):
+    id: str
+    text: str
+    type: str | None = None
+    context: str | None = None
+    occurred_start: str | None = None
+    occurred_end: str | None = None
+    mentioned_at: str | None = None
+    document_id: str | None = None
+    tags: list[str] | None = None
+    metadata: dict[str, str] | None = None
+
+
+class ReflectMentalModel(BaseModel):
+    id: str
+    text: str
+    context: str | None = None
+
+
+class ReflectBasedOn(BaseModel):
+    memories: list[ReflectFact] = Field(default_factory=list)
+    mental_models: list[ReflectMentalModel] = Field(default_factory=list)
+    directives: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ReflectOut(BaseModel):
+    text: str
+    based_on: ReflectBasedOn | None = None
+    structured_output: Any = None
+    structured_output_error: str | None = None
+    usage: TokenUsage | None = None
+
+
+class MemoryUnit(BaseModel):
+    id: str
+    text: str | None = None
+    context: str | None = None
+    date: str | None = None
+    fact_type: str | None = None
+    type: str | None = None
+    document_id: str | None = None
+    mentioned_at: str | None = None
+    occurred_start: str | None = None
+    occurred_end: str | None = None
+    entities: str | None = None
+    tags: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    created_at: str | None = None
+
+
+class MemoryUnitList(BaseModel):
+    items: list[MemoryUnit]
+    total: int
+    limit: int
+    offset: int
+
+
+class DocumentOut(BaseModel):
+    id: str
+    bank_id: str
+    original_text: str | None
+    content_hash: str | None
+    created_at: str
+    updated_at: str
+    memory_unit_count: int
+    tags: list[str] | None = None
+    document_metadata: dict[str, Any] | None = None
+
+
+# ---- mental models ------------------------------------------------------------------------------
+class MentalModelIn(Lenient):
+    id: str | None = None
+    name: str
+    source_query: str
+    tags: list[str] | str | None = None
+    max_tokens: int | None = None
+
+
+class MentalModelPatch(Lenient):
+    name: str | None = None
+    source_query: str | None = None
+    max_tokens: int | None = None
+    tags: list[str] | str | None = None
+
+
+class MentalModelCreated(BaseModel):
+    mental_model_id: str
+    operation_id: str
+
+
+class MentalModelOut(BaseModel):
+    id: str
+    bank_id: str
+    name: str
+    source_query: str | None = None
+    content: str | None = None
+    tags: list[str] | None = None
+    max_tokens: int | None = None
+    last_refreshed_at: str | None = None
+    last_refresh_failed_at: str | None = None
+    created_at: str | None = None
+    is_stale: bool | None = None
+
+
+class MentalModelList(BaseModel):
+    items: list[MentalModelOut]
+    total: int
+    limit: int
+    offset: int
+
+
+class Submitted(BaseModel):
+    operation_id: str
+    status: str = "queued"
+
+
+# ---- operations and system ----------------------------------------------------------------------
+class OperationOut(BaseModel):
+    id: str
+    task_type: str
+    operation_id: str
+    operation_type: str
+    items_count: int
+    document_id: str | None = None
+    mental_model_id: str | None = None
+    created_at: str
+    updated_at: str | None = None
+    status: str
+    error_message: str | None
+    retry_count: int | None = None
+    next_retry_at: str | None = None
+
+
+class OperationStatus(BaseModel):
+    operation_id: str
+    status: str
+    operation_type: str | None = None
+    id: str | None = None
+    task_type: str | None = None
+    mental_model_id: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    completed_at: str | None = None
+    error_message: str | None = None
+    retry_count: int | None = None
+    next_retry_at: str | None = None
+    result_metadata: dict[str, Any] | None = None
+
+
+class OperationList(BaseModel):
+    bank_id: str
+    total: int
+    limit: int
+    offset: int
+    operations: list[OperationOut]
+
+
+class Cancelled(BaseModel):
+    success: bool
+    message: str
+    operation_id: str
+
+
+class Features(BaseModel):
+    observations: bool = False
+    mcp: bool = True
+    worker: bool = True
+    bank_config_api: bool = False
+    bank_llm_health: bool = False
+    file_upload_api: bool = False
+    document_export_api: bool = False
+    document_import_api: bool = False
+    audit_log: bool = False
+    llm_trace: bool = False
+    store_document_text: bool = True
+
+
+class Version(BaseModel):
+    api_version: str
+    features: Features
+
+
+class Liveness(BaseModel):
+    status: str = "ok"
+    version: str
+    uptime_seconds: float

@@ -1,0 +1,35 @@
+"""Version and health probes where Hindsight's clients look for them."""
+from __future__ import annotations
+
+import time
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse
+
+from ... import __version__
+from ..deps import engine
+from . import models as M
+
+router = APIRouter(tags=["Hindsight-compatible: system"])
+
+
+@router.get("/version", response_model=M.Version, summary="API version and features")
+@router.get("/v1/version", response_model=M.Version, include_in_schema=False)
+async def version(eng=Depends(engine)):
+    return M.Version(api_version=__version__, features=M.Features(
+        mcp=eng.settings.mcp_enabled, worker=eng.settings.worker_concurrency > 0,
+    ))
+
+
+@router.get("/health/live", response_model=M.Liveness, summary="Liveness: the process answers (no database access)")
+async def live(eng=Depends(engine)):
+    return M.Liveness(version=__version__, uptime_seconds=round(time.time() - eng.started_at, 3))
+
+
+@router.get("/health/ready", summary="Readiness: the database answers")
+async def ready(eng=Depends(engine)):
+    try:
+        ok = await eng.ready()
+    except Exception:
+        ok = False
+    return JSONResponse({"status": "ready" if ok else "unavailable"}, status_code=200 if ok else 503)
