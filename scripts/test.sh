@@ -5,12 +5,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/venv.sh
 ensure_venv ".[test]"
-if command -v npm >/dev/null 2>&1 && [ ! -x .cache/node/node_modules/@anthropic-ai/claude-code-linux-x64/claude ]; then
-  mkdir -p .cache/node
-  npm install --silent --no-audit --no-fund --prefix .cache/node @anthropic-ai/claude-code >/dev/null 2>&1 \
-    || echo "note: could not install Claude Code; its end-to-end test will be skipped"
+# Real clients from npm, for their end-to-end tests: Claude Code (MCP) and Hindsight's
+# TypeScript client (REST). Without npm or the registry, those two tests are skipped.
+NODE_DIR=.cache/node/node_modules
+if command -v npm >/dev/null 2>&1; then
+  need=()
+  ls "$NODE_DIR"/@anthropic-ai/claude-code-*/claude >/dev/null 2>&1 || need+=(@anthropic-ai/claude-code)
+  [ -f "$NODE_DIR/@vectorize-io/hindsight-client/package.json" ] || need+=(@vectorize-io/hindsight-client@0.9.1)
+  if [ ${#need[@]} -gt 0 ]; then
+    mkdir -p .cache/node
+    npm install --silent --no-audit --no-fund --prefix .cache/node "${need[@]}" >/dev/null 2>&1 \
+      || echo "note: could not install ${need[*]} from npm; their end-to-end tests will be skipped"
+  fi
 fi
-CLAUDE_BIN=$(ls "$PWD"/.cache/node/node_modules/@anthropic-ai/claude-code-*/claude 2>/dev/null | head -1 || true)
+CLAUDE_BIN=$(ls "$PWD"/$NODE_DIR/@anthropic-ai/claude-code-*/claude 2>/dev/null | head -1 || true)
 export HINDSIGHT_CLAUDE_BIN=${CLAUDE_BIN:-}
+export HINDSIGHT_NODE_MODULES=$PWD/$NODE_DIR
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ...engine.tags import TagsMatch
 
@@ -20,6 +20,20 @@ Budget = Literal["low", "mid", "high"]
 
 class Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+def _no_tag_groups(v: list | None) -> list | None:
+    """Compound tag filters (`tag_groups`) are not implemented: refused, because ignoring one
+    would answer with more than the caller's scope allows."""
+    if v:
+        raise ValueError("compound tag filters are not supported here; use tags with tags_match")
+    return v
+
+
+class TagFiltered(Lenient):
+    tag_groups: list[Any] | None = None
+
+    _groups = field_validator("tag_groups")(_no_tag_groups)
 
 
 # ---- banks ----------------------------------------------------------------------------------
@@ -128,7 +142,7 @@ class RetainOut(BaseModel):
 
 
 # ---- recall, reflect, memories ----------------------------------------------------------------
-class RecallIn(Lenient):
+class RecallIn(TagFiltered):
     query: str
     types: list[str] | None = None
     budget: Budget | None = None
@@ -160,7 +174,7 @@ class RecallOut(BaseModel):
     trace: dict[str, Any] | None = None
 
 
-class ReflectIn(Lenient):
+class ReflectIn(TagFiltered):
     query: str
     budget: Budget | None = None
     context: str | None = None
@@ -241,12 +255,31 @@ class DocumentOut(BaseModel):
 
 
 # ---- mental models ------------------------------------------------------------------------------
+class Trigger(Lenient):
+    """A model's refresh settings. Ours refreshes when memories carrying all of its tags arrive
+    (all_strict, the reference's default for a tagged model); another match is refused rather
+    than silently not applied. Schedules and modes are accepted and ignored."""
+
+    tags_match: TagsMatch | None = None
+    tag_groups: list[Any] | None = None
+
+    @field_validator("tags_match")
+    @classmethod
+    def _match(cls, v: str | None) -> str | None:
+        if v not in (None, "all_strict"):
+            raise ValueError("a mental model draws from memories carrying all of its tags (all_strict) only")
+        return v
+
+    _groups = field_validator("tag_groups")(_no_tag_groups)
+
+
 class MentalModelIn(Lenient):
     id: str | None = None
     name: str
     source_query: str
     tags: list[str] | str | None = None
     max_tokens: int | None = None
+    trigger: Trigger | None = None
 
 
 class MentalModelPatch(Lenient):
@@ -254,6 +287,7 @@ class MentalModelPatch(Lenient):
     source_query: str | None = None
     max_tokens: int | None = None
     tags: list[str] | str | None = None
+    trigger: Trigger | None = None
 
 
 class MentalModelCreated(BaseModel):
