@@ -214,3 +214,24 @@ def test_api_keys_apply_to_these_routes(auth_server, bank):
     finally:
         anon.close()
         scoped.close()
+
+
+def test_retained_documents_list_and_delete(client, bank):
+    client.retain(bank, "Chapter one: the storm.", document_id="book/ch1", tags=["book"])
+    client.retain_batch(bank, [{"content": "Part A of the notes.", "document_id": "notes"},
+                               {"content": "Part B of the notes.", "document_id": "notes"}])
+    client.retain(bank, "Chapter one: the calm.", document_id="book/ch1", tags=["book"])  # replaces it
+    docs = run(client.documents.list_documents(bank))
+    assert docs.total == 2 and {d.id for d in docs.items} == {"book/ch1", "notes"}
+    notes = run(client.documents.get_document(bank, "notes"))
+    assert notes.original_text == "Part A of the notes.\n\nPart B of the notes." and notes.memory_unit_count == 2
+    assert run(client.documents.get_document(bank, "book/ch1")).original_text == "Chapter one: the calm."
+    assert [d.id for d in run(client.documents.list_documents(bank, q="STORM")).items] == []
+    assert [d.id for d in run(client.documents.list_documents(bank, tags=["book"], tags_match="any_strict")).items] \
+        == ["book/ch1"]
+    gone = run(client.documents.delete_document(bank, "notes"))
+    assert gone.success and gone.memory_units_deleted == 2
+    assert client.list_memories(bank).total == 1
+    with pytest.raises(ApiException) as e:
+        run(client.documents.get_document(bank, "notes"))
+    assert e.value.status == 404

@@ -171,6 +171,15 @@ class Engine:
         await self._readable(who, bank_id)
         return await memories.get_retained_document(self.pool, bank_id, document_id)
 
+    async def list_retained_documents(self, who: Principal, bank_id: str, query: "memories.DocumentQuery"
+                                      ) -> tuple[list["memories.RetainedDocument"], int]:
+        await self._readable(who, bank_id)
+        return await memories.list_retained_documents(self.pool, bank_id, query)
+
+    async def delete_retained_document(self, who: Principal, bank_id: str, document_id: str) -> int:
+        await self._writable(who, bank_id)
+        return await memories.delete_retained_document(self.pool, bank_id, document_id)
+
     async def get_memory(self, who: Principal, bank_id: str, memory_id: str) -> Memory:
         check_bank_id(bank_id)
         who.require_bank(bank_id)

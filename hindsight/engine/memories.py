@@ -94,19 +94,72 @@ class RetainedDocument(BaseModel):
     updated_at: datetime
 
 
-async def get_retained_document(pool, bank_id: str, document_id: str) -> RetainedDocument:
-    async with pool.acquire() as conn:
-        r = await conn.fetchrow(
-            "SELECT d.*, (SELECT count(*) FROM memories m WHERE m.bank_id = d.bank_id AND m.document_id = d.id) AS n"
-            " FROM memory_documents d WHERE d.bank_id = $1 AND d.id = $2", bank_id, document_id,
-        )
-    if r is None:
-        raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
+_DOCUMENT_COLUMNS = ("d.*, (SELECT count(*) FROM memories m WHERE m.bank_id = d.bank_id AND m.document_id = d.id)"
+                     " AS n")
+
+
+def _retained(r) -> RetainedDocument:
     return RetainedDocument(
         id=r["id"], bank_id=r["bank_id"], original_text=r["original_text"], content_hash=r["content_hash"],
         tags=list(r["tags"]), metadata=json.loads(r["metadata"]), memory_count=r["n"],
         created_at=r["created_at"], updated_at=r["updated_at"],
     )
+
+
+async def get_retained_document(pool, bank_id: str, document_id: str) -> RetainedDocument:
+    async with pool.acquire() as conn:
+        r = await conn.fetchrow(f"SELECT {_DOCUMENT_COLUMNS} FROM memory_documents d WHERE d.bank_id = $1 AND d.id = $2",
+                                bank_id, document_id)
+    if r is None:
+        raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
+    return _retained(r)
+
+
+class DocumentQuery(BaseModel):
+    """Which retained documents to list: a substring of the id or text, and tags."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    q: str | None = Field(None, max_length=500)
+    tags: list[str] | None = None
+    tags_match: TagsMatch = "any"
+    limit: int = Field(100, ge=0, le=1000)
+    offset: int = Field(0, ge=0)
+
+    _tags = field_validator("tags", mode="before")(_clean_tags)
+
+
+async def list_retained_documents(pool, bank_id: str, query: DocumentQuery) -> tuple[list[RetainedDocument], int]:
+    p = Binder(bank_id)
+    where = ["d.bank_id = $1"]
+    if query.q:
+        needle = p(query.q.lower())
+        where.append(f"(strpos(lower(d.id), {needle}) > 0 OR strpos(lower(d.original_text), {needle}) > 0)")
+    if tagged := tag_condition("d.tags", query.tags, query.tags_match, p):
+        where.append(tagged)
+    cond = " AND ".join(where)
+    async with pool.acquire() as conn:
+        rows = await conn.fetch(
+            f"SELECT {_DOCUMENT_COLUMNS} FROM memory_documents d WHERE {cond}"
+            f" ORDER BY d.updated_at DESC, d.id LIMIT {p(query.limit)} OFFSET {p(query.offset)}", *p.values,
+        )
+        total = await conn.fetchval(f"SELECT count(*) FROM memory_documents d WHERE {cond}", *p.values[:-2])
+    return [_retained(r) for r in rows], total
+
+
+async def delete_retained_document(pool, bank_id: str, document_id: str) -> int:
+    """A document_id's memories and text; returns how many memories went."""
+    from .retain import delete_documents
+
+    async with pool.acquire() as conn:
+        async with conn.transaction():
+            await lock_writes(conn, bank_id)
+            had_text = await conn.fetchval(
+                "SELECT true FROM memory_documents WHERE bank_id = $1 AND id = $2", bank_id, document_id)
+            n = await delete_documents(conn, bank_id, [document_id])
+    if not n and not had_text:
+        raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
+    return n
 
 
 async def get_memory(pool, bank_id: str, memory_id: str) -> Memory:

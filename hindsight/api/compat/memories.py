@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query
 
 from ...engine.keys import Principal
-from ...engine.memories import MemoryQuery
+from ...engine.memories import DocumentQuery, MemoryQuery
 from ...engine.models import RecallRequest
 from ...engine.reflect import ReflectRequest
 from ...engine.tags import TagsMatch
@@ -100,6 +100,28 @@ async def get_memory(memory_id: str, bank_id: str = Depends(bank_path), who: Pri
     m = await eng.get_memory(who, bank_id, memory_id)
     unit = convert.memory_unit(m).model_dump()
     return {**unit, "entities": m.entities, "chunk_id": None, "history": []}
+
+
+@router.get("/documents", response_model=M.DocumentList, summary="Retained documents, most recently written first")
+async def list_documents(
+    bank_id: str = Depends(bank_path), q: str | None = None, tags: list[str] | None = Query(None),
+    tags_match: TagsMatch = "any", limit: int = Query(100, ge=0, le=1000), offset: int = Query(0, ge=0),
+    who: Principal = Depends(principal), eng=Depends(engine),
+):
+    query = validated(DocumentQuery, q=q, tags=tags, tags_match=tags_match, limit=limit, offset=offset)
+    found, total = await eng.list_retained_documents(who, bank_id, query)
+    return M.DocumentList(items=[M.DocumentItem(
+        id=d.id, bank_id=d.bank_id, content_hash=d.content_hash, created_at=d.created_at.isoformat(),
+        updated_at=d.updated_at.isoformat(), text_length=len(d.original_text), memory_unit_count=d.memory_count,
+        document_metadata=d.metadata, tags=d.tags) for d in found], total=total, limit=limit, offset=offset)
+
+
+@router.delete("/documents/{document_id:path}", response_model=M.DocumentDeleted,
+               summary="Delete a retained document and its memories")
+async def delete_document(document_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal),
+                          eng=Depends(engine)):
+    n = await eng.delete_retained_document(who, bank_id, document_id)
+    return M.DocumentDeleted(message=f"document {document_id!r} deleted", document_id=document_id, memory_units_deleted=n)
 
 
 @router.get("/documents/{document_id:path}", response_model=M.DocumentOut,

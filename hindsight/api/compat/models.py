@@ -254,6 +254,32 @@ class DocumentOut(BaseModel):
     document_metadata: dict[str, Any] | None = None
 
 
+class DocumentItem(BaseModel):
+    id: str
+    bank_id: str
+    content_hash: str
+    created_at: str
+    updated_at: str
+    text_length: int
+    memory_unit_count: int
+    document_metadata: dict[str, Any]
+    tags: list[str]
+
+
+class DocumentList(BaseModel):
+    items: list[DocumentItem]
+    total: int
+    limit: int
+    offset: int
+
+
+class DocumentDeleted(BaseModel):
+    success: bool = True
+    message: str
+    document_id: str
+    memory_units_deleted: int
+
+
 # ---- mental models ------------------------------------------------------------------------------
 class Trigger(Lenient):
     """A model's refresh settings. Ours refreshes when memories carrying all of its tags arrive
