@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 import uuid
 
 import pytest
@@ -49,6 +50,16 @@ def api(server):
 @pytest.fixture
 def bank():
     return "t_" + uuid.uuid4().hex[:12]
+
+
+def wait_for(fn, timeout: float = 30, every: float = 0.1):
+    """The first truthy value `fn()` returns, polling until `timeout` seconds have passed."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if value := fn():
+            return value
+        time.sleep(every)
+    raise AssertionError("condition not met in time")
 
 
 @contextlib.asynccontextmanager

@@ -5,8 +5,6 @@ mistyped field in one of our responses fails here as it would fail for a user.
 """
 from __future__ import annotations
 
-import asyncio
-import time
 import uuid
 
 import aiohttp
@@ -15,7 +13,7 @@ from hindsight_client import Hindsight
 from hindsight_client.hindsight_client import _run_async as run
 from hindsight_client_api.exceptions import ApiException
 
-from conftest import ADMIN_KEY
+from conftest import ADMIN_KEY, wait_for
 
 
 @pytest.fixture
@@ -23,15 +21,6 @@ def client(server):
     c = Hindsight(base_url=server.url)
     yield c
     c.close()
-
-
-def _until(fn, timeout: float = 30.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if (value := fn()) is not None:
-            return value
-        time.sleep(0.1)
-    raise AssertionError("timed out")
 
 
 def test_banks_retain_recall_reflect_list_delete(client, api):
@@ -95,7 +84,7 @@ def test_async_retain_is_an_operation(client, bank):
         op = run(ops.get_operation_status(bank, r.operation_id))
         return op if op.status not in ("pending", "processing") else None
 
-    op = _until(done)
+    op = wait_for(done)
     assert op.status == "completed" and op.operation_type == "retain" and op.result_metadata["units"] == 3
     assert len(client.recall(bank, "lighthouses").results) == 3
     listed = run(ops.list_operations(bank, status="completed"))
@@ -115,7 +104,7 @@ def test_mental_models_through_the_client(client, bank):
         m = client.get_mental_model(bank, "team")
         return m if m.last_refreshed_at else None
 
-    model = _until(ready)
+    model = wait_for(ready)
     assert "Priya" in model.content and model.tags == ["team"] and model.max_tokens == 512
     listed = client.list_mental_models(bank)
     assert [m.id for m in listed.items] == ["team"] and listed.items[0].content is None  # metadata by default

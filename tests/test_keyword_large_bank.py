@@ -40,7 +40,7 @@ async def test_keyword_ranking_on_a_large_bank(api, bank, pg_url):
 
     # Filters apply to every candidate query of the large-bank path.
     r = api.post(f"/v1/banks/{bank}/recall", json={"query": "garden hose greenhouse weather", "mode": "keyword",
-                                                   "tags": ["tools"]})
+                                                   "tags": ["tools"], "tags_match": "any_strict"})
     assert [m["text"] for m in r.json()["results"]] == [
         "The garden hose leaked near the greenhouse.", "The greenhouse roof needs a new pane."]
     # A common word alone still finds its memories (the bounded single-word sample).

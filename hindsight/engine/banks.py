@@ -48,9 +48,11 @@ async def ensure_bank(conn: asyncpg.Connection, bank_id: str) -> None:
 
 
 async def lock_writes(conn: asyncpg.Connection, bank_id: str) -> None:
-    """Serialise the transactions that add or remove a bank's memories. They all update the
-    bank's lexeme counts (migration 004) and entity counts; holding this lock first means those
-    row locks are always taken by one writer at a time, so they cannot deadlock. Writers already
+    """Serialise the transactions that add or remove a bank's memories, and those that write
+    several of its tables at once (mental models with their operations, deleting the bank). The
+    memory writers all update the bank's lexeme counts (migration 004) and entity counts; holding
+    this lock first means such row locks are always taken by one writer at a time, so they
+    cannot deadlock. Writers already
     queue on the bank's memory-count row, so the lock costs little concurrency: the CPU work
     (splitting, embedding) happens before it is taken, except that a large retain embeds its later
     steps while storing the earlier ones (retain.py)."""
@@ -130,11 +132,21 @@ async def update_bank(pool: asyncpg.Pool, bank_id: str, req: BankUpdate) -> Bank
 
 
 async def delete_bank(pool: asyncpg.Pool, bank_id: str) -> int:
-    async with pool.acquire() as conn:
-        async with conn.transaction():
-            await lock_writes(conn, bank_id)
-            n = await conn.fetchval("SELECT count(*) FROM memories WHERE bank_id = $1", bank_id)
-            deleted = await conn.fetchval("DELETE FROM banks WHERE id = $1 RETURNING id", bank_id)
+    """Delete a bank; its rows go by cascade. Writers that hold the bank's write lock are waited
+    for; one that cannot take it (a document import's foreign-key checks lock the bank row after
+    its own rows) may still meet the cascade in the other order, so a deadlock that PostgreSQL
+    resolves against this transaction is retried."""
+    for attempt in range(3):
+        try:
+            async with pool.acquire() as conn:
+                async with conn.transaction():
+                    await lock_writes(conn, bank_id)
+                    n = await conn.fetchval("SELECT count(*) FROM memories WHERE bank_id = $1", bank_id)
+                    deleted = await conn.fetchval("DELETE FROM banks WHERE id = $1 RETURNING id", bank_id)
+            break
+        except asyncpg.DeadlockDetectedError:
+            if attempt == 2:
+                raise
     if deleted is None:
         raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
     return n

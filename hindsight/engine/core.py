@@ -129,13 +129,11 @@ class Engine:
         return await banks.list_banks(self.pool, who.visible_banks())
 
     async def get_bank(self, who: Principal, bank_id: str) -> Bank:
-        check_bank_id(bank_id)
-        who.require_bank(bank_id)
+        self.require(who, bank_id)
         return await banks.get_bank(self.pool, bank_id)
 
     async def update_bank(self, who: Principal, bank_id: str, req: BankUpdate) -> Bank:
-        check_bank_id(bank_id)
-        who.require_bank(bank_id, write=True)
+        self.require(who, bank_id, write=True)
         return await banks.update_bank(self.pool, bank_id, req)
 
     async def delete_bank(self, who: Principal, bank_id: str) -> int:
@@ -145,18 +143,16 @@ class Engine:
 
     # ---- memories -------------------------------------------------------------------
     async def retain(self, who: Principal, bank_id: str, items: list[RetainItem], wait: bool = False) -> RetainResult:
-        check_bank_id(bank_id)
-        who.require_bank(bank_id, write=True)
+        self.require(who, bank_id, write=True)
         return await _retain(self, bank_id, items, wait)
 
     async def retain_later(self, who: Principal, bank_id: str, items: list[RetainItem]) -> RetainAccepted:
         """Accept now (items committed with their operation), store in the background."""
-        await self._writable(who, bank_id)
+        self.require(who, bank_id, write=True)
         return await retain_later(self, bank_id, items)
 
     async def recall(self, who: Principal, bank_id: str, req: RecallRequest) -> RecallResult:
-        check_bank_id(bank_id)
-        who.require_bank(bank_id)
+        self.require(who, bank_id)
         if req.max_tokens > self.settings.max_recall_tokens:
             raise InvalidArgument(
                 f"max_tokens: {req.max_tokens} exceeds the limit of {self.settings.max_recall_tokens}", "max_tokens"
@@ -164,90 +160,86 @@ class Engine:
         return await _recall(self, bank_id, req)
 
     async def list_memories(self, who: Principal, bank_id: str, query: "memories.MemoryQuery") -> tuple[list[Memory], int]:
-        await self._readable(who, bank_id)
+        self.require(who, bank_id)
         return await memories.list_memories(self.pool, bank_id, query)
 
     async def get_retained_document(self, who: Principal, bank_id: str, document_id: str) -> "memories.RetainedDocument":
-        await self._readable(who, bank_id)
+        self.require(who, bank_id)
         return await memories.get_retained_document(self.pool, bank_id, document_id)
 
     async def list_retained_documents(self, who: Principal, bank_id: str, query: "memories.DocumentQuery"
                                       ) -> tuple[list["memories.RetainedDocument"], int]:
-        await self._readable(who, bank_id)
+        self.require(who, bank_id)
         return await memories.list_retained_documents(self.pool, bank_id, query)
 
     async def delete_retained_document(self, who: Principal, bank_id: str, document_id: str) -> int:
-        await self._writable(who, bank_id)
+        self.require(who, bank_id, write=True)
         return await memories.delete_retained_document(self.pool, bank_id, document_id)
 
     async def get_memory(self, who: Principal, bank_id: str, memory_id: str) -> Memory:
-        check_bank_id(bank_id)
-        who.require_bank(bank_id)
+        self.require(who, bank_id)
         return await memories.get_memory(self.pool, bank_id, memory_id)
 
     async def get_memories(self, who: Principal, bank_id: str, memory_ids: list[str]) -> list[Memory]:
         """The bank's memories among `memory_ids`, in that order (those not found are left out)."""
-        await self._readable(who, bank_id)
+        self.require(who, bank_id)
         return await memories.get_memories(self.pool, bank_id, memory_ids)
 
     async def delete_memory(self, who: Principal, bank_id: str, memory_id: str) -> None:
-        check_bank_id(bank_id)
-        who.require_bank(bank_id, write=True)
+        self.require(who, bank_id, write=True)
         await memories.delete_memory(self.pool, bank_id, memory_id)
 
     async def reflect(self, who: Principal, bank_id: str, req: ReflectRequest) -> ReflectResult:
-        await self._readable(who, bank_id)
+        self.require(who, bank_id)
         if not await self._bank_exists(bank_id):
             return empty_bank_reflection(bank_id, req)
         return await _reflect(self, bank_id, req)
 
     # ---- mental models ------------------------------------------------------------------
     async def create_mental_model(self, who: Principal, bank_id: str, req: MentalModelCreate) -> MentalModelOperation:
-        check_bank_id(bank_id)
-        who.require_bank(bank_id, write=True)
+        self.require(who, bank_id, write=True)
         return await mm.create(self, bank_id, req)
 
     async def list_mental_models(self, who: Principal, bank_id: str, tags: list[str] | None = None,
                                  tags_match: TagsMatch = "any") -> list[MentalModel]:
-        await self._readable(who, bank_id)
+        self.require(who, bank_id)
         return await mm.list_(self, bank_id, tags, tags_match)
 
     async def get_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModel:
-        await self._readable(who, bank_id)
+        self.require(who, bank_id)
         return await mm.get(self, bank_id, model_id)
 
     async def mental_model_history(self, who: Principal, bank_id: str, model_id: str) -> list[MentalModelVersion]:
-        await self._readable(who, bank_id)
+        self.require(who, bank_id)
         return await mm.history(self, bank_id, model_id)
 
     async def update_mental_model(self, who: Principal, bank_id: str, model_id: str, req: MentalModelUpdate) -> MentalModel:
-        await self._writable(who, bank_id)
+        self.require(who, bank_id, write=True)
         return await mm.update(self, bank_id, model_id, req)
 
     async def delete_mental_model(self, who: Principal, bank_id: str, model_id: str) -> None:
-        await self._writable(who, bank_id)
+        self.require(who, bank_id, write=True)
         await mm.delete(self, bank_id, model_id)
 
     async def refresh_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModelOperation:
-        await self._writable(who, bank_id)
+        self.require(who, bank_id, write=True)
         return await mm.refresh(self, bank_id, model_id)
 
     # ---- documents -------------------------------------------------------------------------
     async def import_documents(self, who: Principal, bank_id: str, req: "docs.ImportRequest", wait: bool = False) -> "docs.ImportAccepted":
-        check_bank_id(bank_id)
-        who.require_bank(bank_id, write=True)
+        self.require(who, bank_id, write=True)
         return await docs.start_import(self, bank_id, req, wait)
 
     async def list_documents(self, who: Principal, bank_id: str, limit: int = 100, offset: int = 0) -> list["docs.Document"]:
-        await self._readable(who, bank_id)
+        self.require(who, bank_id)
         return await docs.list_(self, bank_id, limit, offset)
 
     async def get_document(self, who: Principal, bank_id: str, document_id: str) -> "docs.Document":
-        await self._readable(who, bank_id)
+        self.require(who, bank_id)
         return await docs.get(self, bank_id, document_id)
 
     async def delete_document(self, who: Principal, bank_id: str, document_id: str) -> None:
-        await self._writable(who, bank_id)
+        self.require(who, bank_id, write=True)
         await docs.delete(self, bank_id, document_id)
 
     async def find_document_bank(self, who: Principal, document_id: str) -> str | None:
@@ -256,51 +248,50 @@ class Engine:
         return await docs.find_bank(self, document_id, who.visible_banks())
 
     async def rag_search(self, who: Principal, bank_id: str, phrases: list[str], caller: "rag.Caller", top_k: int = 10) -> "rag.RagSearchResult":
-        await self._readable(who, bank_id)
+        self.require(who, bank_id)
         return await rag.rag_search(self, bank_id, phrases, caller, top_k)
 
     async def search_documents(self, who: Principal, bank_id: str, query: str, caller: "rag.Caller",
                                opts: "SearchOptions") -> "rag.DocumentSearchResult":
-        await self._readable(who, bank_id)
+        self.require(who, bank_id)
         return await rag.search_documents(self, bank_id, query, caller, opts)
 
     async def verify_document_access(self, who: Principal, bank_id: str, segment_uid: str, caller: "rag.Caller") -> "rag.AccessResult":
-        await self._readable(who, bank_id)
+        self.require(who, bank_id)
         return await rag.verify_document_access(self, bank_id, segment_uid, caller)
 
     # ---- export / import ------------------------------------------------------------------
     async def export_bank(self, who: Principal, bank_id: str):
         """Checks access before the first byte, so errors are proper responses, not a cut stream."""
-        await self._readable(who, bank_id)
+        self.require(who, bank_id)
         if not await self._bank_exists(bank_id):
             raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
         return portable.export_bank(self, bank_id)
 
     async def import_bank(self, who: Principal, bank_id: str, fileobj, on_conflict: str = "rename") -> "portable.ImportResult":
-        check_bank_id(bank_id)
-        who.require_bank(bank_id, write=True)
+        self.require(who, bank_id, write=True)
         if on_conflict not in ("rename", "skip", "replace"):
             raise InvalidArgument("on_conflict: must be rename, skip or replace", "on_conflict")
         return await portable.import_bank(self, bank_id, fileobj, on_conflict)
 
     # ---- operations and usage -------------------------------------------------------------
     async def get_operation(self, who: Principal, bank_id: str, operation_id: str) -> Operation:
-        await self._readable(who, bank_id)
+        self.require(who, bank_id)
         return await ops.get(self.pool, bank_id, operation_id)
 
     async def list_operations(
         self, who: Principal, bank_id: str, status: str | None = None, type_: str | None = None, limit: int = 50,
         offset: int = 0,
     ) -> tuple[list[Operation], int]:
-        await self._readable(who, bank_id)
+        self.require(who, bank_id)
         return await ops.list_(self.pool, bank_id, status, type_, limit, offset)
 
     async def cancel_operation(self, who: Principal, bank_id: str, operation_id: str) -> Operation:
-        await self._writable(who, bank_id)
+        self.require(who, bank_id, write=True)
         return await ops.cancel(self.pool, bank_id, operation_id)
 
     async def usage(self, who: Principal, bank_id: str) -> dict:
-        await self._readable(who, bank_id)
+        self.require(who, bank_id)
         return await bank_usage(self.pool, bank_id)
 
     def require(self, who: Principal, bank_id: str, write: bool = False) -> None:
@@ -310,12 +301,6 @@ class Engine:
         not found."""
         check_bank_id(bank_id)
         who.require_bank(bank_id, write=write)
-
-    async def _readable(self, who: Principal, bank_id: str) -> None:
-        self.require(who, bank_id)
-
-    async def _writable(self, who: Principal, bank_id: str) -> None:
-        self.require(who, bank_id, write=True)
 
     async def _bank_exists(self, bank_id: str) -> bool:
         async with self.pool.acquire() as conn:

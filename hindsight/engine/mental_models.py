@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from . import operations as ops
-from .banks import ensure_bank
+from .banks import ensure_bank, lock_writes
 from .errors import Conflict, InvalidArgument, NotFound
 from .models import _clean_tags
 from .reflect import ReflectRequest, reflect
@@ -126,6 +126,7 @@ async def create(engine, bank_id: str, req: MentalModelCreate) -> MentalModelOpe
     vec = await asyncio.to_thread(engine.embedder.embed_query, req.source_query)
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
+            await lock_writes(conn, bank_id)
             await ensure_bank(conn, bank_id)
             if req.mental_model_id:
                 model_id = req.mental_model_id
@@ -199,6 +200,7 @@ async def update(engine, bank_id: str, model_id: str, req: MentalModelUpdate) ->
     vec = await asyncio.to_thread(engine.embedder.embed_query, fields["source_query"]) if "source_query" in fields else None
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
+            await lock_writes(conn, bank_id)
             r = await conn.fetchrow(
                 "UPDATE mental_models SET name = coalesce($3, name), source_query = coalesce($4, source_query),"
                 " tags = coalesce($5, tags), max_tokens = coalesce($6, max_tokens), embedding = coalesce($7, embedding),"
@@ -218,6 +220,7 @@ async def delete(engine, bank_id: str, model_id: str) -> None:
     check_model_id(model_id)
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
+            await lock_writes(conn, bank_id)
             done = await conn.fetchval("DELETE FROM mental_models WHERE bank_id = $1 AND id = $2 RETURNING id", bank_id, model_id)
             if done is None:
                 raise NotFound(f"mental model {model_id!r} does not exist in bank {bank_id!r}", "mental_model_id")
@@ -268,6 +271,11 @@ async def run_refresh(engine, job) -> dict:
     outcome = {"mental_model_id": model_id, "mode": result.mode, "based_on": based_on}
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
+            # The bank's write lock first, as every transaction that writes several of a bank's
+            # tables takes it: a bank deleted meanwhile cascades through models and operations in
+            # its own order, and two orders of row locks can deadlock (seen: DELETE of a bank
+            # during a refresh).
+            await lock_writes(conn, bank_id)
             # Deleted while we reflected: nothing to store (its versions would break the foreign key).
             if not await conn.fetchval("SELECT true FROM mental_models WHERE bank_id = $1 AND id = $2 FOR UPDATE",
                                        bank_id, model_id):

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from ..config import BANK_ID_RULE, valid_bank_id
+from .entities import kind_of_type
 from .relevance import SearchOptions
 from .tags import TagsMatch
 
@@ -95,9 +96,9 @@ class RetainItem(BaseModel):
         return None if self.timestamp == "unset" else self.timestamp
 
     def given_entities(self) -> list[tuple[str, str]]:
-        from .entities import kind_of_type
-
-        return [(e.text.strip(), kind_of_type(e.type)) for e in self.entities or []]
+        if not self.entities:
+            return []
+        return [(e.text.strip(), kind_of_type(e.type)) for e in self.entities]
 
     @field_validator("metadata", mode="before")
     @classmethod
