@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import base64
 import json
-import platform
 import tempfile
 import time
 from pathlib import Path
@@ -24,7 +23,7 @@ import psutil
 
 from locomo import CATS, latency, locomo, pct, save  # noqa: E402  (sets up sys.path)
 from hindsight.db.embedded import EmbeddedPostgres  # noqa: E402
-from hindsight.testing import Server  # noqa: E402
+from hindsight.testing import Server, machine  # noqa: E402
 
 PAGE_CHARS = 2_000
 
@@ -61,7 +60,7 @@ async def main(args) -> dict:
     pg = EmbeddedPostgres(tmp, cleanup="delete")
     pg_url = pg.start()
     server = Server({"HINDSIGHT_API_DATABASE_URL": pg_url, "HINDSIGHT_API_LOG_LEVEL": "warning"}).start()
-    out = {"machine": f"{platform.machine()}, {psutil.cpu_count()} cores, Python {platform.python_version()}",
+    out = {"machine": machine(),
            "date": time.strftime("%Y-%m-%d")}
     try:
         pages = corpus_pages(args.files * args.pages)

@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import locomo  # noqa: E402
 from hindsight.embedding.onnx import UNFUSED, VENDORED, fold  # noqa: E402
 from hindsight.embedding.quantize import quantize_matmuls, quantized  # noqa: E402
+from hindsight.testing import machine  # noqa: E402
 
 
 def session(path: Path, disabled=()) -> ort.InferenceSession:
@@ -66,6 +67,7 @@ def main(args):
     shutil.rmtree(tmp)
     ref = np.array(vecs["float"])
     tokens = np.mean([ids.shape[1] for ids in encoded])
+    print(machine())
     print(f"{len(texts)} LoCoMo turns, {tokens:.1f} tokens on average, one thread, runs alternated")
     for name in names:
         cos = (np.array(vecs[name]) * ref).sum(1)

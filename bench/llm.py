@@ -10,18 +10,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import platform
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
-import psutil
 
 from locomo import CATS, latency, locomo, save, turn_items  # noqa: E402  (sets up sys.path)
 from hindsight.stub_llm import StubLLM  # noqa: E402
 from hindsight.db.embedded import EmbeddedPostgres  # noqa: E402
-from hindsight.testing import Server  # noqa: E402
+from hindsight.testing import Server, machine  # noqa: E402
 
 
 async def main(args) -> dict:
@@ -35,7 +33,7 @@ async def main(args) -> dict:
         "HINDSIGHT_API_LLM_MODEL": "openai/stub-model", "HINDSIGHT_API_LLM_BASE_URL": stub.base_url,
         "HINDSIGHT_API_LLM_API_KEY": "stub", "HINDSIGHT_API_WORKER_CONCURRENCY": "2",
     }).start()
-    out = {"machine": f"{platform.machine()}, {psutil.cpu_count()} cores, Python {platform.python_version()}",
+    out = {"machine": machine(),
            "date": time.strftime("%Y-%m-%d"), "llm": "stub (deterministic, answers in <1 ms)"}
     try:
         convs = list(locomo.locomo_conversations())[: args.conversations]

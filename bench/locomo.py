@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import re
 import statistics
 import sys
@@ -32,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from hindsight.embedding import load_embedder  # noqa: E402
 from hindsight.engine.retain import COPY_COLUMNS  # noqa: E402
 from hindsight.db.embedded import EmbeddedPostgres  # noqa: E402
-from hindsight.testing import Server  # noqa: E402
+from hindsight.testing import Server, machine  # noqa: E402
 
 LOCOMO = Path(os.environ.get("LOCOMO_DIR", ROOT.parent / "shared" / "bench" / "locomo"))
 sys.path.insert(0, str(LOCOMO))
@@ -198,8 +197,7 @@ async def main(args):
     server = Server({"HINDSIGHT_API_DATABASE_URL": pg_url, "HINDSIGHT_API_DB_POOL_MAX": "40",
                      "HINDSIGHT_API_LOG_LEVEL": "warning"}).start()
     rss = RSS(server.proc.pid)
-    out = {"machine": f"{platform.machine()}, {psutil.cpu_count()} cores, {psutil.virtual_memory().total // 2**30} GiB, "
-                      f"Python {platform.python_version()}", "date": time.strftime("%Y-%m-%d")}
+    out = {"machine": machine(), "date": time.strftime("%Y-%m-%d")}
     try:
         convs = list(locomo.locomo_conversations())[: args.conversations]
         last_ts = {c["sample_id"]: max(s["timestamp"] for s in c["sessions"] if s["timestamp"]) + "Z" for c in convs}

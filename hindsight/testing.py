@@ -12,6 +12,32 @@ from pathlib import Path
 import httpx
 
 
+def cpu_model() -> str:
+    """The CPU's model name: speed figures (and binaries) differ between an AVX-512 Xeon and an
+    AVX2-only EPYC, so every benchmark prints it beside its figures."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                flags = Path("/proc/cpuinfo").read_text()
+                level = "AVX-512" if " avx512f" in flags else "AVX2" if " avx2" in flags else "no AVX2"
+                return f"{line.split(':', 1)[1].strip()} ({level})"
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine()
+
+
+def machine() -> str:
+    """One line naming the machine a benchmark ran on."""
+    import platform
+
+    import psutil
+
+    return (f"{cpu_model()}, {platform.machine()}, {psutil.cpu_count()} cores, "
+            f"{psutil.virtual_memory().total // 2**30} GiB, Python {platform.python_version()}")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
