@@ -161,7 +161,7 @@ async def synthesize(pg_url, bank, n, src_banks):
             r = rows[i % len(rows)]
             v = r["embedding"].to_numpy().astype(np.float32) + rng.normal(0, 0.03, 384).astype(np.float32)
             recs.append((uuid.uuid4(), bank, f"{r['text']} (variant {i})", "world", "general", v / np.linalg.norm(v),
-                         None, None, r["mentioned_at"], [], "{}", None, f"syn:{i // 20}", i % 20))
+                         None, None, r["mentioned_at"], [], "{}", None, f"syn:{i // 20}", i % 20, None))
         await conn.copy_records_to_table("memories", records=recs, columns=COPY_COLUMNS)
         done += len(recs)
         print(f"  synthesised {done}/{n} ({time.perf_counter() - t0:.0f}s)", flush=True)
