@@ -60,6 +60,9 @@ class Settings(BaseSettings):
     db_pool_min: int = Field(2, ge=1, le=100, description="Minimum database connections.")
     db_pool_max: int = Field(10, ge=1, le=200, description="Maximum database connections.")
     mcp_enabled: bool = Field(True, description="Serve MCP under /mcp; false makes /mcp a 404.")
+    metrics_admin_only: bool = Field(
+        False, description="Prometheus /metrics needs an admin API key (when keys are on); false: open like /health.",
+    )
     tenant_extension: str | None = Field(
         None,
         description="`module:Class` of the tenant extension; "

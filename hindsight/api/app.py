@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
@@ -13,6 +14,7 @@ from ..config import Settings
 from ..engine import Engine
 from ..mcp.routing import MCPRouter, send_json
 from ..mcp.surfaces import build_server
+from ..metrics import HTTP_REQUESTS, HTTP_SECONDS, scrape
 from . import banks, compat, documents, errors, keys, memories, mental_models
 
 log = logging.getLogger("hindsight")
@@ -71,6 +73,13 @@ def create_app(settings: Settings) -> "RootApp":
                        "running": len(engine.worker.running) if engine.worker else 0},
         }
 
+    @api.get("/metrics", tags=["system"], summary="Prometheus metrics (open, or admin key with HINDSIGHT_API_METRICS_ADMIN_ONLY)")
+    async def metrics(request: Request):
+        if settings.metrics_admin_only:
+            (await engine.authenticate(request.headers.get("authorization"))).require_admin()
+        body, content_type = await scrape(engine)
+        return Response(body, media_type=content_type)
+
     @api.get("/ready", tags=["system"], summary="Readiness: the database answers (no key needed)")
     async def ready():
         try:
@@ -92,12 +101,39 @@ class RootApp:
         self.engine = api.state.engine
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "http":
-            path = scope["path"]
-            if path == "/mcp" or path.startswith("/mcp/"):
-                router = self.holder.get("mcp")
-                if router is None:
-                    return await send_json(send, 404, {"error": "not_found", "message": "MCP is disabled on this server"
-                                                       if not self.settings.mcp_enabled else "server is starting"})
-                return await router(scope, receive, send)
+        if scope["type"] != "http":
+            return await self.api(scope, receive, send)
+        status = 500
+        t0 = time.perf_counter()
+
+        async def counted(message):
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self._dispatch(scope, receive, counted)
+        finally:
+            route = _route_label(scope)
+            HTTP_SECONDS.labels(scope["method"], route).observe(time.perf_counter() - t0)
+            HTTP_REQUESTS.labels(scope["method"], route, str(status)).inc()
+
+    async def _dispatch(self, scope, receive, send):
+        path = scope["path"]
+        if path == "/mcp" or path.startswith("/mcp/"):
+            router = self.holder.get("mcp")
+            if router is None:
+                return await send_json(send, 404, {"error": "not_found", "message": "MCP is disabled on this server"
+                                                   if not self.settings.mcp_enabled else "server is starting"})
+            return await router(scope, receive, send)
         await self.api(scope, receive, send)
+
+
+def _route_label(scope) -> str:
+    """The route template, never the path itself: bank ids must not become label values."""
+    path = scope["path"]
+    if path == "/mcp" or path.startswith("/mcp/"):
+        return "/mcp" if path.rstrip("/") == "/mcp" else "/mcp/{bank_id}"
+    route = scope.get("route")
+    return getattr(route, "path", None) or "unmatched"

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import malloc
+from ..metrics import EMBED_SECONDS, EMBED_TEXTS, timed
 
 VENDORED = Path(__file__).resolve().parent / "minilm"
 MAX_TOKENS = 256  # all-MiniLM-L6-v2 was trained on 256-token inputs
@@ -85,6 +86,11 @@ class Embedder:
         """Embed many texts; returns float32 rows in input order."""
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        EMBED_TEXTS.labels("batch").inc(len(texts))
+        with timed(EMBED_SECONDS, "batch"):
+            return self._embed(texts)
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         batches = [order[start : start + self.batch] for start in range(0, len(order), self.batch)]
         run = lambda idx: self._run([texts[i] for i in idx])  # noqa: E731
@@ -105,7 +111,9 @@ class Embedder:
             if hit is not None:
                 self._cache.move_to_end(text)
                 return hit
-        vec = self._run([text])[0].astype(np.float32)
+        EMBED_TEXTS.labels("query").inc()
+        with timed(EMBED_SECONDS, "query"):
+            vec = self._run([text])[0].astype(np.float32)
         with self._lock:
             self._cache[text] = vec
             if len(self._cache) > 1024:

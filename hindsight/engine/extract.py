@@ -23,6 +23,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ..llm import Usage
+from ..metrics import RETAIN_UNITS
 from .banks import lock_writes
 from .entities import extract_entities, merge_entities
 from .models import GivenEntity, RetainItem
@@ -160,6 +161,7 @@ async def _store(engine, bank_id: str, pairs: list[tuple[Unit, uuid.UUID]], vect
                 await conn.execute(
                     "UPDATE memories SET superseded = true WHERE id = ANY($1::uuid[])", sorted({b for _, b in links})
                 )
+    RETAIN_UNITS.labels("fact").inc(len(new_units))
     return {"new": [str(u.id) for u in new_units], "facts": sorted({str(a) for a, _ in links}),
             "merged": len(links) - len(new_units)}
 

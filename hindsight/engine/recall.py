@@ -29,6 +29,7 @@ from .filters import MEMORY_FIELDS, compile_filter
 from .memories import COLUMNS, to_memory
 from .models import Memory, RecallRequest, RecallResult
 from .relevance import relevance_sql
+from ..metrics import RECALL_ARM_SECONDS, timed
 from .binder import Binder
 from .tags import tag_condition
 from .temporal import TimeWindow, find_time_windows
@@ -214,6 +215,12 @@ def _seed_matches(present: list[tuple[int, str]]) -> tuple[list[str], list[int]]
     return matches, limits
 
 
+async def _timed(arm: str, query):
+    """One arm's query, its time observed for /metrics (hindsight_recall_arm_seconds)."""
+    with timed(RECALL_ARM_SECONDS, arm):
+        return await query
+
+
 async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
     pool = engine.pool
     base = req.query_timestamp or datetime.now(timezone.utc)
@@ -228,7 +235,7 @@ async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
         # The keyword arm needs no embedding: it runs in the database while the model embeds
         # the query (the slowest arm on a large bank, so this shortens the whole call). It pays
         # because a query runs on one ONNX thread; with two they competed with PostgreSQL.
-        arms["keyword"] = asyncio.ensure_future(keyword_ids(pool, bank_id, words, f))
+        arms["keyword"] = asyncio.ensure_future(_timed("keyword", keyword_ids(pool, bank_id, words, f)))
     try:
         qvec = await asyncio.to_thread(engine.embedder.embed_query, req.query)
     except BaseException:
@@ -236,14 +243,14 @@ async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
             arm.cancel()
         raise
     if req.mode != "keyword":
-        arms["semantic"] = fetch_ids(
+        arms["semantic"] = _timed("semantic", fetch_ids(
             pool,
             "SELECT id FROM (SELECT m.id, m.embedding <=> $2 AS d FROM memories m"
             f" WHERE m.bank_id = $1{f.sql} ORDER BY m.embedding <=> $2 LIMIT $3) s ORDER BY d",
             bank_id, qvec, ARM_LIMIT, *f.params,
-        )
+        ))
     if hybrid:
-        arms["entity"] = fetch_ids(
+        arms["entity"] = _timed("entity", fetch_ids(
             pool,
             "SELECT m.id FROM entities e JOIN memory_entities me ON me.entity_id = e.id"
             " JOIN memories m ON m.id = me.memory_id"
@@ -252,10 +259,10 @@ async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
             "  AND lexeme = '') / greatest(e.mention_count, 1)::float8)) DESC,"
             f" m.embedding <=> ${4 + len(f.params)} LIMIT $3",
             bank_id, entity_candidates(req.query), ARM_LIMIT, *f.params, qvec,
-        )
+        ))
     windows = find_time_windows(req.query, base) if hybrid else []
     if windows:
-        arms["temporal"] = temporal_ids(pool, bank_id, qvec, f, windows[0])
+        arms["temporal"] = _timed("temporal", temporal_ids(pool, bank_id, qvec, f, windows[0]))
     names = [a for a in ARM_WEIGHTS if a in arms]  # a fixed order: ties fuse the same way every time
     ranked = dict(zip(names, await asyncio.gather(*(arms[a] for a in names))))
 

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 import asyncpg
 from pydantic import BaseModel
 
+from ..metrics import RETAIN_ITEMS, RETAIN_UNITS
 from . import operations as ops
 from .banks import ensure_bank, lock_writes
 from .entities import canonical, extract_entities, merge_entities
@@ -230,6 +231,8 @@ async def retain(engine, bank_id: str, items: list[RetainItem], wait: bool = Fal
             )
             if on_commit is not None:
                 await on_commit(conn, result)
+    RETAIN_ITEMS.inc(len(items))
+    RETAIN_UNITS.labels("raw").inc(len(units))
     if op_id:
         engine.worker.poke()
         if wait:

@@ -18,6 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ..metrics import LLM_CALLS, LLM_COST, LLM_SECONDS, LLM_TOKENS, timed
+
 log = logging.getLogger("hindsight.llm")
 
 
@@ -141,20 +143,25 @@ class LLM:
                 await asyncio.sleep(min(20.0, 0.5 * 2 ** (attempt - 1)) * (0.5 + random.random()))
             try:
                 async with self.slots:
-                    resp = await lib.acompletion(
-                        model=model, messages=messages, api_key=api_key, api_base=base_url,
-                        response_format=response_format, timeout=self.settings.llm_timeout,
-                        max_tokens=max_tokens, num_retries=0, temperature=0,
-                    )
+                    with timed(LLM_SECONDS, operation):
+                        resp = await lib.acompletion(
+                            model=model, messages=messages, api_key=api_key, api_base=base_url,
+                            response_format=response_format, timeout=self.settings.llm_timeout,
+                            max_tokens=max_tokens, num_retries=0, temperature=0,
+                        )
             except Exception as exc:  # provider errors, timeouts, connection failures
                 last_error = f"{type(exc).__name__}: {str(exc)[:300]}"
                 log.warning("LLM call failed (attempt %d): %s", attempt + 1, last_error)
+                LLM_CALLS.labels(operation, model, "error").inc()
                 continue
             await self._record(lib, resp, model, bank_id, operation, operation_id, usage)
             text = resp.choices[0].message.content or ""
             try:
-                return parse(text)
+                parsed = parse(text)
+                LLM_CALLS.labels(operation, model, "ok").inc()
+                return parsed
             except (ValueError, ValidationError) as exc:
+                LLM_CALLS.labels(operation, model, "rejected").inc()
                 last_error = f"malformed output: {str(exc)[:300]}"
                 log.warning("LLM output rejected (attempt %d): %s", attempt + 1, last_error)
                 messages = base + [
@@ -176,6 +183,10 @@ class LLM:
             usage.calls += 1
             usage.prompt_tokens += prompt
             usage.completion_tokens += completion
+        LLM_TOKENS.labels(operation, model, "prompt").inc(prompt)
+        LLM_TOKENS.labels(operation, model, "completion").inc(completion)
+        if cost:
+            LLM_COST.labels(operation, model).inc(cost)
         async with self.pool.acquire() as conn:
             await conn.execute(
                 "INSERT INTO llm_usage (bank_id, operation, operation_id, model, prompt_tokens, completion_tokens, cost_usd)"

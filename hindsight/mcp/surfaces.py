@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from ..engine.banks import check_bank_id
 from ..engine.errors import Forbidden, HindsightError, InvalidArgument, Unauthorized
 from ..engine.validation import describe_validation
+from ..metrics import MCP_CALLS, MCP_SECONDS, timed
 from . import collections as _collections  # noqa: F401  (registers the collection alias tools)
 from .tools import TOOLS, Call, ToolDef
 
@@ -109,8 +110,12 @@ def _wrap(td: ToolDef, engine, multi: bool, local_state: dict | None = None):
                     bank_id = state["bank_id"]
             call = Call(engine=engine, who=state["who"], bank_id=bank_id or "", headers=state.get("caller") or {},
                         bank_source=source)
-            return await td.fn(call, **kwargs)
+            with timed(MCP_SECONDS, td.name):
+                result = await td.fn(call, **kwargs)
+            MCP_CALLS.labels(td.name, "ok").inc()
+            return result
         except HindsightError as exc:
+            MCP_CALLS.labels(td.name, "error").inc()
             raise MCPError(error_code(exc), exc.message) from None
 
     wrapper.__signature__ = sig.replace(parameters=positional + extra + [ctx_param])
