@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets up everything the test suite needs (a virtualenv with the project, the Claude Code
-# client for the end-to-end MCP check) and runs the whole suite. Safe to re-run.
+# Sets up everything the test suite needs (a virtualenv with the project and its test extra,
+# Claude Code and Hindsight's TypeScript client from npm, Debian's Chromium for the console's
+# browser test) and runs the whole suite. Safe to re-run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/venv.sh
@@ -17,6 +18,14 @@ if command -v npm >/dev/null 2>&1; then
     npm install --silent --no-audit --no-fund --prefix .cache/node "${need[@]}" >/dev/null 2>&1 \
       || echo "note: could not install ${need[*]} from npm; their end-to-end tests will be skipped"
   fi
+fi
+# Headless Chromium for the web console's browser test: Debian's package, driven by Playwright
+# for Python (a test dependency); never a browser downloaded by a tool.
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  { apt-get install -y -q chromium >/dev/null 2>&1 \
+    || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1; }; } \
+    || echo "note: could not install Chromium; the console's browser test will be skipped"
 fi
 CLAUDE_BIN=$(ls "$PWD"/$NODE_DIR/@anthropic-ai/claude-code-*/claude 2>/dev/null | head -1 || true)
 export HINDSIGHT_CLAUDE_BIN=${CLAUDE_BIN:-}

@@ -6,7 +6,7 @@ import logging
 import time
 
 from fastapi import FastAPI, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from .. import __version__
@@ -16,6 +16,7 @@ from ..mcp.routing import MCPRouter, send_json
 from ..mcp.surfaces import build_server
 from ..metrics import HTTP_REQUESTS, HTTP_SECONDS, scrape
 from . import banks, compat, documents, errors, keys, memories, mental_models
+from .console import console
 
 log = logging.getLogger("hindsight")
 
@@ -79,6 +80,12 @@ def create_app(settings: Settings) -> "RootApp":
             (await engine.authenticate(request.headers.get("authorization"))).require_admin()
         body, content_type = await scrape(engine)
         return Response(body, media_type=content_type)
+
+    @api.get("/", include_in_schema=False)
+    async def home():
+        return RedirectResponse("/ui/")
+
+    api.mount("/ui", console(), name="ui")
 
     @api.get("/ready", tags=["system"], summary="Readiness: the database answers (no key needed)")
     async def ready():

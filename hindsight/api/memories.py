@@ -5,7 +5,7 @@ from typing import Any
 from fastapi import APIRouter, Body, Depends, Query, Response
 from ..engine.errors import InvalidArgument
 from ..engine.keys import Principal
-from ..engine.memories import MemoryQuery
+from ..engine.memories import EntityQuery, Lineage, MemoryQuery
 from ..engine.models import Memory, RecallRequest, RecallResult, RetainItem, RetainResult
 from ..engine.validation import parse_retain_items
 from .deps import bank_path, engine, principal
@@ -65,6 +65,19 @@ async def list_memories(
 @router.get("/memories/{memory_id}", summary="Get one memory")
 async def get_memory(memory_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)) -> Memory:
     return await eng.get_memory(who, bank_id, memory_id)
+
+
+@router.get("/memories/{memory_id}/lineage", summary="The raw units a fact came from, or the facts a raw unit gave")
+async def memory_lineage(memory_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal),
+                         eng=Depends(engine)) -> Lineage:
+    return await eng.memory_lineage(who, bank_id, memory_id)
+
+
+@router.get("/entities", summary="The bank's entities, most mentioned first")
+async def list_entities(bank_id: str = Depends(bank_path), query: EntityQuery = Query(),
+                        who: Principal = Depends(principal), eng=Depends(engine)) -> dict:
+    found, total = await eng.list_entities(who, bank_id, query)
+    return {"entities": [e.model_dump() for e in found], "total": total, "limit": query.limit, "offset": query.offset}
 
 
 @router.delete("/memories/{memory_id}", summary="Delete one memory")

@@ -180,6 +180,15 @@ class Engine:
         self.require(who, bank_id)
         return await memories.get_memory(self.pool, bank_id, memory_id)
 
+    async def memory_lineage(self, who: Principal, bank_id: str, memory_id: str) -> "memories.Lineage":
+        self.require(who, bank_id)
+        return await memories.lineage(self.pool, bank_id, memory_id)
+
+    async def list_entities(self, who: Principal, bank_id: str, query: "memories.EntityQuery"
+                            ) -> tuple[list["memories.EntityRow"], int]:
+        self.require(who, bank_id)
+        return await memories.list_entities(self.pool, bank_id, query)
+
     async def get_memories(self, who: Principal, bank_id: str, memory_ids: list[str]) -> list[Memory]:
         """The bank's memories among `memory_ids`, in that order (those not found are left out)."""
         self.require(who, bank_id)

@@ -200,3 +200,54 @@ async def delete_memory(pool, bank_id: str, memory_id: str) -> None:
             done = await conn.fetchval("DELETE FROM memories WHERE bank_id = $1 AND id = $2 RETURNING id", bank_id, mid)
     if done is None:
         raise NotFound(f"memory {memory_id} does not exist in bank {bank_id!r}", "memory_id")
+
+
+class EntityRow(BaseModel):
+    id: int
+    name: str
+    kind: str
+    mention_count: int
+
+
+class EntityQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    q: str | None = Field(None, max_length=200, description="Substring of the name (any case).")
+    limit: int = Field(50, ge=1, le=1000)
+    offset: int = Field(0, ge=0)
+
+
+async def list_entities(pool, bank_id: str, query: EntityQuery) -> tuple[list[EntityRow], int]:
+    """The bank's entities, most mentioned first (entities no memory mentions any more are left out)."""
+    p = Binder(bank_id)
+    cond = "bank_id = $1 AND mention_count > 0"
+    if query.q:
+        cond += f" AND strpos(canonical, {p(query.q.lower())}) > 0"
+    async with pool.acquire() as conn:
+        rows = await conn.fetch(
+            f"SELECT id, name, kind, mention_count FROM entities WHERE {cond}"
+            f" ORDER BY mention_count DESC, name LIMIT {p(query.limit)} OFFSET {p(query.offset)}", *p.values,
+        )
+        total = await conn.fetchval(f"SELECT count(*) FROM entities WHERE {cond}", *p.values[:-2])
+    return [EntityRow(**dict(r)) for r in rows], total
+
+
+class Lineage(BaseModel):
+    """Where a memory came from and what came of it, when an LLM extracted facts."""
+
+    sources: list[Memory] = Field(description="The raw units this fact was extracted from.")
+    facts: list[Memory] = Field(description="The facts extracted from this raw unit.")
+
+
+async def lineage(pool, bank_id: str, memory_id: str) -> Lineage:
+    mid = parse_memory_id(memory_id)
+    async with pool.acquire() as conn:
+        if not await conn.fetchval("SELECT true FROM memories WHERE bank_id = $1 AND id = $2", bank_id, mid):
+            raise NotFound(f"memory {memory_id} does not exist in bank {bank_id!r}", "memory_id")
+        sources = await conn.fetch(
+            f"SELECT {COLUMNS} FROM memories m JOIN fact_sources f ON f.raw_id = m.id"
+            " WHERE f.fact_id = $1 AND m.bank_id = $2 ORDER BY m.source_id, m.position", mid, bank_id)
+        facts = await conn.fetch(
+            f"SELECT {COLUMNS} FROM memories m JOIN fact_sources f ON f.fact_id = m.id"
+            " WHERE f.raw_id = $1 AND m.bank_id = $2 ORDER BY m.created_at, m.id", mid, bank_id)
+    return Lineage(sources=[to_memory(r) for r in sources], facts=[to_memory(r) for r in facts])

@@ -1,0 +1,557 @@
+// Hindsight console: a hand-written single-page app over the server's own REST API (/v1/...).
+// No framework and no build step: the server serves these files as they are, and they work
+// offline. Everything shown comes from the API with the key the person typed once (kept in this
+// browser tab's sessionStorage); text is always inserted as text, never as HTML.
+
+const KEY = "hindsight.key";
+const PAGE = 50;
+const view = () => document.getElementById("view");
+
+// ---- small DOM helper -------------------------------------------------------------------------
+function h(tag, attrs = {}, ...kids) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (k === "class") el.className = v;
+    else if (k === "value") el.value = v;
+    else el.setAttribute(k, v === true ? "" : v);
+  }
+  for (const kid of kids.flat(Infinity)) {
+    if (kid === null || kid === undefined || kid === false) continue;
+    el.append(kid instanceof Node ? kid : String(kid));
+  }
+  return el;
+}
+// Like replaceChildren, but lists (and lists of lists) are spread, and null/false left out.
+function fill(el, ...kids) {
+  el.replaceChildren(...kids.flat(Infinity).filter((k) => k !== null && k !== undefined && k !== false));
+  return el;
+}
+const when = (iso) => (iso ? new Date(iso).toLocaleString() : "—");
+const short = (s, n = 160) => (s && s.length > n ? s.slice(0, n) + "…" : s || "");
+const enc = encodeURIComponent;
+const csv = (s) => (s || "").split(",").map((t) => t.trim()).filter(Boolean);
+
+function toast(message, error = false) {
+  const el = h("div", { class: error ? "error" : "" }, message);
+  document.getElementById("toast").append(el);
+  setTimeout(() => el.remove(), error ? 7000 : 3500);
+}
+
+// ---- API ---------------------------------------------------------------------------------------
+class ApiError extends Error {
+  constructor(status, message) { super(message); this.status = status; }
+}
+
+async function api(method, path, body, { raw = false, contentType } = {}) {
+  const headers = {};
+  const key = sessionStorage.getItem(KEY);
+  if (key) headers.Authorization = `Bearer ${key}`;
+  let payload = body;
+  if (body !== undefined && !(body instanceof Blob)) {
+    headers["Content-Type"] = "application/json";
+    payload = JSON.stringify(body);
+  } else if (body instanceof Blob) {
+    headers["Content-Type"] = contentType || "application/octet-stream";
+  }
+  const r = await fetch(path, { method, headers, body: payload });
+  if (!r.ok) {
+    let message = r.statusText;
+    try { message = (await r.json()).message || message; } catch (_) { /* not JSON */ }
+    if (r.status === 401) { sessionStorage.removeItem(KEY); showLogin(message); }
+    throw new ApiError(r.status, message);
+  }
+  return raw ? r : r.json();
+}
+
+// Run an action from a button or form; errors become a toast instead of an unhandled rejection.
+async function attempt(fn, done) {
+  try {
+    const out = await fn();
+    if (done) toast(done);
+    return out;
+  } catch (e) {
+    if (!(e instanceof ApiError && e.status === 401)) toast(e.message || String(e), true);
+    return undefined;
+  }
+}
+
+// ---- login and routing ----------------------------------------------------------------------
+let health = null;
+
+function showLogin(message) {
+  const input = h("input", { type: "password", id: "key", placeholder: "hsk_… or the admin key", autocomplete: "off" });
+  const form = h("form", { class: "panel login", onsubmit: async (e) => {
+    e.preventDefault();
+    sessionStorage.setItem(KEY, input.value.trim());
+    try {
+      await api("GET", "/v1/banks");
+      location.hash = "#/";
+      route();
+    } catch (_) { /* showLogin was called again with the reason */ }
+  } },
+  h("h1", {}, "Sign in"),
+  h("p", { class: "muted" }, "This server needs an API key. It is kept in this browser tab only."),
+  message ? h("p", { class: "error" }, message) : null,
+  input, h("p", {}, h("button", { class: "primary", type: "submit" }, "Sign in")));
+  fill(view(), form);
+  fill(document.getElementById("who"), );
+  input.focus();
+}
+
+function header() {
+  const nav = document.getElementById("nav");
+  const here = location.hash || "#/";
+  fill(nav, 
+    h("a", { href: "#/", class: here === "#/" || here.startsWith("#/bank/") ? "active" : "" }, "Banks"),
+    h("a", { href: "#/keys", class: here.startsWith("#/keys") ? "active" : "" }, "API keys"),
+    h("a", { href: "/docs", target: "_blank" }, "API docs"),
+  );
+  const who = document.getElementById("who");
+  const signedIn = sessionStorage.getItem(KEY);
+  fill(who, 
+    health ? `${health.mode} · ${health.database} database · v${health.version}` : "",
+    signedIn ? h("button", { onclick: () => { sessionStorage.removeItem(KEY); showLogin(); } }, "Sign out") : null,
+  );
+}
+
+async function route() {
+  if (!health) health = await fetch("/health").then((r) => r.json()).catch(() => null);
+  if (health && health.auth && !sessionStorage.getItem(KEY)) return showLogin();
+  header();
+  const parts = (location.hash.replace(/^#\/?/, "") || "").split("/").map(decodeURIComponent);
+  try {
+    if (parts[0] === "bank" && parts[1]) await bankPage(parts[1], parts[2] || "search");
+    else if (parts[0] === "keys") await keysPage();
+    else await banksPage();
+  } catch (e) {
+    if (!(e instanceof ApiError && e.status === 401)) {
+      fill(view(), h("div", { class: "panel error" }, e.message || String(e)));
+    }
+  }
+}
+
+window.addEventListener("hashchange", route);
+window.addEventListener("DOMContentLoaded", route);
+
+// ---- banks ------------------------------------------------------------------------------------
+async function banksPage() {
+  const { banks } = await api("GET", "/v1/banks");
+  const id = h("input", { name: "bank_id", placeholder: "bank id", required: true });
+  const name = h("input", { name: "name", placeholder: "name (optional)" });
+  const mission = h("input", { name: "mission", placeholder: "mission (optional)", class: "grow" });
+  const importId = h("input", { name: "import_bank", placeholder: "bank id", required: true });
+  const importFile = h("input", { type: "file", name: "import_file", accept: ".gz,application/gzip", required: true });
+  fill(view(), 
+    h("h1", {}, "Banks"),
+    h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Bank"), h("th", {}, "Name"), h("th", {}, "Memories"),
+      h("th", {}, "Created"))),
+    h("tbody", {}, banks.length ? banks.map((b) => h("tr", { class: "clickable", "data-bank": b.bank_id,
+      onclick: () => { location.hash = `#/bank/${enc(b.bank_id)}`; } },
+    h("td", {}, h("a", { href: `#/bank/${enc(b.bank_id)}` }, b.bank_id)), h("td", {}, b.name || ""),
+    h("td", {}, b.memory_count ?? 0), h("td", {}, when(b.created_at)))) : h("tr", {}, h("td", { colspan: 4, class: "muted" },
+      "No banks yet. Retaining a memory creates its bank.")))),
+    h("h2", {}, "Create a bank"),
+    h("form", { class: "panel row", onsubmit: (e) => { e.preventDefault(); attempt(async () => {
+      await api("POST", "/v1/banks", { bank_id: id.value.trim(), name: name.value || null, mission: mission.value || null });
+      location.hash = `#/bank/${enc(id.value.trim())}`;
+    }, "Bank created"); } }, id, name, mission, h("button", { class: "primary", type: "submit" }, "Create")),
+    h("h2", {}, "Import a bank file"),
+    h("form", { class: "panel row", onsubmit: (e) => { e.preventDefault(); attempt(async () => {
+      const r = await api("POST", `/v1/banks/${enc(importId.value.trim())}/import`, importFile.files[0],
+        { contentType: "application/gzip" });
+      toast(`Imported ${Object.values(r.imported).reduce((a, b) => a + b, 0)} objects into ${r.bank_id}`);
+      location.hash = `#/bank/${enc(r.bank_id)}`;
+    }); } }, importId, importFile, h("button", { type: "submit" }, "Import")),
+  );
+}
+
+const TABS = [["search", "Search"], ["memories", "Memories"], ["entities", "Entities"], ["models", "Mental models"],
+  ["documents", "Documents"], ["operations", "Operations"], ["usage", "LLM usage"], ["settings", "Export & settings"]];
+
+async function bankPage(bankId, tab) {
+  const base = `/v1/banks/${enc(bankId)}`;
+  let bank;
+  try {
+    bank = await api("GET", base);
+  } catch (e) {
+    if (!(e instanceof ApiError && e.status === 404)) throw e;
+    bank = { bank_id: bankId, name: null, mission: null, memory_count: 0, entity_count: 0, document_count: 0 };
+  }
+  const body = h("div", { id: "tab" });
+  fill(view(), 
+    h("h1", {}, bank.name ? `${bank.name} ` : "", h("span", { class: "muted" }, bank.bank_id)),
+    bank.mission ? h("p", { class: "muted" }, bank.mission) : null,
+    h("div", { class: "stats panel" },
+      h("div", { class: "stat" }, h("b", {}, bank.memory_count ?? 0), "memories"),
+      h("div", { class: "stat" }, h("b", {}, bank.entity_count ?? 0), "entities"),
+      h("div", { class: "stat" }, h("b", {}, bank.document_count ?? 0), "retained documents"),
+      h("div", { class: "stat" }, h("b", {}, when(bank.last_memory_at)), "last memory")),
+    h("nav", { class: "tabs" }, TABS.map(([k, label]) => h("a", { href: `#/bank/${enc(bankId)}/${k}`,
+      class: k === tab ? "active" : "", "data-tab": k }, label))),
+    body,
+  );
+  const pages = { search: searchTab, memories: memoriesTab, entities: entitiesTab, models: modelsTab,
+    documents: documentsTab, operations: operationsTab, usage: usageTab, settings: settingsTab };
+  await (pages[tab] || searchTab)(body, base, bankId);
+}
+
+// ---- memories: search, browse, read, delete ------------------------------------------------------
+function memoryCard(m, base, onChange) {
+  const times = [m.occurred_start ? `occurred ${when(m.occurred_start)}` : null,
+    m.mentioned_at ? `mentioned ${when(m.mentioned_at)}` : null].filter(Boolean).join(" · ");
+  return h("div", { class: "result", "data-memory": m.id },
+    h("div", {}, h("span", { class: `badge ${m.type}` }, m.type), m.superseded ? h("span", { class: "badge" }, "superseded by facts") : null,
+      (m.tags || []).map((t) => h("span", { class: "badge" }, `#${t}`))),
+    h("div", { class: "text" }, m.text),
+    h("div", { class: "meta" }, [times, m.entities && m.entities.length ? `entities: ${m.entities.join(", ")}` : null,
+      m.score != null ? `score ${m.score} · relevance ${m.relevance} · ${(m.arms || []).join(", ")}` : null,
+      m.document_id ? `document ${m.document_id}` : null].filter(Boolean).join(" · ")),
+    h("div", { class: "row" }, h("button", { onclick: () => memoryDetail(m.id, base, onChange) }, "Details")));
+}
+
+async function memoryDetail(id, base, onChange) {
+  const [m, lineage] = await Promise.all([api("GET", `${base}/memories/${id}`), api("GET", `${base}/memories/${id}/lineage`)]);
+  const box = h("div", { class: "panel", id: "memory-detail" },
+    h("h3", {}, "Memory"),
+    h("div", { class: "text" }, m.text),
+    h("table", {}, h("tbody", {}, [["id", m.id], ["type", m.type], ["context", m.context], ["created", when(m.created_at)],
+      ["mentioned", when(m.mentioned_at)], ["occurred", m.occurred_start ? `${when(m.occurred_start)} – ${when(m.occurred_end)}` : "—"],
+      ["entities", (m.entities || []).join(", ")], ["tags", (m.tags || []).join(", ")], ["document", m.document_id || "—"]]
+      .map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v))))),
+    Object.keys(m.metadata || {}).length ? h("pre", {}, JSON.stringify(m.metadata, null, 2)) : null,
+    lineage.sources.length ? [h("h3", {}, "Extracted from"), lineage.sources.map((s) => h("pre", { "data-source": s.id }, s.text))] : null,
+    lineage.facts.length ? [h("h3", {}, "Facts extracted from it"), lineage.facts.map((f) => h("pre", { "data-fact": f.id }, f.text))] : null,
+    h("div", { class: "row" },
+      h("button", { class: "danger", onclick: () => attempt(async () => {
+        if (!confirm("Delete this memory?")) return;
+        await api("DELETE", `${base}/memories/${id}`);
+        box.remove();
+        if (onChange) await onChange();
+      }, "Memory deleted") }, "Delete memory"),
+      h("button", { onclick: () => box.remove() }, "Close")));
+  document.getElementById("memory-detail")?.remove();
+  document.getElementById("tab").prepend(box);
+  box.scrollIntoView({ block: "nearest" });
+}
+
+async function searchTab(body, base) {
+  const q = h("input", { name: "query", placeholder: "Ask the bank…", class: "grow", required: true });
+  const mode = h("select", { name: "mode" }, ["hybrid", "vector", "keyword"].map((m) => h("option", {}, m)));
+  const topK = h("input", { name: "top_k", type: "number", min: 1, max: 50, value: 20, class: "narrow" });
+  const strict = h("select", { name: "strictness" }, [0, 1, 2, 3, 4, 5].map((s) => h("option", {}, s)));
+  const tags = h("input", { name: "tags", placeholder: "tags, comma-separated" });
+  const match = h("select", { name: "tags_match" }, ["any", "all", "any_strict", "all_strict", "exact"].map((m) => h("option", {}, m)));
+  const types = h("select", { name: "types" }, h("option", { value: "" }, "all types"), h("option", {}, "world"), h("option", {}, "experience"));
+  const filter = h("input", { name: "filter", placeholder: 'filter, e.g. metadata.speaker = "Ann"', class: "grow" });
+  const results = h("div", { class: "panel", id: "results" }, h("p", { class: "muted" }, "Results appear here."));
+  const run = () => attempt(async () => {
+    const req = { query: q.value, mode: mode.value, top_k: Number(topK.value), strictness: Number(strict.value),
+      tags_match: match.value };
+    if (csv(tags.value).length || match.value === "exact") req.tags = csv(tags.value);
+    if (types.value) req.types = [types.value];
+    if (filter.value.trim()) req.filter = filter.value.trim();
+    const r = await api("POST", `${base}/recall`, req);
+    fill(results, h("p", { class: "muted" }, `${r.results.length} results · ${r.total_tokens} tokens`),
+      r.results.map((m) => memoryCard(m, base, run)));
+  });
+  fill(body, 
+    h("form", { class: "panel", onsubmit: (e) => { e.preventDefault(); run(); } },
+      h("div", { class: "row" }, q, h("button", { class: "primary", type: "submit" }, "Recall")),
+      h("div", { class: "row spaced" }, h("label", {}, "mode", mode), h("label", {}, "top k", topK),
+        h("label", {}, "strictness", strict), h("label", {}, "tags", tags), h("label", {}, "match", match),
+        h("label", {}, "type", types), h("label", { class: "grow" }, "filter", filter))),
+    results);
+}
+
+async function memoriesTab(body, base) {
+  let offset = 0;
+  const type = h("select", { name: "type" }, h("option", { value: "" }, "all types"), h("option", {}, "world"), h("option", {}, "experience"));
+  const q = h("input", { name: "q", placeholder: "text contains…" });
+  const tags = h("input", { name: "tags", placeholder: "tags, comma-separated" });
+  const doc = h("input", { name: "document_id", placeholder: "document id" });
+  const list = h("div", { class: "panel", id: "memory-list" });
+  const load = async () => {
+    const params = new URLSearchParams({ limit: PAGE, offset });
+    if (type.value) params.set("type", type.value);
+    if (q.value) params.set("q", q.value);
+    if (doc.value) params.set("document_id", doc.value);
+    csv(tags.value).forEach((t) => params.append("tags", t));
+    const r = await api("GET", `${base}/memories?${params}`);
+    fill(list, 
+      h("div", { class: "pager" }, h("button", { disabled: offset === 0, onclick: () => { offset -= PAGE; load(); } }, "← Newer"),
+        h("span", { class: "muted" }, r.total ? `${offset + 1}–${offset + r.memories.length} of ${r.total}` : "No memories"),
+        h("button", { disabled: offset + PAGE >= r.total, onclick: () => { offset += PAGE; load(); } }, "Older →")),
+      r.memories.map((m) => memoryCard(m, base, load)));
+  };
+  fill(body, 
+    h("form", { class: "panel row", onsubmit: (e) => { e.preventDefault(); offset = 0; attempt(load); } },
+      type, q, tags, doc, h("button", { type: "submit" }, "Filter")),
+    list);
+  await load();
+}
+
+async function entitiesTab(body, base, bankId) {
+  let offset = 0;
+  const q = h("input", { name: "q", placeholder: "name contains…" });
+  const list = h("div", { id: "entity-list" });
+  const load = async () => {
+    const params = new URLSearchParams({ limit: PAGE, offset });
+    if (q.value) params.set("q", q.value);
+    const r = await api("GET", `${base}/entities?${params}`);
+    fill(list, 
+      h("div", { class: "pager" }, h("button", { disabled: offset === 0, onclick: () => { offset -= PAGE; load(); } }, "← Prev"),
+        h("span", { class: "muted" }, `${r.total} entities`),
+        h("button", { disabled: offset + PAGE >= r.total, onclick: () => { offset += PAGE; load(); } }, "Next →")),
+      h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Entity"), h("th", {}, "Kind"), h("th", {}, "Memories"))),
+        h("tbody", {}, r.entities.map((e) => h("tr", {}, h("td", {}, e.name), h("td", {}, e.kind), h("td", {}, e.mention_count))))));
+  };
+  fill(body, h("form", { class: "panel row", onsubmit: (e) => { e.preventDefault(); offset = 0; attempt(load); } },
+    q, h("button", { type: "submit" }, "Search")), list);
+  await load();
+}
+
+// ---- mental models ------------------------------------------------------------------------------
+async function modelsTab(body, base, bankId, openId) {
+  const { mental_models: models } = await api("GET", `${base}/mental-models`);
+  const name = h("input", { name: "name", placeholder: "name", required: true });
+  const query = h("input", { name: "source_query", placeholder: "source query, e.g. What does the user prefer?", class: "grow", required: true });
+  const tags = h("input", { name: "tags", placeholder: "tags, comma-separated" });
+  const detail = h("div", { id: "model-detail" });
+  fill(body, 
+    h("form", { class: "panel row", onsubmit: (e) => { e.preventDefault(); attempt(async () => {
+      const r = await api("POST", `${base}/mental-models`, { name: name.value, source_query: query.value, tags: csv(tags.value) });
+      await modelsTab(body, base, bankId, r.mental_model_id);
+    }, "Mental model created; its content is being generated"); } },
+    name, query, tags, h("button", { class: "primary", type: "submit" }, "Create model")),
+    h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Model"), h("th", {}, "Status"), h("th", {}, "Tags"), h("th", {}, "Last refresh"))),
+      h("tbody", {}, models.length ? models.map((m) => h("tr", { class: "clickable", "data-model": m.mental_model_id,
+        onclick: () => showModel(m.mental_model_id) },
+      h("td", {}, m.name, h("div", { class: "meta" }, m.mental_model_id)),
+      h("td", {}, h("span", { class: `badge ${m.status}` }, m.status), m.pending_operation_id ? h("span", { class: "badge running" }, "refreshing") : null),
+      h("td", {}, (m.tags || []).join(", ")), h("td", {}, when(m.last_refreshed_at)))) : h("tr", {}, h("td", { colspan: 4, class: "muted" }, "No mental models yet.")))),
+    detail);
+  if (openId) await showModel(openId);
+
+  async function showModel(id) {
+    const [m, history] = await Promise.all([api("GET", `${base}/mental-models/${id}`), api("GET", `${base}/mental-models/${id}/history`)]);
+    const eName = h("input", { name: "edit_name", value: m.name });
+    const eQuery = h("input", { name: "edit_source_query", value: m.source_query, class: "grow" });
+    const eTags = h("input", { name: "edit_tags", value: (m.tags || []).join(", "), placeholder: "tags" });
+    const eMax = h("input", { name: "edit_max_tokens", type: "number", min: 64, max: 32768, value: m.max_tokens, class: "narrow" });
+    fill(detail, h("div", { class: "panel", "data-model-detail": id },
+      h("h2", {}, m.name, " ", h("span", { class: `badge ${m.status}` }, m.status),
+        m.pending_operation_id ? h("span", { class: "badge running" }, "refresh pending") : null),
+      h("div", { class: "meta" }, `last refresh ${when(m.last_refreshed_at)} · ${m.max_tokens} tokens at most`),
+      m.last_error ? h("p", { class: "error" }, `Last error: ${m.last_error}`) : null,
+      h("h3", {}, "Content"),
+      h("div", { class: "text", id: "model-content" }, m.content || "(not generated yet)"),
+      h("form", { class: "row spaced", onsubmit: (e) => { e.preventDefault(); attempt(async () => {
+        await api("PATCH", `${base}/mental-models/${id}`, { name: eName.value, source_query: eQuery.value, tags: csv(eTags.value),
+          max_tokens: Number(eMax.value) });
+        await showModel(id);
+      }, "Mental model updated"); } }, eName, eQuery, eTags, eMax, h("button", { type: "submit" }, "Save")),
+      h("div", { class: "row spaced" },
+        h("button", { onclick: () => attempt(async () => {
+          await api("POST", `${base}/mental-models/${id}/refresh`);
+          await modelsTab(body, base, bankId, id);
+        }, "Refresh queued") }, "Refresh now"),
+        h("button", { onclick: () => attempt(() => modelsTab(body, base, bankId, id)) }, "Reload"),
+        h("button", { class: "danger", onclick: () => attempt(async () => {
+          if (!confirm(`Delete the mental model ${id}?`)) return;
+          await api("DELETE", `${base}/mental-models/${id}`);
+          await modelsTab(body, base);
+        }, "Mental model deleted") }, "Delete")),
+      h("h3", {}, `History (${history.length})`),
+      history.map((v) => h("details", {}, h("summary", {}, `version ${v.version} · ${when(v.created_at)}`), h("pre", {}, v.content)))));
+    detail.scrollIntoView({ block: "nearest" });
+    if (m.pending_operation_id) {  // a refresh is queued or running: look again shortly, while this is shown
+      setTimeout(() => { if (document.body.contains(detail)) modelsTab(body, base, bankId, id).catch(() => {}); }, 1500);
+    }
+  }
+}
+
+// ---- documents --------------------------------------------------------------------------------
+const toBase64 = (file) => new Promise((resolve, reject) => {
+  const reader = new FileReader();
+  reader.onload = () => resolve(String(reader.result).split(",", 2)[1] || "");
+  reader.onerror = () => reject(reader.error);
+  reader.readAsDataURL(file);
+});
+
+async function documentsTab(body, base) {
+  let offset = 0;
+  const files = h("input", { type: "file", name: "files", multiple: true });
+  const tags = h("input", { name: "doc_tags", placeholder: "access tags (optional)" });
+  const bar = h("div", {});
+  const progress = h("div", { class: "progress", id: "import-progress", hidden: true }, bar);
+  const status = h("span", { class: "muted", id: "import-status" });
+  const list = h("div", { id: "document-list" });
+  const q = h("input", { name: "doc_query", placeholder: "search the documents…", class: "grow" });
+  const found = h("div", { id: "document-results" });
+
+  const load = async () => {
+    const { documents } = await api("GET", `${base}/documents?limit=${PAGE}&offset=${offset}`);
+    fill(list, 
+      h("div", { class: "pager" }, h("button", { disabled: offset === 0, onclick: () => { offset -= PAGE; load(); } }, "← Prev"),
+        h("button", { disabled: documents.length < PAGE, onclick: () => { offset += PAGE; load(); } }, "Next →")),
+      h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Document"), h("th", {}, "Type"), h("th", {}, "Chunks"), h("th", {}, "Pages"),
+        h("th", {}, "Tags"), h("th", {}, "Updated"), h("th", {}, ""))),
+      h("tbody", {}, documents.length ? documents.map((d) => h("tr", { "data-document": d.source_name },
+        h("td", {}, d.source_name, d.source_url ? h("div", { class: "meta" }, d.source_url) : null), h("td", {}, d.source_type),
+        h("td", {}, d.chunk_count), h("td", {}, d.page_count ?? "—"), h("td", {}, d.tags.join(", ")), h("td", {}, when(d.updated_at)),
+        h("td", {}, h("button", { class: "danger", onclick: () => attempt(async () => {
+          if (!confirm(`Delete ${d.source_name}?`)) return;
+          await api("DELETE", `${base}/documents/${d.document_id}`);
+          await load();
+        }, "Document deleted") }, "Delete")))) : h("tr", {}, h("td", { colspan: 7, class: "muted" }, "No documents yet.")))));
+  };
+
+  const follow = async (opId) => {
+    progress.hidden = false;
+    for (;;) {
+      const op = await api("GET", `${base}/operations/${opId}`);
+      const p = op.progress || {};
+      bar.style.width = p.total ? `${Math.round((100 * (p.done || 0)) / p.total)}%` : "5%";
+      status.textContent = `${op.status}${p.total ? ` · ${p.done || 0}/${p.total} files` : ""}`;
+      if (["succeeded", "failed", "cancelled"].includes(op.status)) {
+        bar.style.width = "100%";
+        const outcomes = (op.result && op.result.files) || [];
+        status.textContent = `${op.status}: ${outcomes.map((f) => `${f.name} ${f.status}${f.error ? ` (${f.error})` : ""}`).join(", ")}`;
+        await load();
+        return op;
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  };
+
+  fill(body, 
+    h("form", { class: "panel", onsubmit: (e) => { e.preventDefault(); attempt(async () => {
+      const chosen = [...files.files];
+      if (!chosen.length) throw new Error("Choose one or more files");
+      const payload = { files: await Promise.all(chosen.map(async (f) => ({ name: f.name, content_base64: await toBase64(f) }))),
+        tags: csv(tags.value) };
+      const accepted = await api("POST", `${base}/documents`, payload);
+      await follow(accepted.operation_id);
+    }); } },
+    h("h3", {}, "Import documents (TXT, Markdown, HTML, PDF, DOCX)"),
+    h("div", { class: "row" }, files, tags, h("button", { class: "primary", type: "submit" }, "Import"), progress, status)),
+    h("form", { class: "panel", onsubmit: (e) => { e.preventDefault(); attempt(async () => {
+      const r = await api("POST", `${base}/documents/query`, { query: q.value, top_k: 10 });
+      fill(found, r.results.length ? r.results.map((c) => h("div", { class: "result", "data-chunk": c.chunk_id },
+        h("div", { class: "meta" }, `${c.file_path}${c.page_numbers.length ? ` · page ${c.page_numbers.join(", ")}` : ""} · score ${c.score}`),
+        c.headline ? h("b", {}, c.headline) : null, h("div", { class: "text" }, short(c.content, 600)))) : h("p", { class: "muted" }, "Nothing found."));
+    }); } }, h("div", { class: "row" }, q, h("button", { type: "submit" }, "Search documents")), found),
+    list);
+  await load();
+}
+
+// ---- operations, usage, settings -------------------------------------------------------------------
+async function operationsTab(body, base) {
+  const status = h("select", { name: "op_status" }, h("option", { value: "" }, "any status"),
+    ["queued", "running", "succeeded", "failed", "cancelled"].map((s) => h("option", {}, s)));
+  const auto = h("input", { type: "checkbox", checked: true });
+  const table = h("div", { id: "operation-list" });
+  const load = async () => {
+    const params = new URLSearchParams({ limit: 100 });
+    if (status.value) params.set("status", status.value);
+    const { operations } = await api("GET", `${base}/operations?${params}`);
+    fill(table, h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Created"), h("th", {}, "Type"), h("th", {}, "Status"),
+      h("th", {}, "Attempts"), h("th", {}, "Progress / error"), h("th", {}, ""))),
+    h("tbody", {}, operations.length ? operations.map((o) => h("tr", { "data-operation": o.operation_id },
+      h("td", {}, when(o.created_at), h("div", { class: "meta" }, o.operation_id)), h("td", {}, o.type),
+      h("td", {}, h("span", { class: `badge ${o.status}` }, o.status)), h("td", {}, `${o.attempts}/${o.max_attempts}`),
+      h("td", {}, o.progress ? `${o.progress.done ?? 0}/${o.progress.total ?? "?"}` : "", o.error ? h("div", { class: "error" }, short(o.error, 300)) : null),
+      h("td", {}, ["queued", "running"].includes(o.status) ? h("button", { class: "danger", onclick: () => attempt(async () => {
+        await api("POST", `${base}/operations/${o.operation_id}/cancel`);
+        await load();
+      }, "Operation cancelled") }, "Cancel") : null))) : h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No operations.")))));
+  };
+  fill(body, h("div", { class: "panel row" }, h("label", {}, "status", status),
+    h("label", { class: "inline" }, auto, "refresh every 2 s"), h("button", { onclick: () => attempt(load) }, "Reload")), table);
+  status.addEventListener("change", () => attempt(load));
+  await load();
+  const timer = setInterval(() => {
+    if (!document.body.contains(table)) return clearInterval(timer);
+    if (auto.checked) load().catch(() => {});
+  }, 2000);
+}
+
+async function usageTab(body, base) {
+  const u = await api("GET", `${base}/usage`);
+  const money = (v) => (v == null ? "—" : `$${v.toFixed(4)}`);
+  fill(body, 
+    h("div", { class: "stats panel" },
+      h("div", { class: "stat" }, h("b", {}, u.total.calls), "LLM calls"),
+      h("div", { class: "stat" }, h("b", {}, u.total.prompt_tokens), "prompt tokens"),
+      h("div", { class: "stat" }, h("b", {}, u.total.completion_tokens), "completion tokens"),
+      h("div", { class: "stat" }, h("b", {}, money(u.total.cost_usd)), "cost (where the model's price is known)")),
+    h("table", {}, h("thead", {}, h("tr", {}, ["Operation", "Model", "Calls", "Prompt", "Completion", "Cost", "Last call"].map((t) => h("th", {}, t)))),
+      h("tbody", {}, u.by_operation.length ? u.by_operation.map((r) => h("tr", {}, h("td", {}, r.operation), h("td", {}, r.model),
+        h("td", {}, r.calls), h("td", {}, r.prompt_tokens), h("td", {}, r.completion_tokens), h("td", {}, money(r.cost_usd)),
+        h("td", {}, when(r.last_call)))) : h("tr", {}, h("td", { colspan: 7, class: "muted" }, "No LLM calls for this bank.")))));
+}
+
+async function settingsTab(body, base, bankId) {
+  const policy = h("select", { name: "on_conflict" }, ["rename", "skip", "replace"].map((p) => h("option", {}, p)));
+  const file = h("input", { type: "file", name: "bank_file", accept: ".gz,application/gzip" });
+  const confirmId = h("input", { name: "confirm_delete", placeholder: `type ${bankId} to delete` });
+  fill(body, 
+    h("div", { class: "panel" }, h("h3", {}, "Export"),
+      h("p", { class: "muted" }, "The whole bank as one gzip JSON Lines file: memories with their vectors, entities, documents, mental models."),
+      h("button", { class: "primary", onclick: () => attempt(async () => {
+        const r = await api("GET", `${base}/export`, undefined, { raw: true });
+        const url = URL.createObjectURL(await r.blob());
+        h("a", { href: url, download: `${bankId}.hindsight.jsonl.gz` }).click();
+        setTimeout(() => URL.revokeObjectURL(url), 10_000);
+      }, "Export downloaded") }, "Export this bank")),
+    h("form", { class: "panel row", onsubmit: (e) => { e.preventDefault(); attempt(async () => {
+      if (!file.files[0]) throw new Error("Choose an exported file");
+      const r = await api("POST", `${base}/import?on_conflict=${policy.value}`, file.files[0], { contentType: "application/gzip" });
+      toast(`Imported: ${JSON.stringify(r.imported)}`);
+    }); } }, h("h3", { class: "grow" }, "Import a file into this bank"), file, h("label", {}, "on conflict", policy),
+    h("button", { type: "submit" }, "Import")),
+    h("form", { class: "panel row", onsubmit: (e) => { e.preventDefault(); attempt(async () => {
+      if (confirmId.value !== bankId) throw new Error(`Type ${bankId} to confirm`);
+      await api("DELETE", base);
+      location.hash = "#/";
+    }, "Bank deleted"); } }, h("h3", { class: "grow" }, "Delete this bank and everything in it"), confirmId,
+    h("button", { class: "danger", type: "submit" }, "Delete bank")));
+}
+
+// ---- API keys (admin) ----------------------------------------------------------------------------
+async function keysPage() {
+  let keys;
+  try {
+    keys = (await api("GET", "/v1/keys")).keys;
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 403) {
+      return fill(view(), h("h1", {}, "API keys"), h("div", { class: "panel muted" }, "Managing keys needs an admin key."));
+    }
+    throw e;
+  }
+  const name = h("input", { name: "key_name", placeholder: "name, e.g. alice-laptop", required: true });
+  const role = h("select", { name: "role" }, h("option", {}, "bank"), h("option", {}, "admin"));
+  const banks = h("input", { name: "key_banks", placeholder: "banks, comma-separated" });
+  const access = h("select", { name: "access" }, h("option", {}, "read_write"), h("option", {}, "read"));
+  const shown = h("div", { id: "new-key" });
+  fill(view(), 
+    h("h1", {}, "API keys"),
+    h("form", { class: "panel row", onsubmit: (e) => { e.preventDefault(); attempt(async () => {
+      const k = await api("POST", "/v1/keys", { name: name.value, role: role.value, banks: csv(banks.value), access: access.value });
+      await keysPage();
+      fill(document.getElementById("new-key"), h("div", { class: "panel" },
+        h("p", {}, `Key ${k.key_id} created. Copy it now: it is not shown again.`), h("div", { class: "secret" }, k.key)));
+    }); } }, name, role, banks, access, h("button", { class: "primary", type: "submit" }, "Create key")),
+    shown,
+    h("table", {}, h("thead", {}, h("tr", {}, ["Key", "Name", "Role", "Banks", "Access", "Created", "Last used", ""].map((t) => h("th", {}, t)))),
+      h("tbody", {}, keys.map((k) => h("tr", { "data-key": k.key_id }, h("td", {}, k.key_id), h("td", {}, k.name), h("td", {}, k.role),
+        h("td", {}, k.banks.join(", ")), h("td", {}, k.access), h("td", {}, when(k.created_at)), h("td", {}, when(k.last_used_at)),
+        h("td", {}, k.revoked_at ? h("span", { class: "muted" }, `revoked ${when(k.revoked_at)}`) : h("button", { class: "danger",
+          onclick: () => attempt(async () => {
+            if (!confirm(`Revoke ${k.name}?`)) return;
+            await api("DELETE", `/v1/keys/${k.key_id}`);
+            await keysPage();
+          }, "Key revoked") }, "Revoke")))))));
+}
