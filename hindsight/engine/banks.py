@@ -81,7 +81,7 @@ async def get_bank(pool: asyncpg.Pool, bank_id: str) -> Bank:
             raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
         stats = await conn.fetchrow(
             "SELECT (SELECT count(*) FROM memories WHERE bank_id = $1) AS memories,"
-            " (SELECT count(*) FROM entities WHERE bank_id = $1) AS entities,"
+            " (SELECT count(*) FROM entities WHERE bank_id = $1 AND mention_count > 0) AS entities,"
             " (SELECT count(DISTINCT document_id) FROM memories WHERE bank_id = $1 AND document_id IS NOT NULL) AS documents,"
             " (SELECT max(created_at) FROM memories WHERE bank_id = $1) AS last_memory_at",
             bank_id,
@@ -95,17 +95,20 @@ async def list_banks(pool: asyncpg.Pool, only: set[str] | None = None) -> list[B
             rows = await conn.fetch(f"SELECT {_COLUMNS} FROM banks ORDER BY id")
         else:
             rows = await conn.fetch(f"SELECT {_COLUMNS} FROM banks WHERE id = ANY($1::text[]) ORDER BY id", list(only))
-        counts = {
-            r["bank_id"]: r["n"]
-            for r in await conn.fetch(
-                "SELECT bank_id, count(*) AS n FROM memories WHERE bank_id = ANY($1::text[]) GROUP BY bank_id",
-                [r["id"] for r in rows],
-            )
-        }
+        ids = [r["id"] for r in rows]
+        memories = {r["bank_id"]: r for r in await conn.fetch(
+            "SELECT bank_id, count(*) AS n, max(created_at) AS last FROM memories WHERE bank_id = ANY($1::text[])"
+            " GROUP BY bank_id", ids)}
+        entities = {r["bank_id"]: r["n"] for r in await conn.fetch(
+            "SELECT bank_id, count(*) AS n FROM entities WHERE bank_id = ANY($1::text[]) AND mention_count > 0"
+            " GROUP BY bank_id", ids)}
     out = []
     for r in rows:
         b = _bank(r)
-        b.memory_count = counts.get(r["id"], 0)
+        m = memories.get(r["id"])
+        b.memory_count = m["n"] if m else 0
+        b.last_memory_at = m["last"] if m else None
+        b.entity_count = entities.get(r["id"], 0)
         out.append(b)
     return out
 
