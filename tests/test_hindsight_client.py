@@ -13,7 +13,7 @@ from hindsight_client import Hindsight
 from hindsight_client.hindsight_client import _run_async as run
 from hindsight_client_api.exceptions import ApiException
 
-from conftest import ADMIN_KEY, wait_for
+from conftest import ADMIN_KEY, Server, wait_for
 
 
 @pytest.fixture
@@ -224,3 +224,21 @@ def test_retained_documents_list_and_delete(client, bank):
     with pytest.raises(ApiException) as e:
         run(client.documents.get_document(bank, "notes"))
     assert e.value.status == 404
+
+
+def test_cancelling_a_pending_operation(pg_url, bank):
+    """DELETE .../operations/{id} cancels: a server without a worker keeps an async retain pending."""
+    s = Server({"HINDSIGHT_API_DATABASE_URL": pg_url, "HINDSIGHT_API_WORKER_CONCURRENCY": "0"}).start()
+    c = Hindsight(base_url=s.url)
+    try:
+        r = c.retain(bank, "Queued and never stored.", retain_async=True)
+        ops = c.operations
+        pending = run(ops.list_operations(bank, status="pending"))
+        assert [o.id for o in pending.operations] == [r.operation_id] and pending.operations[0].status == "pending"
+        cancelled = run(ops.cancel_operation(bank, r.operation_id))
+        assert cancelled.success and "cancelled" in cancelled.message
+        assert run(ops.get_operation_status(bank, r.operation_id)).status == "cancelled"
+        assert c.list_memories(bank).total == 0
+    finally:
+        c.close()
+        s.stop()
