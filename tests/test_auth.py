@@ -7,18 +7,13 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from conftest import ADMIN_KEY, mcp_session
+from support import make_key
 
 
 @pytest.fixture
 def admin(auth_server):
     with auth_server.http(ADMIN_KEY) as c:
         yield c
-
-
-def make_key(admin, **body):
-    r = admin.post("/v1/keys", json={"name": "k", **body})
-    assert r.status_code == 201, r.text
-    return r.json()
 
 
 def test_key_required_everywhere(auth_server, bank):

@@ -10,7 +10,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from conftest import ADMIN_KEY, mcp_session
-from test_auth import make_key
+from support import make_key
 
 PAGE = b"<html><body><h1>Device guide</h1><p>To reset your device, hold the power button for ten seconds.</p></body></html>"
 

@@ -2,9 +2,7 @@
 curl-shaped rag_search call, tag-based access with several users, verify_document_access."""
 from __future__ import annotations
 
-import base64
 import http.server
-import io
 import json
 import threading
 
@@ -13,42 +11,10 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from conftest import mcp_session
+from support import b64, docx_bytes, import_docs, pdf_bytes
 
 SALES = "Our sales playbook: the Falcon X router ships with eight ports and a lifetime warranty."
 HR = "Holiday policy: employees get thirty days of paid leave and a sabbatical after five years."
-
-
-def pdf_bytes() -> bytes:
-    from fpdf import FPDF
-
-    pdf = FPDF()
-    for text in ("Falcon X installation guide. Mount the router on a wall bracket.",
-                 "Troubleshooting: if the Falcon X LED blinks red, reset the firmware."):
-        pdf.add_page()
-        pdf.set_font("helvetica", size=12)
-        pdf.multi_cell(0, 10, text)
-    return bytes(pdf.output())
-
-
-def docx_bytes() -> bytes:
-    import docx
-
-    d = docx.Document()
-    d.add_heading("Falcon X technical specifications", level=1)
-    d.add_paragraph("The Falcon X draws twelve watts and supports WiFi 7.")
-    buf = io.BytesIO()
-    d.save(buf)
-    return buf.getvalue()
-
-
-def b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
-
-
-def import_docs(api, bank, wait=True, **body):
-    r = api.post(f"/v1/banks/{bank}/documents", json=body, params={"wait": wait})
-    assert r.status_code == 202, r.text
-    return r.json()
 
 
 def test_import_every_type_and_failures_do_not_spoil_the_batch(api, bank):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 from conftest import Server, fresh_database, llm_env
-from test_llm_retain import recall_texts, retain, wait_for
-from test_mental_models import op_done
+from conftest import wait_for
+from support import op_done, recall_texts, retain
 
 
 def test_operation_of_a_killed_server_is_finished_after_restart(pg_url, stub, bank):

@@ -8,11 +8,8 @@ hindsight-autogen (autogen-core pins protobuf 5, below what onnx needs for our e
 """
 from __future__ import annotations
 
-import asyncio
-import time
 import uuid
 
-import pytest
 
 
 def _unique(word: str) -> str:

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import time
 
-import pytest
+from conftest import wait_for
+from support import recall_texts, retain
 
 NAMES = ["Alice", "Bruno", "Chen", "Dara", "Emeka", "Farah", "Goran", "Hana", "Ivan", "Jia", "Kofi", "Lena",
          "Mateo", "Nia", "Omar", "Priya", "Quinn", "Rosa", "Sven", "Tariq", "Uma", "Viktor", "Wen", "Ximena",
@@ -15,32 +16,10 @@ THINGS = ["a violin", "a canoe", "a telescope", "sourdough bread", "a chess set"
 MELANIE = "Melanie went to the Louvre in Paris yesterday. She loved the paintings."
 
 
-def retain(api, bank, body, wait=True):
-    r = api.post(f"/v1/banks/{bank}/memories", json=body, params={"wait": wait})
-    assert r.status_code == 200, r.text
-    return r.json()
-
-
-def recall_texts(api, bank, query, **kw):
-    r = api.post(f"/v1/banks/{bank}/recall", json={"query": query, **kw})
-    assert r.status_code == 200, r.text
-    return [m["text"] for m in r.json()["results"]], r.json()["results"]
-
-
 def operation(api, bank, op_id):
     r = api.get(f"/v1/banks/{bank}/operations/{op_id}")
     assert r.status_code == 200, r.text
     return r.json()
-
-
-def wait_for(fn, timeout=30, every=0.2):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = fn()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError("condition not met in time")
 
 
 def test_extracts_self_contained_facts_with_absolute_times(llm_api, bank):

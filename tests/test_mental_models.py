@@ -9,15 +9,8 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from conftest import mcp_session
-from test_llm_retain import retain, wait_for
-
-
-def op_done(api, bank, op_id):
-    def check():
-        op = api.get(f"/v1/banks/{bank}/operations/{op_id}").json()
-        return op if op["status"] in ("succeeded", "failed", "cancelled") else None
-
-    return wait_for(check)
+from conftest import wait_for
+from support import op_done, retain
 
 
 def test_reflect_with_llm_cites_the_memories_it_used(llm_api, bank):

@@ -3,7 +3,6 @@ re-import, id remapping on the same server, conflict policies, re-embedding, bad
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import subprocess
 import sys
@@ -12,8 +11,7 @@ import time
 import pytest
 
 from conftest import ADMIN_KEY, Server, fresh_database
-from test_auth import make_key
-from test_documents import b64, docx_bytes, import_docs, pdf_bytes
+from support import b64, docx_bytes, import_docs, make_key, pdf_bytes
 
 ITEMS = [
     {"content": "Melanie painted a sunrise over the lake last weekend.", "timestamp": "2023-05-08T10:00:00Z",

@@ -6,7 +6,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from conftest import mcp_session
-from test_documents import b64, import_docs, pdf_bytes
+from support import b64, import_docs, pdf_bytes
 
 MEMORIES = [
     {"content": "Melanie adopted a beagle named Biscuit from the shelter.", "metadata": {"speaker": "Melanie", "session": 1},

@@ -1,0 +1,66 @@
+"""Helpers shared by several test modules (no test module imports another)."""
+from __future__ import annotations
+
+import base64
+import io
+
+from conftest import wait_for
+
+
+def make_key(admin, **body):
+    r = admin.post("/v1/keys", json={"name": "k", **body})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def retain(api, bank, body, wait=True):
+    r = api.post(f"/v1/banks/{bank}/memories", json=body, params={"wait": wait})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def recall_texts(api, bank, query, **kw):
+    r = api.post(f"/v1/banks/{bank}/recall", json={"query": query, **kw})
+    assert r.status_code == 200, r.text
+    return [m["text"] for m in r.json()["results"]], r.json()["results"]
+
+
+def op_done(api, bank, op_id):
+    def check():
+        op = api.get(f"/v1/banks/{bank}/operations/{op_id}").json()
+        return op if op["status"] in ("succeeded", "failed", "cancelled") else None
+
+    return wait_for(check)
+
+
+def pdf_bytes() -> bytes:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    for text in ("Falcon X installation guide. Mount the router on a wall bracket.",
+                 "Troubleshooting: if the Falcon X LED blinks red, reset the firmware."):
+        pdf.add_page()
+        pdf.set_font("helvetica", size=12)
+        pdf.multi_cell(0, 10, text)
+    return bytes(pdf.output())
+
+
+def docx_bytes() -> bytes:
+    import docx
+
+    d = docx.Document()
+    d.add_heading("Falcon X technical specifications", level=1)
+    d.add_paragraph("The Falcon X draws twelve watts and supports WiFi 7.")
+    buf = io.BytesIO()
+    d.save(buf)
+    return buf.getvalue()
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def import_docs(api, bank, wait=True, **body):
+    r = api.post(f"/v1/banks/{bank}/documents", json=body, params={"wait": wait})
+    assert r.status_code == 202, r.text
+    return r.json()
