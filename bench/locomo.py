@@ -5,6 +5,7 @@ to --scale memories (synthesised from the LoCoMo turns with perturbed embeddings
     .venv/bin/python bench/locomo.py            # full run (about 15 minutes on 2 cores)
     .venv/bin/python bench/locomo.py --scale 0  # skip the large-bank part
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,9 +29,9 @@ from pgvector.asyncpg import register_vector
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from hindsight.db.embedded import EmbeddedPostgres  # noqa: E402
 from hindsight.embedding import load_embedder  # noqa: E402
 from hindsight.engine.retain import COPY_COLUMNS  # noqa: E402
-from hindsight.db.embedded import EmbeddedPostgres  # noqa: E402
 from hindsight.testing import Server, machine  # noqa: E402
 
 LOCOMO = Path(os.environ.get("LOCOMO_DIR", ROOT.parent / "shared" / "bench" / "locomo"))
@@ -66,10 +67,14 @@ def turn_items(conv):
             text = f"{t['speaker']}: {t['text']}"
             if t["image_caption"]:
                 text += f" [shares image: {t['image_caption']}]"
-            items.append({
-                "content": text, "timestamp": (t["timestamp"] + "Z") if t["timestamp"] else None,
-                "metadata": {"turn_id": t["turn_id"]}, "document_id": f"{conv['sample_id']}:{s['session_id']}",
-            })
+            items.append(
+                {
+                    "content": text,
+                    "timestamp": (t["timestamp"] + "Z") if t["timestamp"] else None,
+                    "metadata": {"turn_id": t["turn_id"]},
+                    "document_id": f"{conv['sample_id']}:{s['session_id']}",
+                }
+            )
         yield [{k: v for k, v in it.items() if v is not None} for it in items]
 
 
@@ -151,7 +156,9 @@ async def synthesize(pg_url, bank, n, src_banks):
     HNSW graph and full-text index see realistic, non-identical content."""
     conn = await asyncpg.connect(pg_url)
     await register_vector(conn)
-    rows = await conn.fetch("SELECT text, embedding, mentioned_at FROM memories WHERE bank_id = ANY($1::text[])", src_banks)
+    rows = await conn.fetch(
+        "SELECT text, embedding, mentioned_at FROM memories WHERE bank_id = ANY($1::text[])", src_banks
+    )
     await conn.execute("INSERT INTO banks (id) VALUES ($1) ON CONFLICT DO NOTHING", bank)
     rng = np.random.default_rng(7)
     t0, done = time.perf_counter(), 0
@@ -160,8 +167,25 @@ async def synthesize(pg_url, bank, n, src_banks):
         for i in range(done, min(n, done + 5000)):
             r = rows[i % len(rows)]
             v = r["embedding"].to_numpy().astype(np.float32) + rng.normal(0, 0.03, 384).astype(np.float32)
-            recs.append((uuid.uuid4(), bank, f"{r['text']} (variant {i})", "world", "general", v / np.linalg.norm(v),
-                         None, None, r["mentioned_at"], [], "{}", None, f"syn:{i // 20}", i % 20, None))
+            recs.append(
+                (
+                    uuid.uuid4(),
+                    bank,
+                    f"{r['text']} (variant {i})",
+                    "world",
+                    "general",
+                    v / np.linalg.norm(v),
+                    None,
+                    None,
+                    r["mentioned_at"],
+                    [],
+                    "{}",
+                    None,
+                    f"syn:{i // 20}",
+                    i % 20,
+                    None,
+                )
+            )
         await conn.copy_records_to_table("memories", records=recs, columns=COPY_COLUMNS)
         done += len(recs)
         print(f"  synthesised {done}/{n} ({time.perf_counter() - t0:.0f}s)", flush=True)
@@ -179,7 +203,9 @@ async def turns_by_text(pg_url) -> dict:
     """(LoCoMo bank, turn text) -> the turn ids with that text."""
     conn = await asyncpg.connect(pg_url)
     try:
-        rows = await conn.fetch("SELECT bank_id, text, metadata->>'turn_id' AS t FROM memories WHERE bank_id LIKE 'locomo%'")
+        rows = await conn.fetch(
+            "SELECT bank_id, text, metadata->>'turn_id' AS t FROM memories WHERE bank_id LIKE 'locomo%'"
+        )
     finally:
         await conn.close()
     out = defaultdict(list)
@@ -194,17 +220,22 @@ async def main(args):
     # The same embedded PostgreSQL, settings included, as `hindsight serve` starts.
     pg = EmbeddedPostgres(tmp, cleanup="delete")
     pg_url = pg.start()
-    server = Server({"HINDSIGHT_API_DATABASE_URL": pg_url, "HINDSIGHT_API_DB_POOL_MAX": "40",
-                     "HINDSIGHT_API_LOG_LEVEL": "warning"}).start()
+    server = Server(
+        {"HINDSIGHT_API_DATABASE_URL": pg_url, "HINDSIGHT_API_DB_POOL_MAX": "40", "HINDSIGHT_API_LOG_LEVEL": "warning"}
+    ).start()
     rss = RSS(server.proc.pid)
     out = {"machine": machine(), "date": time.strftime("%Y-%m-%d")}
     try:
         convs = list(locomo.locomo_conversations())[: args.conversations]
         last_ts = {c["sample_id"]: max(s["timestamp"] for s in c["sessions"] if s["timestamp"]) + "Z" for c in convs}
-        questions = [q for q in locomo.locomo_questions() if q["sample_id"] in last_ts
-                     and q["category"] in CATS and q["evidence"]]
-        async with httpx.AsyncClient(base_url=server.url, timeout=300,
-                                     limits=httpx.Limits(max_connections=64)) as client:
+        questions = [
+            q
+            for q in locomo.locomo_questions()
+            if q["sample_id"] in last_ts and q["category"] in CATS and q["evidence"]
+        ]
+        async with httpx.AsyncClient(
+            base_url=server.url, timeout=300, limits=httpx.Limits(max_connections=64)
+        ) as client:
             print(f"retaining {sum(len(c['turns']) for c in convs)} turns ...", flush=True)
             n, dt = await retain_all(client, convs, rss)
             out["retain"] = {"turns": n, "seconds": round(dt, 1), "turns_per_s": round(n / dt, 1)}
@@ -220,9 +251,14 @@ async def main(args):
                 dt, ranked = await timed_recall(client, bank, q["question"], last_ts[q["sample_id"]])
                 lat.append(dt)
                 vec = embedder.embed_query(q["question"])
-                base = [r[0] for r in await pool.fetch(
-                    "SELECT metadata->>'turn_id' FROM memories WHERE bank_id = $1 ORDER BY embedding <=> $2 LIMIT 20",
-                    bank, vec)]
+                base = [
+                    r[0]
+                    for r in await pool.fetch(
+                        "SELECT metadata->>'turn_id' FROM memories WHERE bank_id = $1 ORDER BY embedding <=> $2 LIMIT 20",
+                        bank,
+                        vec,
+                    )
+                ]
                 for name, ids in (("hindsight", ranked), ("vector", base)):
                     s = score(ids, q["evidence"])
                     for k in KS:
@@ -232,15 +268,23 @@ async def main(args):
             await pool.close()
             table = {}
             for name in ("hindsight", "vector"):
-                table[name] = {cat: {f"r@{k}": round(statistics.mean(hits[name][(cat, k)]), 3) for k in KS}
-                               for cat in (*CATS, "all")}
+                table[name] = {
+                    cat: {f"r@{k}": round(statistics.mean(hits[name][(cat, k)]), 3) for k in KS}
+                    for cat in (*CATS, "all")
+                }
             out["evidence_recall"] = table
             out["questions"] = {c: len(hits["hindsight"][(c, 5)]) for c in (*CATS, "all")}
-            out["recall_latency_ms_locomo"] = {"p50": round(pct(lat, 50) * 1000, 1), "p95": round(pct(lat, 95) * 1000, 1)}
+            out["recall_latency_ms_locomo"] = {
+                "p50": round(pct(lat, 50) * 1000, 1),
+                "p95": round(pct(lat, 95) * 1000, 1),
+            }
             jobs = [(bank_of(q), q["question"], last_ts[q["sample_id"]]) for q in questions]
             qps, clat = await concurrent(client, jobs, 16, rss)
-            out["recall_16_clients_locomo"] = {"per_s": round(qps, 1), "p50_ms": round(pct(clat, 50) * 1000, 1),
-                                               "p95_ms": round(pct(clat, 95) * 1000, 1)}
+            out["recall_16_clients_locomo"] = {
+                "per_s": round(qps, 1),
+                "p50_ms": round(pct(clat, 50) * 1000, 1),
+                "p95_ms": round(pct(clat, 95) * 1000, 1),
+            }
 
             out["server_peak_rss_mb"] = round(rss.peak / 2**20)
             report(out)
@@ -272,8 +316,11 @@ async def main(args):
                     "sequential_ms": {"p50": round(pct(slat, 50) * 1000, 1), "p95": round(pct(slat, 95) * 1000, 1)},
                     "evidence_recall": {f"r@{k}": round(statistics.mean(big_hits[k]), 3) for k in KS},
                     "questions": len(picked),
-                    "clients_16": {"per_s": round(qps, 1), "p50_ms": round(pct(clat, 50) * 1000, 1),
-                                   "p95_ms": round(pct(clat, 95) * 1000, 1)},
+                    "clients_16": {
+                        "per_s": round(qps, 1),
+                        "p50_ms": round(pct(clat, 50) * 1000, 1),
+                        "p95_ms": round(pct(clat, 95) * 1000, 1),
+                    },
                 }
         out["server_peak_rss_mb"] = round(rss.peak / 2**20)
         out["cpu_steal_percent"] = steal.percent()
@@ -302,15 +349,21 @@ def report(out):
     er = out["evidence_recall"]
     for cat in (*CATS, "all"):
         h, v = er["hindsight"][cat], er["vector"][cat]
-        print(f"  {cat:12s} n={out['questions'][cat]:4d}  " + "  ".join(
-            f"@{k}: {h[f'r@{k}']:.3f} | {v[f'r@{k}']:.3f}" for k in KS))
-    print(f"recall latency (LoCoMo banks): {out['recall_latency_ms_locomo']}; 16 clients: {out['recall_16_clients_locomo']}")
+        print(
+            f"  {cat:12s} n={out['questions'][cat]:4d}  "
+            + "  ".join(f"@{k}: {h[f'r@{k}']:.3f} | {v[f'r@{k}']:.3f}" for k in KS)
+        )
+    print(
+        f"recall latency (LoCoMo banks): {out['recall_latency_ms_locomo']}; 16 clients: {out['recall_16_clients_locomo']}"
+    )
     if "scale" in out:
         sc = out["scale"]
         print(f"recall at {sc['memories']} memories: sequential {sc['sequential_ms']}; 16 clients: {sc['clients_16']}")
         if "evidence_recall" in sc:
-            print(f"  evidence recall there (n={sc['questions']}): " + "  ".join(
-                f"@{k}: {sc['evidence_recall'][f'r@{k}']:.3f}" for k in KS))
+            print(
+                f"  evidence recall there (n={sc['questions']}): "
+                + "  ".join(f"@{k}: {sc['evidence_recall'][f'r@{k}']:.3f}" for k in KS)
+            )
     print(f"server peak RSS: {out['server_peak_rss_mb']} MB")
     if out.get("cpu_steal_percent") is not None:
         print(f"CPU time taken by the hypervisor during the run (steal): {out['cpu_steal_percent']}%")

@@ -4,6 +4,7 @@ One pydantic-settings model so the README table, validation and defaults live in
 Unknown `HINDSIGHT_API_*` variables are an error (with a suggestion) because a typo that silently
 falls back to a default is the hardest kind of misconfiguration to notice.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -53,7 +54,9 @@ class Settings(BaseSettings):
         None, description="PostgreSQL URL (with pgvector); unset means the embedded PostgreSQL."
     )
     embedded_db_cache_mb: int = Field(
-        0, ge=0, le=1_048_576,
+        0,
+        ge=0,
+        le=1_048_576,
         description="Buffer cache of the embedded PostgreSQL, MB; 0 means an eighth of memory (128 MB-2 GB). "
         "Applies from the database's next start.",
     )
@@ -61,16 +64,15 @@ class Settings(BaseSettings):
     db_pool_max: int = Field(10, ge=1, le=200, description="Maximum database connections.")
     mcp_enabled: bool = Field(True, description="Serve MCP under /mcp; false makes /mcp a 404.")
     metrics_admin_only: bool = Field(
-        False, description="Prometheus /metrics needs an admin API key (when keys are on); false: open like /health.",
+        False,
+        description="Prometheus /metrics needs an admin API key (when keys are on); false: open like /health.",
     )
     tenant_extension: str | None = Field(
         None,
         description="`module:Class` of the tenant extension; "
         "`hindsight.extensions.builtin.tenant:ApiKeyTenantExtension` turns API keys on.",
     )
-    tenant_api_key: str | None = Field(
-        None, description="The admin API key when the API-key tenant extension is on."
-    )
+    tenant_api_key: str | None = Field(None, description="The admin API key when the API-key tenant extension is on.")
     embedding_model_dir: Path | None = Field(
         None,
         description="Folder with model.onnx and tokenizer.json of a local ONNX embedding model (any "
@@ -88,15 +90,11 @@ class Settings(BaseSettings):
     max_content_chars: int = Field(
         100_000, ge=100, le=10_000_000, description="Largest `content` of one retained item."
     )
-    max_batch_items: int = Field(
-        5_000, ge=1_000, le=100_000, description="Most items in one retain call."
-    )
+    max_batch_items: int = Field(5_000, ge=1_000, le=100_000, description="Most items in one retain call.")
     max_recall_tokens: int = Field(
         32_768, ge=256, le=1_000_000, description="Largest `max_tokens` a recall may ask for."
     )
-    unit_max_chars: int = Field(
-        1_200, ge=200, le=20_000, description="Longest memory unit; longer content is split."
-    )
+    unit_max_chars: int = Field(1_200, ge=200, le=20_000, description="Longest memory unit; longer content is split.")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
     mcp_bank_id: str = Field(
         "default",
@@ -112,27 +110,44 @@ class Settings(BaseSettings):
 
     # ---- LLM (through litellm); no model means offline mode ----------------------------------
     llm_model: str | None = Field(
-        None, description="litellm model string (e.g. `openai/gpt-4o-mini`, `anthropic/claude-...`, "
+        None,
+        description="litellm model string (e.g. `openai/gpt-4o-mini`, `anthropic/claude-...`, "
         "`ollama/llama3`); unset means offline mode (no LLM).",
     )
     llm_api_key: str | None = Field(None, description="API key for the LLM provider.")
-    llm_base_url: str | None = Field(None, description="Base URL of the LLM API (OpenAI-compatible servers, Ollama, vLLM).")
-    retain_llm_model: str | None = Field(None, description="Model for fact extraction on retain; default: the LLM model.")
+    llm_base_url: str | None = Field(
+        None, description="Base URL of the LLM API (OpenAI-compatible servers, Ollama, vLLM)."
+    )
+    retain_llm_model: str | None = Field(
+        None, description="Model for fact extraction on retain; default: the LLM model."
+    )
     retain_llm_api_key: str | None = Field(None, description="API key for the retain model; default: the LLM API key.")
-    retain_llm_base_url: str | None = Field(None, description="Base URL for the retain model; default: the LLM base URL.")
-    reflect_llm_model: str | None = Field(None, description="Model for reflect and mental models; default: the LLM model.")
-    reflect_llm_api_key: str | None = Field(None, description="API key for the reflect model; default: the LLM API key.")
-    reflect_llm_base_url: str | None = Field(None, description="Base URL for the reflect model; default: the LLM base URL.")
+    retain_llm_base_url: str | None = Field(
+        None, description="Base URL for the retain model; default: the LLM base URL."
+    )
+    reflect_llm_model: str | None = Field(
+        None, description="Model for reflect and mental models; default: the LLM model."
+    )
+    reflect_llm_api_key: str | None = Field(
+        None, description="API key for the reflect model; default: the LLM API key."
+    )
+    reflect_llm_base_url: str | None = Field(
+        None, description="Base URL for the reflect model; default: the LLM base URL."
+    )
     llm_max_concurrent: int = Field(4, ge=1, le=256, description="Most LLM calls in flight per server process.")
     llm_timeout: float = Field(120.0, gt=0, le=3600, description="Seconds before one LLM call is abandoned.")
-    llm_max_retries: int = Field(3, ge=0, le=10, description="Retries of a failed or malformed LLM call (exponential backoff).")
+    llm_max_retries: int = Field(
+        3, ge=0, le=10, description="Retries of a failed or malformed LLM call (exponential backoff)."
+    )
     retain_llm_batch_tokens: int = Field(
         3_000, ge=200, le=200_000, description="Token budget of the items sent in one fact-extraction call."
     )
     fact_dedup_threshold: float = Field(
         0.95, ge=0.5, le=1.0, description="Cosine similarity above which a new fact is merged into an existing one."
     )
-    retain_wait_timeout: float = Field(120.0, gt=0, le=3600, description="Longest `wait=true` retain waits for extraction.")
+    retain_wait_timeout: float = Field(
+        120.0, gt=0, le=3600, description="Longest `wait=true` retain waits for extraction."
+    )
     # ---- documents ---------------------------------------------------------------------------------
     document_chunk_chars: int = Field(1_500, ge=200, le=20_000, description="Default characters per document chunk.")
     max_document_bytes: int = Field(
@@ -143,16 +158,28 @@ class Settings(BaseSettings):
         False, description="Let URL imports reach private, loopback and link-local addresses (off: no SSRF)."
     )
     max_archive_bytes: int = Field(
-        4_000_000_000, ge=1_000, le=1_000_000_000_000, description="Largest bank export file one import accepts (compressed)."
+        4_000_000_000,
+        ge=1_000,
+        le=1_000_000_000_000,
+        description="Largest bank export file one import accepts (compressed).",
     )
     # ---- operations and the scheduler ----------------------------------------------------------
-    worker_concurrency: int = Field(2, ge=0, le=64, description="Operations run at once per process; 0 disables the worker.")
-    operation_max_attempts: int = Field(5, ge=1, le=50, description="Attempts before an operation is marked failed.")
-    operation_timeout: float = Field(900.0, gt=0, le=86_400, description="Wall-clock limit of one operation attempt, seconds.")
-    operation_lease: float = Field(
-        30.0, ge=1, le=3600, description="Seconds a worker's claim lasts without a heartbeat; a crashed worker's operations are reclaimed after it."
+    worker_concurrency: int = Field(
+        2, ge=0, le=64, description="Operations run at once per process; 0 disables the worker."
     )
-    scheduler_interval: float = Field(1.0, gt=0, le=3600, description="Seconds between scheduler ticks (claim work, sweep stale models).")
+    operation_max_attempts: int = Field(5, ge=1, le=50, description="Attempts before an operation is marked failed.")
+    operation_timeout: float = Field(
+        900.0, gt=0, le=86_400, description="Wall-clock limit of one operation attempt, seconds."
+    )
+    operation_lease: float = Field(
+        30.0,
+        ge=1,
+        le=3600,
+        description="Seconds a worker's claim lasts without a heartbeat; a crashed worker's operations are reclaimed after it.",
+    )
+    scheduler_interval: float = Field(
+        1.0, gt=0, le=3600, description="Seconds between scheduler ticks (claim work, sweep stale models)."
+    )
     mental_model_debounce: float = Field(
         30.0, ge=0, le=86_400, description="Quiet seconds after new memories before a stale mental model is refreshed."
     )
@@ -175,8 +202,11 @@ class Settings(BaseSettings):
         model = getattr(self, f"{purpose}_llm_model") or self.llm_model
         if not model:
             return None
-        return (model, getattr(self, f"{purpose}_llm_api_key") or self.llm_api_key,
-                getattr(self, f"{purpose}_llm_base_url") or self.llm_base_url)
+        return (
+            model,
+            getattr(self, f"{purpose}_llm_api_key") or self.llm_api_key,
+            getattr(self, f"{purpose}_llm_base_url") or self.llm_base_url,
+        )
 
     @property
     def auth_enabled(self) -> bool:

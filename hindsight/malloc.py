@@ -5,6 +5,7 @@ that embeds a 1,000-item batch in a worker thread keeps that batch's peak for go
 (instead of eight per core) and a trim after large transient allocations keep RSS near the live
 set; the cost is a few microseconds per trim. Elsewhere than glibc both calls do nothing.
 """
+
 from __future__ import annotations
 
 import ctypes

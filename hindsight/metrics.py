@@ -9,6 +9,7 @@ process: with several server processes, scrape each (their counters add up in Pr
 Labels are bounded: routes are route templates (`/v1/banks/{bank_id}/recall`, never a bank id),
 tools are tool names, models are the configured model strings.
 """
+
 from __future__ import annotations
 
 import time
@@ -22,34 +23,73 @@ REGISTRY = CollectorRegistry(auto_describe=True)
 FAST = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 SLOW = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
-HTTP_REQUESTS = Counter("hindsight_http_requests", "HTTP requests answered, by route template and status.",
-                        ["method", "route", "status"], registry=REGISTRY)
-HTTP_SECONDS = Histogram("hindsight_http_request_seconds", "Time to answer an HTTP request.",
-                         ["method", "route"], buckets=FAST, registry=REGISTRY)
-MCP_CALLS = Counter("hindsight_mcp_tool_calls", "MCP tool calls, by tool and outcome (ok, error).",
-                    ["tool", "outcome"], registry=REGISTRY)
-MCP_SECONDS = Histogram("hindsight_mcp_tool_seconds", "Time an MCP tool call took.", ["tool"], buckets=FAST,
-                        registry=REGISTRY)
-RECALL_ARM_SECONDS = Histogram("hindsight_recall_arm_seconds", "Time of each recall arm's query.", ["arm"],
-                               buckets=FAST, registry=REGISTRY)
+HTTP_REQUESTS = Counter(
+    "hindsight_http_requests",
+    "HTTP requests answered, by route template and status.",
+    ["method", "route", "status"],
+    registry=REGISTRY,
+)
+HTTP_SECONDS = Histogram(
+    "hindsight_http_request_seconds",
+    "Time to answer an HTTP request.",
+    ["method", "route"],
+    buckets=FAST,
+    registry=REGISTRY,
+)
+MCP_CALLS = Counter(
+    "hindsight_mcp_tool_calls",
+    "MCP tool calls, by tool and outcome (ok, error).",
+    ["tool", "outcome"],
+    registry=REGISTRY,
+)
+MCP_SECONDS = Histogram(
+    "hindsight_mcp_tool_seconds", "Time an MCP tool call took.", ["tool"], buckets=FAST, registry=REGISTRY
+)
+RECALL_ARM_SECONDS = Histogram(
+    "hindsight_recall_arm_seconds", "Time of each recall arm's query.", ["arm"], buckets=FAST, registry=REGISTRY
+)
 RETAIN_ITEMS = Counter("hindsight_retain_items", "Items retained.", registry=REGISTRY)
-RETAIN_UNITS = Counter("hindsight_retain_units", "Memory units stored (raw units and extracted facts).", ["kind"],
-                       registry=REGISTRY)
-EMBED_SECONDS = Histogram("hindsight_embedding_seconds", "Time of one embedding call (a query or a batch).",
-                          ["call"], buckets=FAST, registry=REGISTRY)
+RETAIN_UNITS = Counter(
+    "hindsight_retain_units", "Memory units stored (raw units and extracted facts).", ["kind"], registry=REGISTRY
+)
+EMBED_SECONDS = Histogram(
+    "hindsight_embedding_seconds",
+    "Time of one embedding call (a query or a batch).",
+    ["call"],
+    buckets=FAST,
+    registry=REGISTRY,
+)
 EMBED_TEXTS = Counter("hindsight_embedded_texts", "Texts embedded.", ["call"], registry=REGISTRY)
-LLM_CALLS = Counter("hindsight_llm_calls", "LLM calls, by operation, model and outcome (ok, error, rejected).",
-                    ["operation", "model", "outcome"], registry=REGISTRY)
-LLM_TOKENS = Counter("hindsight_llm_tokens", "LLM tokens, by operation, model and kind (prompt, completion).",
-                     ["operation", "model", "kind"], registry=REGISTRY)
-LLM_COST = Counter("hindsight_llm_cost_usd", "LLM cost in USD, where litellm knows the model's price.",
-                   ["operation", "model"], registry=REGISTRY)
-LLM_SECONDS = Histogram("hindsight_llm_call_seconds", "Time of one LLM call.", ["operation"], buckets=SLOW,
-                        registry=REGISTRY)
-OPERATIONS = Gauge("hindsight_operations", "Operations waiting (queued) or running, by type, read at scrape.",
-                   ["type", "status"], registry=REGISTRY)
-POOL = Gauge("hindsight_db_pool_connections", "Database pool connections: open, idle, max.", ["state"],
-             registry=REGISTRY)
+LLM_CALLS = Counter(
+    "hindsight_llm_calls",
+    "LLM calls, by operation, model and outcome (ok, error, rejected).",
+    ["operation", "model", "outcome"],
+    registry=REGISTRY,
+)
+LLM_TOKENS = Counter(
+    "hindsight_llm_tokens",
+    "LLM tokens, by operation, model and kind (prompt, completion).",
+    ["operation", "model", "kind"],
+    registry=REGISTRY,
+)
+LLM_COST = Counter(
+    "hindsight_llm_cost_usd",
+    "LLM cost in USD, where litellm knows the model's price.",
+    ["operation", "model"],
+    registry=REGISTRY,
+)
+LLM_SECONDS = Histogram(
+    "hindsight_llm_call_seconds", "Time of one LLM call.", ["operation"], buckets=SLOW, registry=REGISTRY
+)
+OPERATIONS = Gauge(
+    "hindsight_operations",
+    "Operations waiting (queued) or running, by type, read at scrape.",
+    ["type", "status"],
+    registry=REGISTRY,
+)
+POOL = Gauge(
+    "hindsight_db_pool_connections", "Database pool connections: open, idle, max.", ["state"], registry=REGISTRY
+)
 
 
 @contextmanager
@@ -68,8 +108,10 @@ async def scrape(engine) -> tuple[bytes, str]:
         async with engine.pool.acquire() as conn:
             # queued and running only: the partial indexes of migration 002 answer this; finished
             # operations pile up for ever and would make every scrape slower.
-            rows = await conn.fetch("SELECT type, status, count(*) AS n FROM operations"
-                                    " WHERE status IN ('queued', 'running') GROUP BY type, status")
+            rows = await conn.fetch(
+                "SELECT type, status, count(*) AS n FROM operations"
+                " WHERE status IN ('queued', 'running') GROUP BY type, status"
+            )
         OPERATIONS.clear()
         for r in rows:
             OPERATIONS.labels(r["type"], r["status"]).set(r["n"])

@@ -2,6 +2,7 @@
 for this process's worker, and sweeps for mental models made stale by new memories. Both are safe
 to run in any number of processes against one database (SKIP LOCKED claims, deduplicated queueing).
 """
+
 from __future__ import annotations
 
 import logging

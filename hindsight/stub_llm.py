@@ -15,6 +15,7 @@ JSON), `[[malformed-always]]`, `[[error-once]]` (HTTP 500 once), `[[slow]]` / `[
 before answering), `[[sleep:N]]` (sleep N seconds, e.g. to act while a refresh is in flight),
 `[[empty]]` (an empty reflect answer).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -33,8 +34,31 @@ from starlette.routing import Route
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _NAME = re.compile(r"\b[A-Z][a-z]+\b")
-_NOT_NAMES = {"She", "He", "They", "It", "I", "The", "A", "An", "We", "This", "That", "My", "Our",
-              "Yesterday", "Today", "Tomorrow", "Last", "Next", "In", "On", "At", "And", "But"}
+_NOT_NAMES = {
+    "She",
+    "He",
+    "They",
+    "It",
+    "I",
+    "The",
+    "A",
+    "An",
+    "We",
+    "This",
+    "That",
+    "My",
+    "Our",
+    "Yesterday",
+    "Today",
+    "Tomorrow",
+    "Last",
+    "Next",
+    "In",
+    "On",
+    "At",
+    "And",
+    "But",
+}
 _PRONOUN = re.compile(r"\b(she|he|they|She|He|They)\b")
 _SLEEP = re.compile(r"\[\[sleep:(\d+(?:\.\d+)?)\]\]")
 
@@ -57,7 +81,7 @@ class StubLLM:
         return self.seen[key] == 1
 
     def extract(self, prompt: str) -> str:
-        payload = json.loads(prompt[prompt.index("{"):prompt.rindex("}") + 1])
+        payload = json.loads(prompt[prompt.index("{") : prompt.rindex("}") + 1])
         facts = []
         for item in payload["items"]:
             text = item["text"]
@@ -130,26 +154,37 @@ class StubLLM:
         self.prompt_tokens += pt
         self.completion_tokens += ct
         self.busy_seconds += time.perf_counter() - started
-        return JSONResponse({
-            "id": f"stub-{sum(self.calls.values())}", "object": "chat.completion", "created": int(time.time()),
-            "model": body.get("model", "stub"),
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": out}}],
-            "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct},
-        })
+        return JSONResponse(
+            {
+                "id": f"stub-{sum(self.calls.values())}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "stub"),
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": out}}],
+                "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct},
+            }
+        )
 
     async def stats(self, request: Request):
-        return JSONResponse({"calls": dict(self.calls), "prompt_tokens": self.prompt_tokens,
-                             "completion_tokens": self.completion_tokens})
+        return JSONResponse(
+            {
+                "calls": dict(self.calls),
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens,
+            }
+        )
 
-    def start(self) -> "StubLLM":
+    def start(self) -> StubLLM:
         from .testing import free_port
 
         self.port = free_port()
-        app = Starlette(routes=[
-            Route("/v1/chat/completions", self.chat, methods=["POST"]),
-            Route("/chat/completions", self.chat, methods=["POST"]),
-            Route("/stats", self.stats),
-        ])
+        app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self.chat, methods=["POST"]),
+                Route("/chat/completions", self.chat, methods=["POST"]),
+                Route("/stats", self.stats),
+            ]
+        )
         self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self._thread.start()

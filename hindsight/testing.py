@@ -1,4 +1,5 @@
 """Run a real `hindsight serve` process for tests and benchmarks (never mocked)."""
+
 from __future__ import annotations
 
 import os
@@ -34,8 +35,10 @@ def machine() -> str:
 
     import psutil
 
-    return (f"{cpu_model()}, {platform.machine()}, {psutil.cpu_count()} cores, "
-            f"{psutil.virtual_memory().total // 2**30} GiB, Python {platform.python_version()}")
+    return (
+        f"{cpu_model()}, {platform.machine()}, {psutil.cpu_count()} cores, "
+        f"{psutil.virtual_memory().total // 2**30} GiB, Python {platform.python_version()}"
+    )
 
 
 def free_port() -> int:
@@ -56,10 +59,13 @@ class Server:
         self.proc: subprocess.Popen | None = None
         self.log_path = Path(os.environ.get("HINDSIGHT_TEST_LOG_DIR", "/tmp")) / f"hindsight-test-{self.port}.log"
 
-    def start(self, timeout: float = 60) -> "Server":
+    def start(self, timeout: float = 60) -> Server:
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "hindsight.cli.main", "serve"], env=self.env, stdout=self.log, stderr=subprocess.STDOUT
+            [sys.executable, "-m", "hindsight.cli.main", "serve"],
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.time() + timeout
         while time.time() < deadline:

@@ -1,5 +1,6 @@
 """Runs claimed operations: one task per operation, a heartbeat renewing its lease, a wall-clock
 limit, and retry-or-fail bookkeeping. Handlers are plain async functions registered by type."""
+
 from __future__ import annotations
 
 import asyncio
@@ -13,6 +14,7 @@ from .engine import operations as ops
 from .engine.operations import HANDLERS, NEEDS_LLM
 
 log = logging.getLogger("hindsight.worker")
+
 
 class Job:
     """What a handler receives: the operation row plus the worker identity it must finish under."""
@@ -88,8 +90,11 @@ class Worker:
             await ops.end_cancelled(pool, job.id, self.id, str(exc))
             log.info("operation %s (%s) cancelled: %s", job.id, job.type, exc)
         except Exception as exc:
-            msg = (f"exceeded the wall-clock limit of {self.timeout:g} s" if isinstance(exc, TimeoutError)
-                   else f"{type(exc).__name__}: {exc}")
+            msg = (
+                f"exceeded the wall-clock limit of {self.timeout:g} s"
+                if isinstance(exc, TimeoutError)
+                else f"{type(exc).__name__}: {exc}"
+            )
             state = await ops.fail(pool, job.id, self.id, msg, job.attempts, job.max_attempts)
             log.warning("operation %s (%s) attempt %d failed, %s: %s", job.id, job.type, job.attempts, state, msg)
         finally:

@@ -1,5 +1,6 @@
 """Test harness: a real embedded PostgreSQL (the product's own, with pgvector) for the session, real
 `hindsight serve` processes over HTTP, and the official MCP client."""
+
 from __future__ import annotations
 
 import contextlib
@@ -32,11 +33,13 @@ def server(pg_url):
 
 @pytest.fixture(scope="session")
 def auth_server(pg_url):
-    s = Server({
-        "HINDSIGHT_API_DATABASE_URL": pg_url,
-        "HINDSIGHT_API_TENANT_EXTENSION": AUTH_EXT,
-        "HINDSIGHT_API_TENANT_API_KEY": ADMIN_KEY,
-    }).start()
+    s = Server(
+        {
+            "HINDSIGHT_API_DATABASE_URL": pg_url,
+            "HINDSIGHT_API_TENANT_EXTENSION": AUTH_EXT,
+            "HINDSIGHT_API_TENANT_API_KEY": ADMIN_KEY,
+        }
+    ).start()
     yield s
     s.stop()
 

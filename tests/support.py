@@ -1,4 +1,5 @@
 """Helpers shared by several test modules (no test module imports another)."""
+
 from __future__ import annotations
 
 import base64
@@ -37,8 +38,10 @@ def pdf_bytes() -> bytes:
     from fpdf import FPDF
 
     pdf = FPDF()
-    for text in ("Falcon X installation guide. Mount the router on a wall bracket.",
-                 "Troubleshooting: if the Falcon X LED blinks red, reset the firmware."):
+    for text in (
+        "Falcon X installation guide. Mount the router on a wall bracket.",
+        "Troubleshooting: if the Falcon X LED blinks red, reset the firmware.",
+    ):
         pdf.add_page()
         pdf.set_font("helvetica", size=12)
         pdf.multi_cell(0, 10, text)

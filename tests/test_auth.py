@@ -1,4 +1,5 @@
 """API keys: admin key from the environment, stored hashed keys, bank scoping on every route."""
+
 from __future__ import annotations
 
 import asyncpg
@@ -19,8 +20,10 @@ def admin(auth_server):
 def test_key_required_everywhere(auth_server, bank):
     with auth_server.http() as anon:
         for method, path, body in [
-            ("GET", "/v1/banks", None), ("POST", f"/v1/banks/{bank}/memories", {"content": "x"}),
-            ("POST", f"/v1/banks/{bank}/recall", {"query": "x"}), ("GET", "/v1/keys", None),
+            ("GET", "/v1/banks", None),
+            ("POST", f"/v1/banks/{bank}/memories", {"content": "x"}),
+            ("POST", f"/v1/banks/{bank}/recall", {"query": "x"}),
+            ("GET", "/v1/keys", None),
         ]:
             r = anon.request(method, path, json=body)
             assert r.status_code == 401 and r.json()["error"] == "unauthorized", path
@@ -73,8 +76,10 @@ async def test_scoped_key_reaches_only_its_banks_by_every_route(auth_server, adm
         for method, path, body in [
             ("POST", f"/v1/banks/{theirs}/recall", {"query": "door"}),
             ("POST", f"/v1/banks/{theirs}/memories", {"content": "intrusion"}),
-            ("GET", f"/v1/banks/{theirs}", None), ("GET", f"/v1/banks/{theirs}/memories", None),
-            ("DELETE", f"/v1/banks/{theirs}", None), ("PATCH", f"/v1/banks/{theirs}", {"name": "x"}),
+            ("GET", f"/v1/banks/{theirs}", None),
+            ("GET", f"/v1/banks/{theirs}/memories", None),
+            ("DELETE", f"/v1/banks/{theirs}", None),
+            ("PATCH", f"/v1/banks/{theirs}", {"name": "x"}),
         ]:
             r = c.request(method, path, json=body)
             assert r.status_code == 403 and r.json()["error"] == "forbidden", (method, path)

@@ -1,6 +1,7 @@
 """Bank ids as Hindsight's clients make them: ':' (hindsight-google-adk's "{app}::{user}"), '.'
 and '@' (e-mail addresses), up to 128 characters; never '/', whitespace, control characters or
 dots alone, by any route."""
+
 from __future__ import annotations
 
 import uuid
@@ -40,7 +41,12 @@ def test_bad_bank_ids_are_refused_by_every_route(server, api, bad):
     # "." and ".." are resolved away by the HTTP client itself: another route answers (405)
     assert r.status_code in (404, 405, 422) and r.json()["error"], (bad, r.status_code, r.text)
     with server.http() as h:
-        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "recall", "arguments": {"query": "x"}}}
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "recall", "arguments": {"query": "x"}},
+        }
         if bad.strip("."):  # a path of dots alone never leaves the client: it resolves them first
             assert h.post(f"/mcp/{path}/", json=body).status_code in (400, 404)
         if "\n" not in bad and "\t" not in bad:

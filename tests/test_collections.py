@@ -1,5 +1,6 @@
 """The collection tools (aliases over banks and documents, multi-bank surface only): the seed's
 curl calls, the official client, confirm flags and key scoping."""
+
 from __future__ import annotations
 
 import http.server
@@ -46,7 +47,13 @@ async def test_collection_aliases_exist_only_in_multi_bank_mode(server, bank):
         single = {t.name: t for t in (await c.list_tools()).tools}
     async with mcp_session(f"{server.url}/mcp/") as c:
         multi = {t.name: t for t in (await c.list_tools()).tools}
-    aliases = {"list_collections", "create_collection", "fetch_and_add_document_from_url", "delete_collection", "search_rag"}
+    aliases = {
+        "list_collections",
+        "create_collection",
+        "fetch_and_add_document_from_url",
+        "delete_collection",
+        "search_rag",
+    }
     assert not aliases & set(single) and aliases <= set(multi)
     assert {"list_documents", "delete_document", "import_documents", "get_document"} <= set(single)
     assert "collection_id" not in single["list_documents"].input_schema["properties"]
@@ -63,39 +70,67 @@ def test_collection_life_cycle_over_plain_json_rpc(server, page_url, bank):
     same = rpc(server, "create_collection", {"name": bank, "description": "x"})["result"]["structuredContent"]
     assert same["collection_id"] == bank  # a valid bank id is used as is
 
-    added = rpc(server, "fetch_and_add_document_from_url", {"url": page_url, "collection_id": cid})["result"]["structuredContent"]
+    added = rpc(server, "fetch_and_add_document_from_url", {"url": page_url, "collection_id": cid})["result"][
+        "structuredContent"
+    ]
     assert added["status"] == "succeeded" and added["outcome"] == "imported" and added["chunks"] == 1, added
     docs = rpc(server, "list_documents", {"collection_id": cid})["result"]["structuredContent"]
     assert [d["source_url"] for d in docs["documents"]] == [page_url] and docs["count"] == 1
-    cols = {c["collection_id"]: c for c in rpc(server, "list_collections", {})["result"]["structuredContent"]["collections"]}
-    assert cols[cid]["document_count"] == 1 and cols[cid]["description"] == "Technical manuals" and cols[cid]["name"] == name
+    cols = {
+        c["collection_id"]: c for c in rpc(server, "list_collections", {})["result"]["structuredContent"]["collections"]
+    }
+    assert (
+        cols[cid]["document_count"] == 1
+        and cols[cid]["description"] == "Technical manuals"
+        and cols[cid]["name"] == name
+    )
 
-    hits = rpc(server, "search_rag", {"collectionId": cid, "query": "How do I reset my device?"})["result"]["structuredContent"]
-    assert hits["results"][0]["content"].startswith("Device guide") or "reset your device" in hits["results"][0]["content"]
+    hits = rpc(server, "search_rag", {"collectionId": cid, "query": "How do I reset my device?"})["result"][
+        "structuredContent"
+    ]
+    assert (
+        hits["results"][0]["content"].startswith("Device guide") or "reset your device" in hits["results"][0]["content"]
+    )
     assert hits["metadata"]["collection"] == cid
 
     refused = rpc(server, "delete_document", {"doc_id": added["document_id"]})
     assert refused["error"]["code"] == -32602 and "confirm" in refused["error"]["message"]
-    gone = rpc(server, "delete_document", {"doc_id": added["document_id"], "confirm": True})["result"]["structuredContent"]
-    assert gone == {"deleted": True, "doc_id": added["document_id"], "collection_id": cid}  # found without the collection
+    gone = rpc(server, "delete_document", {"doc_id": added["document_id"], "confirm": True})["result"][
+        "structuredContent"
+    ]
+    assert gone == {
+        "deleted": True,
+        "doc_id": added["document_id"],
+        "collection_id": cid,
+    }  # found without the collection
     assert rpc(server, "list_documents", {"collection_id": cid})["result"]["structuredContent"]["count"] == 0
 
     assert rpc(server, "delete_collection", {"collection_id": cid})["error"]["code"] == -32602
     deleted = rpc(server, "delete_collection", {"collection_id": cid, "confirm": True})["result"]["structuredContent"]
     assert deleted["deleted"] is True
-    cols = {c["collection_id"] for c in rpc(server, "list_collections", {})["result"]["structuredContent"]["collections"]}
+    cols = {
+        c["collection_id"] for c in rpc(server, "list_collections", {})["result"]["structuredContent"]["collections"]
+    }
     assert cid not in cols
-    for args, field in [({"name": "!!!"}, "name"), ({"url": "ftp://x", "collection_id": bank}, "urls"),
-                        ({"collectionId": "bad id", "query": "x"}, "collectionId")]:
-        tool = {"name": "create_collection", "urls": "fetch_and_add_document_from_url", "collectionId": "search_rag"}[field]
+    for args, field in [
+        ({"name": "!!!"}, "name"),
+        ({"url": "ftp://x", "collection_id": bank}, "urls"),
+        ({"collectionId": "bad id", "query": "x"}, "collectionId"),
+    ]:
+        tool = {"name": "create_collection", "urls": "fetch_and_add_document_from_url", "collectionId": "search_rag"}[
+            field
+        ]
         err = rpc(server, tool, args)["error"]
         assert err["code"] == -32602 and field in err["message"], err
 
 
 async def test_document_tools_with_the_official_client(server, api, bank):
     async with mcp_session(f"{server.url}/mcp/{bank}/") as c:
-        acc = (await c.call_tool("import_documents", {"files": [{"name": "a.md", "text": "# Alpha\n\nAlpha notes."}],
-                                                      "wait": True})).structured_content
+        acc = (
+            await c.call_tool(
+                "import_documents", {"files": [{"name": "a.md", "text": "# Alpha\n\nAlpha notes."}], "wait": True}
+            )
+        ).structured_content
         assert acc["status"] == "succeeded"
         doc_id = acc["result"]["files"][0]["document_id"]
         doc = (await c.call_tool("get_document", {"doc_id": doc_id})).structured_content
@@ -117,17 +152,27 @@ def test_collection_tools_respect_key_scope(auth_server, bank):
     with auth_server.http(ADMIN_KEY) as admin:
         mine, theirs = bank + "_mine", bank + "_theirs"
         for b in (mine, theirs):
-            r = admin.post(f"/v1/banks/{b}/documents", params={"wait": True},
-                           json={"files": [{"name": "n.txt", "text": f"notes of {b}"}]})
+            r = admin.post(
+                f"/v1/banks/{b}/documents",
+                params={"wait": True},
+                json={"files": [{"name": "n.txt", "text": f"notes of {b}"}]},
+            )
             assert r.status_code == 202
         theirs_doc = admin.get(f"/v1/banks/{theirs}/documents").json()["documents"][0]["document_id"]
         key = make_key(admin, role="bank", banks=[mine])["key"]
     h = {"Authorization": f"Bearer {key}"}
-    cols = {c["collection_id"] for c in rpc(auth_server, "list_collections", {}, **h)["result"]["structuredContent"]["collections"]}
+    cols = {
+        c["collection_id"]
+        for c in rpc(auth_server, "list_collections", {}, **h)["result"]["structuredContent"]["collections"]
+    }
     assert cols == {mine}
-    for name, args in [("list_documents", {"collection_id": theirs}), ("delete_collection", {"collection_id": mine, "confirm": True}),
-                       ("delete_document", {"doc_id": theirs_doc, "confirm": True, "collection_id": theirs}),
-                       ("create_collection", {"name": "new-one"}), ("search_rag", {"collectionId": theirs, "query": "notes"})]:
+    for name, args in [
+        ("list_documents", {"collection_id": theirs}),
+        ("delete_collection", {"collection_id": mine, "confirm": True}),
+        ("delete_document", {"doc_id": theirs_doc, "confirm": True, "collection_id": theirs}),
+        ("create_collection", {"name": "new-one"}),
+        ("search_rag", {"collectionId": theirs, "query": "notes"}),
+    ]:
         err = rpc(auth_server, name, args, **h).get("error")
         assert err and err["code"] == -32001, (name, err)
     # without a collection the document is looked up only among the key's banks: not found

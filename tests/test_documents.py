@@ -1,5 +1,6 @@
 """Documents: real files of each type made here, import as an operation, re-import rules, the
 curl-shaped rag_search call, tag-based access with several users, verify_document_access."""
+
 from __future__ import annotations
 
 import http.server
@@ -18,19 +19,37 @@ HR = "Holiday policy: employees get thirty days of paid leave and a sabbatical a
 
 
 def test_import_every_type_and_failures_do_not_spoil_the_batch(api, bank):
-    res = import_docs(api, bank, files=[
-        {"name": "notes.txt", "text": "Plain text notes about the Falcon X launch party."},
-        {"name": "readme.md", "text": "# Falcon X\n\nQuick start for the router.\n\n## Reset\n\nHold the button ten seconds."},
-        {"name": "page.html", "content_base64": b64(b"<html><head><title>T</title><script>x()</script></head>"
-                                                     b"<body><h1>Falcon X FAQ</h1><p>Does it support mesh? Yes.</p></body></html>")},
-        {"name": "guide.pdf", "content_base64": b64(pdf_bytes())},
-        {"name": "specs.docx", "content_base64": b64(docx_bytes())},
-        {"name": "legacy.doc", "content_base64": b64(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 600)},
-        {"name": "broken.pdf", "content_base64": b64(b"%PDF-1.4 this is not really a pdf")},
-    ])
+    res = import_docs(
+        api,
+        bank,
+        files=[
+            {"name": "notes.txt", "text": "Plain text notes about the Falcon X launch party."},
+            {
+                "name": "readme.md",
+                "text": "# Falcon X\n\nQuick start for the router.\n\n## Reset\n\nHold the button ten seconds.",
+            },
+            {
+                "name": "page.html",
+                "content_base64": b64(
+                    b"<html><head><title>T</title><script>x()</script></head>"
+                    b"<body><h1>Falcon X FAQ</h1><p>Does it support mesh? Yes.</p></body></html>"
+                ),
+            },
+            {"name": "guide.pdf", "content_base64": b64(pdf_bytes())},
+            {"name": "specs.docx", "content_base64": b64(docx_bytes())},
+            {"name": "legacy.doc", "content_base64": b64(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 600)},
+            {"name": "broken.pdf", "content_base64": b64(b"%PDF-1.4 this is not really a pdf")},
+        ],
+    )
     assert res["status"] == "succeeded", res
     by = {f["name"]: f for f in res["result"]["files"]}
-    assert {n for n, f in by.items() if f["status"] == "imported"} == {"notes.txt", "readme.md", "page.html", "guide.pdf", "specs.docx"}
+    assert {n for n, f in by.items() if f["status"] == "imported"} == {
+        "notes.txt",
+        "readme.md",
+        "page.html",
+        "guide.pdf",
+        "specs.docx",
+    }
     assert by["legacy.doc"]["status"] == "failed" and "unsupported" in by["legacy.doc"]["error"]
     assert by["broken.pdf"]["status"] == "failed" and "cannot read" in by["broken.pdf"]["error"]
     assert by["guide.pdf"]["pages"] == 2
@@ -49,7 +68,9 @@ def test_import_every_type_and_failures_do_not_spoil_the_batch(api, bank):
     r = api.post(f"/v1/banks/{bank}/documents/search", json={"search_phrases": ["how many watts does it draw"]})
     top = r.json()["segments"][0]
     assert top["source_file_name"] == "specs.docx" and top["headline"] == "Falcon X technical specifications"
-    html = api.post(f"/v1/banks/{bank}/documents/search", json={"search_phrases": ["mesh support"]}).json()["segments"][0]
+    html = api.post(f"/v1/banks/{bank}/documents/search", json={"search_phrases": ["mesh support"]}).json()["segments"][
+        0
+    ]
     assert html["source_file_type"] == "html" and "x()" not in html["raw_text"]
 
 
@@ -60,9 +81,13 @@ def test_reimport_unchanged_is_noop_changed_replaces_and_rechunk(api, bank):
     assert again["status"] == "unchanged" and again["document_id"] == first["document_id"]
     small = import_docs(api, bank, files=[{"name": "long.txt", "text": text}], chunk_size=400)["result"]["files"][0]
     assert small["status"] == "replaced" and small["chunks"] > first["chunks"]
-    changed = import_docs(api, bank, files=[{"name": "long.txt", "text": "Completely new content."}])["result"]["files"][0]
+    changed = import_docs(api, bank, files=[{"name": "long.txt", "text": "Completely new content."}])["result"][
+        "files"
+    ][0]
     assert changed["status"] == "replaced" and changed["chunks"] == 1 and changed["document_id"] == first["document_id"]
-    segs = api.post(f"/v1/banks/{bank}/documents/search", json={"search_phrases": ["Falcon X features"]}).json()["segments"]
+    segs = api.post(f"/v1/banks/{bank}/documents/search", json={"search_phrases": ["Falcon X features"]}).json()[
+        "segments"
+    ]
     assert [s["raw_text"] for s in segs] == ["Completely new content."]
 
 
@@ -113,16 +138,24 @@ def tagged_bank(api, bank):
     import_docs(api, bank, files=[{"name": "sales.txt", "text": SALES}], tags=["department:sales"])
     import_docs(api, bank, files=[{"name": "hr.txt", "text": HR}], tags=["department:hr"])
     import_docs(api, bank, files=[{"name": "public.txt", "text": "The Falcon X is our flagship router."}])
-    import_docs(api, bank, files=[{"name": "bob.txt", "text": "Bob's private Falcon X discount is forty percent."}],
-                allowed_users=["bob@example.com"])
+    import_docs(
+        api,
+        bank,
+        files=[{"name": "bob.txt", "text": "Bob's private Falcon X discount is forty percent."}],
+        allowed_users=["bob@example.com"],
+    )
     return bank
 
 
 def curl_search(server, bank, phrases, **headers):
     """Exactly the document's curl: JSON body, no initialize, no Accept header."""
     h = {"Content-Type": "application/json", **headers}
-    body = {"jsonrpc": "2.0", "method": "tools/call", "id": "request-123",
-            "params": {"name": "rag_search", "arguments": {"search_phrases": phrases}}}
+    body = {
+        "jsonrpc": "2.0",
+        "method": "tools/call",
+        "id": "request-123",
+        "params": {"name": "rag_search", "arguments": {"search_phrases": phrases}},
+    }
     return httpx.post(f"{server.url}/mcp/{bank}/", json=body, headers=h, timeout=60)
 
 
@@ -132,14 +165,26 @@ def names(result) -> set[str]:
 
 def test_curl_shaped_rag_search_and_tag_filtering(server, tagged_bank):
     phrases = ["Falcon X", "router warranty ports", "paid leave policy", "discount"]
-    r = curl_search(server, tagged_bank, phrases, **{"x-user-id": "alice@example.com",
-                                                     "x-session-tags": '["department:sales", "premium_access"]'})
+    r = curl_search(
+        server,
+        tagged_bank,
+        phrases,
+        **{"x-user-id": "alice@example.com", "x-session-tags": '["department:sales", "premium_access"]'},
+    )
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["id"] == "request-123" and body["result"]["status"] == "success"
     assert names(body["result"]) == {"sales.txt", "public.txt"}  # hr needs its tag, bob's needs bob
     seg = next(s for s in body["result"]["segments"] if s["source_file_name"] == "sales.txt")
-    assert {"segment_uid", "source_file_name", "source_file_type", "headline", "segment_summary", "raw_text", "source_url"} <= set(seg)
+    assert {
+        "segment_uid",
+        "source_file_name",
+        "source_file_type",
+        "headline",
+        "segment_summary",
+        "raw_text",
+        "source_url",
+    } <= set(seg)
     assert seg["source_file_type"] == "txt" and seg["raw_text"] == SALES
     assert body["result"]["structuredContent"]["segments"] == body["result"]["segments"]
     assert json.loads(body["result"]["content"][0]["text"])["status"] == "success"
@@ -165,14 +210,19 @@ async def test_rag_search_and_verify_with_the_official_client(server, api, tagge
         seg = next(s for s in res.structured_content["segments"] if s["source_file_name"] == "sales.txt")
         ok = (await c.call_tool("verify_document_access", {"segment_uid": seg["segment_uid"]})).structured_content
         assert ok["has_access"] is True and ok["access_level"] == "view" and ok["error"] is None
-    async with mcp_session(f"{server.url}/mcp/", {"x-session-tags": '["department:hr"]', "X-Bank-Id": tagged_bank}) as c:
+    async with mcp_session(
+        f"{server.url}/mcp/", {"x-session-tags": '["department:hr"]', "X-Bank-Id": tagged_bank}
+    ) as c:
         denied = (await c.call_tool("verify_document_access", {"segment_uid": seg["segment_uid"]})).structured_content
         assert denied["has_access"] is False and "access denied" in denied["error"]
         with pytest.raises(MCPError) as e:
             await c.call_tool("rag_search", {"search_phrases": ["x"], "top_k": 50})
         assert e.value.error.code == -32602 and "top_k" in e.value.error.message
-    doc_id = next(d["document_id"] for d in api.get(f"/v1/banks/{tagged_bank}/documents").json()["documents"]
-                  if d["source_name"] == "sales.txt")
+    doc_id = next(
+        d["document_id"]
+        for d in api.get(f"/v1/banks/{tagged_bank}/documents").json()["documents"]
+        if d["source_name"] == "sales.txt"
+    )
     assert api.delete(f"/v1/banks/{tagged_bank}/documents/{doc_id}").status_code == 200
     async with mcp_session(f"{server.url}/mcp/{tagged_bank}/", sales) as c:
         gone = (await c.call_tool("verify_document_access", {"segment_uid": seg["segment_uid"]})).structured_content
@@ -188,11 +238,24 @@ def test_cli_documents_import_with_progress_list_search_delete(server, api, bank
     (tmp_path / "old.doc").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 600)
 
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "hindsight.cli.main", "documents", "--url", server.url, *args],
-                              capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "hindsight.cli.main", "documents", "--url", server.url, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
-    r = cli("import", bank, str(tmp_path / "guide.pdf"), str(tmp_path / "notes.md"), str(tmp_path / "old.doc"),
-            "--tag", "manual", "--chunk-size", "800")
+    r = cli(
+        "import",
+        bank,
+        str(tmp_path / "guide.pdf"),
+        str(tmp_path / "notes.md"),
+        str(tmp_path / "old.doc"),
+        "--tag",
+        "manual",
+        "--chunk-size",
+        "800",
+    )
     assert r.returncode == 1, r.stderr  # one file failed
     assert "Importing" in r.stderr and "3/3" in r.stderr  # the progress bar
     lines = dict(line.split(None, 1)[::-1] for line in r.stdout.splitlines())
@@ -212,7 +275,9 @@ def test_cli_documents_import_with_progress_list_search_delete(server, api, bank
 
 
 def test_bank_default_chunk_size_and_per_import_override(api, bank):
-    text = "\n\n".join(f"Paragraph {i}: the Falcon X router has feature number {i} and it works well." * 2 for i in range(30))
+    text = "\n\n".join(
+        f"Paragraph {i}: the Falcon X router has feature number {i} and it works well." * 2 for i in range(30)
+    )
     r = api.post("/v1/banks", json={"bank_id": bank, "document_chunk_size": 400})
     assert r.status_code == 201 and r.json()["document_chunk_size"] == 400
     small = import_docs(api, bank, files=[{"name": "a.txt", "text": text}])["result"]["files"][0]

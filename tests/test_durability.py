@@ -1,11 +1,11 @@
 """Operations survive a killed server, and several server processes on one database share the
 work without doing it twice."""
+
 from __future__ import annotations
 
 from collections import Counter
 
-from conftest import Server, fresh_database, llm_env
-from conftest import wait_for
+from conftest import Server, fresh_database, llm_env, wait_for
 from support import op_done, recall_texts, retain
 
 
@@ -46,7 +46,9 @@ def test_two_processes_refresh_each_model_once(pg_url, stub, bank):
             retain(api_a, bank, {"content": "Farah paints murals."})
             models = []
             for name in ("Art", "People", "Projects"):
-                created = api_a.post(f"/v1/banks/{bank}/mental-models", json={"name": name, "source_query": f"{name}?"}).json()
+                created = api_a.post(
+                    f"/v1/banks/{bank}/mental-models", json={"name": name, "source_query": f"{name}?"}
+                ).json()
                 models.append(created["mental_model_id"])
                 assert op_done(api_a, bank, created["operation_id"])["status"] == "succeeded"
             # new memories through both processes; each model must be refreshed exactly once more
@@ -60,7 +62,9 @@ def test_two_processes_refresh_each_model_once(pg_url, stub, bank):
             import time
 
             time.sleep(3)  # several more sweeps in both processes
-            ops = api_a.get(f"/v1/banks/{bank}/operations", params={"type": "refresh_mental_model", "limit": 100}).json()["operations"]
+            ops = api_a.get(
+                f"/v1/banks/{bank}/operations", params={"type": "refresh_mental_model", "limit": 100}
+            ).json()["operations"]
             per_model = Counter(o["payload"]["mental_model_id"] for o in ops)
             assert per_model == {m: 2 for m in models}, per_model  # created + one sweep each
             for m in models:

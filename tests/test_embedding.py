@@ -1,6 +1,7 @@
 """The local embedder: folding the shipped int8 weights ahead of time must not change a vector,
 the graph rewrites must compute the same function, int8 quantisation must stay close to it, and batching (texts sorted by length, padded per batch,
 spread over parallel runs) must change nothing."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -91,8 +92,9 @@ def _session_vectors(path, texts, tokenizer):
     out = []
     for text in texts:
         ids = np.array([tokenizer.encode(text).ids], dtype=np.int64)
-        hidden = sess.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids),
-                                 "token_type_ids": np.zeros_like(ids)})[0][0]
+        hidden = sess.run(
+            None, {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        )[0][0]
         out.append(hidden.mean(0) / np.linalg.norm(hidden.mean(0)))
     return np.stack(out)
 
@@ -129,16 +131,26 @@ def test_graph_rewrites_leave_other_patterns_alone():
     """A GELU-like chain with another constant (here x / 2) is not the exact GELU: untouched."""
     from onnx import TensorProto, helper, numpy_helper
 
-    consts = [numpy_helper.from_array(np.array(v, dtype=np.float32), n) for n, v in
-              (("two", 2.0), ("one", 1.0), ("half", 0.5), ("zero", 0.0))]
-    nodes = [
-        helper.make_node("Div", ["x", "two"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
-        helper.make_node("Add", ["e", "one"], ["a"]), helper.make_node("Mul", ["a", "half"], ["h"]),
-        helper.make_node("Mul", ["x", "h"], ["g"]),
-        helper.make_node("IsNaN", ["g"], ["n"]), helper.make_node("Where", ["n", "zero", "g"], ["y"]),
+    consts = [
+        numpy_helper.from_array(np.array(v, dtype=np.float32), n)
+        for n, v in (("two", 2.0), ("one", 1.0), ("half", 0.5), ("zero", 0.0))
     ]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], consts)
+    nodes = [
+        helper.make_node("Div", ["x", "two"], ["d"]),
+        helper.make_node("Erf", ["d"], ["e"]),
+        helper.make_node("Add", ["e", "one"], ["a"]),
+        helper.make_node("Mul", ["a", "half"], ["h"]),
+        helper.make_node("Mul", ["x", "h"], ["g"]),
+        helper.make_node("IsNaN", ["g"], ["n"]),
+        helper.make_node("Where", ["n", "zero", "g"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+        consts,
+    )
     model = helper.make_model(graph)
     assert simplify(model) == {"nan_guards": 0, "gelus": 0, "attentions": 0}  # and no softmax
     assert [n.op_type for n in model.graph.node] == ["Div", "Erf", "Add", "Mul", "Mul", "IsNaN", "Where"]

@@ -1,19 +1,25 @@
 """Changing the embedding model re-embeds everything stored before the server serves, whether the
 new model has the same dimension or another, or is the same model with int8 quantisation turned
 on or off; an unchanged model re-embeds nothing."""
+
 from __future__ import annotations
 
-from conftest import Server
 from tiny_onnx import write_model
+
+from conftest import Server
 
 CHANGED = "EMBEDDING MODEL CHANGED"
 
 
 def stored(api, bank: str) -> None:
     """Every kind of stored vector is searchable with the model the server runs now."""
-    top = api.post(f"/v1/banks/{bank}/recall", json={"query": "spare key flowerpot", "mode": "vector"}).json()["results"]
+    top = api.post(f"/v1/banks/{bank}/recall", json={"query": "spare key flowerpot", "mode": "vector"}).json()[
+        "results"
+    ]
     assert top and top[0]["text"] == "The spare key is under the blue flowerpot."
-    docs = api.post(f"/v1/banks/{bank}/documents/query", json={"query": "cello lessons", "mode": "vector", "strictness": 0})
+    docs = api.post(
+        f"/v1/banks/{bank}/documents/query", json={"query": "cello lessons", "mode": "vector", "strictness": 0}
+    )
     assert docs.status_code == 200, docs.text
     assert [r["file_path"] for r in docs.json()["results"]] == ["cello.txt"]
     assert api.get(f"/v1/banks/{bank}/mental-models/keys").status_code == 200
@@ -24,14 +30,25 @@ def test_changing_the_model_reembeds_every_vector(tmp_path, bank):
     s = Server({}, data_dir=data).start()
     try:
         with s.http() as api:
-            r = api.post(f"/v1/banks/{bank}/memories", json={"items": [
-                {"content": "The spare key is under the blue flowerpot."},
-                {"content": "Alice plays the cello on Sundays."}]})
+            r = api.post(
+                f"/v1/banks/{bank}/memories",
+                json={
+                    "items": [
+                        {"content": "The spare key is under the blue flowerpot."},
+                        {"content": "Alice plays the cello on Sundays."},
+                    ]
+                },
+            )
             assert r.status_code == 200, r.text
-            r = api.post(f"/v1/banks/{bank}/documents", params={"wait": True},
-                         json={"files": [{"name": "cello.txt", "text": "Cello lessons are on Tuesday evenings."}]})
+            r = api.post(
+                f"/v1/banks/{bank}/documents",
+                params={"wait": True},
+                json={"files": [{"name": "cello.txt", "text": "Cello lessons are on Tuesday evenings."}]},
+            )
             assert r.status_code == 202, r.text
-            r = api.post(f"/v1/banks/{bank}/mental-models", json={"name": "Keys", "source_query": "Where are the keys?"})
+            r = api.post(
+                f"/v1/banks/{bank}/mental-models", json={"name": "Keys", "source_query": "Where are the keys?"}
+            )
             assert r.status_code == 202, r.text
             stored(api, bank)
         assert CHANGED not in s.log_path.read_text()

@@ -3,6 +3,7 @@
 Every call goes through the client's generated, strictly validated models, so a missing or
 mistyped field in one of our responses fails here as it would fail for a user.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -31,12 +32,24 @@ def test_banks_retain_recall_reflect_list_delete(client, api):
     again = client.create_bank(bank, disposition={"skepticism": 2, "literalism": 5, "empathy": 1})
     assert again.name == "Ana" and again.disposition.literalism == 5  # PUT updates what it is given
 
-    r = client.retain(bank, "Ana moved to Porto last May.", timestamp="2024-09-01T10:00:00Z", context="chat",
-                      document_id="chat-1", metadata={"channel": "sms"}, tags=["home"],
-                      entities=[{"text": "Porto Marathon", "type": "EVENT"}])
+    r = client.retain(
+        bank,
+        "Ana moved to Porto last May.",
+        timestamp="2024-09-01T10:00:00Z",
+        context="chat",
+        document_id="chat-1",
+        metadata={"channel": "sms"},
+        tags=["home"],
+        entities=[{"text": "Porto Marathon", "type": "EVENT"}],
+    )
     assert r.success and r.items_count == 1 and r.var_async is False
-    client.retain_batch(bank, [{"content": "Ana takes the 8:10 train to work.", "tags": ["work"]},
-                               {"content": "The ferry timetable changed.", "timestamp": "unset"}])
+    client.retain_batch(
+        bank,
+        [
+            {"content": "Ana takes the 8:10 train to work.", "tags": ["work"]},
+            {"content": "The ferry timetable changed.", "timestamp": "unset"},
+        ],
+    )
 
     hit = client.recall(bank, "Where does Ana live?").results[0]
     assert hit.text == "Ana moved to Porto last May." and hit.document_id == "chat-1"
@@ -75,8 +88,9 @@ def test_banks_retain_recall_reflect_list_delete(client, api):
 
 
 def test_async_retain_is_an_operation(client, bank):
-    r = client.retain_batch(bank, [{"content": f"Fact number {i} about lighthouses."} for i in range(3)],
-                            retain_async=True)
+    r = client.retain_batch(
+        bank, [{"content": f"Fact number {i} about lighthouses."} for i in range(3)], retain_async=True
+    )
     assert r.var_async is True and r.operation_id
     ops = client.operations
 
@@ -96,8 +110,9 @@ def test_async_retain_is_an_operation(client, bank):
 
 def test_mental_models_through_the_client(client, bank):
     client.retain(bank, "Priya leads the search team.", tags=["team"])
-    created = client.create_mental_model(bank, name="Team", source_query="Who leads which team?", tags=["team"],
-                                         id="team", max_tokens=512)
+    created = client.create_mental_model(
+        bank, name="Team", source_query="Who leads which team?", tags=["team"], id="team", max_tokens=512
+    )
     assert created.mental_model_id == "team" and created.operation_id
 
     def ready():
@@ -145,8 +160,12 @@ def test_errors_reach_the_client_as_4xx_with_detail(client, bank):
     for call, status in [
         (lambda: client.recall(bank, ""), 422),
         (lambda: client.recall(bank, "x", max_tokens=10**9), 422),
-        (lambda: client.retain(bank, [{"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                                                                    "data": "AA=="}}]), 422),
+        (
+            lambda: client.retain(
+                bank, [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}}]
+            ),
+            422,
+        ),
         (lambda: client.retain(bank, "x", update_mode="append"), 422),
         (lambda: client.reflect(bank, "q", response_schema={"type": "not-a-type"}), 422),
         (lambda: client.create_mental_model(bank, name="x", source_query="y", id="Bad Id!"), 422),
@@ -165,8 +184,11 @@ def test_llm_features_through_the_client(llm_server, bank):
         assert r.success and r.var_async is False
         facts = [m.text for m in c.recall(bank, "What is the cat called?").results]
         assert "Mira named it Pixel." in facts  # async: false waited for fact extraction
-        schema = {"type": "object", "properties": {"pet_name": {"type": "string"}, "count": {"type": "integer"}},
-                  "required": ["pet_name", "count"]}
+        schema = {
+            "type": "object",
+            "properties": {"pet_name": {"type": "string"}, "count": {"type": "integer"}},
+            "required": ["pet_name", "count"],
+        }
         answer = c.reflect(bank, "What is Mira's cat called?", response_schema=schema)
         assert set(answer.structured_output) == {"pet_name", "count"} and answer.structured_output_error is None
         assert answer.usage.total_tokens > 0
@@ -195,8 +217,12 @@ def test_api_keys_apply_to_these_routes(auth_server, bank):
         scoped.retain(bank, "A scoped note.")
         assert scoped.recall(bank, "note").results[0].text == "A scoped note."
         # create_bank is hand-written over aiohttp in the client; the rest raise its ApiException
-        for call in (lambda: scoped.recall(bank + "_other", "x"), lambda: scoped.create_bank(bank + "_other"),
-                     lambda: scoped.retain(bank + "_other", "x"), lambda: scoped.delete_bank(bank)):
+        for call in (
+            lambda: scoped.recall(bank + "_other", "x"),
+            lambda: scoped.create_bank(bank + "_other"),
+            lambda: scoped.retain(bank + "_other", "x"),
+            lambda: scoped.delete_bank(bank),
+        ):
             with pytest.raises((ApiException, aiohttp.ClientResponseError)) as e:
                 call()
             assert e.value.status == 403
@@ -207,8 +233,13 @@ def test_api_keys_apply_to_these_routes(auth_server, bank):
 
 def test_retained_documents_list_and_delete(client, bank):
     client.retain(bank, "Chapter one: the storm.", document_id="book/ch1", tags=["book"])
-    client.retain_batch(bank, [{"content": "Part A of the notes.", "document_id": "notes"},
-                               {"content": "Part B of the notes.", "document_id": "notes"}])
+    client.retain_batch(
+        bank,
+        [
+            {"content": "Part A of the notes.", "document_id": "notes"},
+            {"content": "Part B of the notes.", "document_id": "notes"},
+        ],
+    )
     client.retain(bank, "Chapter one: the calm.", document_id="book/ch1", tags=["book"])  # replaces it
     docs = run(client.documents.list_documents(bank))
     assert docs.total == 2 and {d.id for d in docs.items} == {"book/ch1", "notes"}
@@ -216,8 +247,9 @@ def test_retained_documents_list_and_delete(client, bank):
     assert notes.original_text == "Part A of the notes.\n\nPart B of the notes." and notes.memory_unit_count == 2
     assert run(client.documents.get_document(bank, "book/ch1")).original_text == "Chapter one: the calm."
     assert [d.id for d in run(client.documents.list_documents(bank, q="STORM")).items] == []
-    assert [d.id for d in run(client.documents.list_documents(bank, tags=["book"], tags_match="any_strict")).items] \
-        == ["book/ch1"]
+    assert [d.id for d in run(client.documents.list_documents(bank, tags=["book"], tags_match="any_strict")).items] == [
+        "book/ch1"
+    ]
     gone = run(client.documents.delete_document(bank, "notes"))
     assert gone.success and gone.memory_units_deleted == 2
     assert client.list_memories(bank).total == 1

@@ -6,10 +6,10 @@ hindsight-agno and hindsight-haystack (their toolkits).
 Not here: hindsight-crewai (crewai brings 120 packages, chromadb and lancedb among them) and
 hindsight-autogen (autogen-core pins protobuf 5, below what onnx needs for our embedder).
 """
+
 from __future__ import annotations
 
 import uuid
-
 
 
 def _unique(word: str) -> str:
@@ -48,8 +48,10 @@ async def test_langgraph_graph_recalls_what_it_retained(server, bank):
 
         tools = {t.name: t for t in create_hindsight_tools(client=client, bank_id=bank)}
         config = {"configurable": {}}
-        assert await tools["hindsight_retain"].ainvoke({"content": "The user's cat is called Biscuit."}, config) \
+        assert (
+            await tools["hindsight_retain"].ainvoke({"content": "The user's cat is called Biscuit."}, config)
             == "Memory stored successfully."
+        )
         found = await tools["hindsight_recall"].ainvoke({"query": "What is the cat called?"}, config)
         assert "Biscuit" in found
         assert "Biscuit" in await tools["hindsight_reflect"].ainvoke({"query": "What is the cat called?"}, config)
@@ -62,8 +64,13 @@ def test_litellm_completion_injects_memories_and_stores_the_conversation(server,
     import litellm
 
     marker = _unique("zeppelin")
-    hindsight_litellm.configure(hindsight_api_url=server.url, bank_id=bank, session_id="conv-1",
-                                sync_storage=True, mission="Remembers the user's hobbies.")
+    hindsight_litellm.configure(
+        hindsight_api_url=server.url,
+        bank_id=bank,
+        session_id="conv-1",
+        sync_storage=True,
+        mission="Remembers the user's hobbies.",
+    )
     hindsight_litellm.enable()
     try:
         kwargs = {"model": "openai/stub-model", "api_base": stub.base_url, "api_key": "stub-key"}
@@ -96,8 +103,10 @@ def test_agno_toolkit_stores_and_recalls(server, bank):
 def test_haystack_tools_store_and_recall(server, bank):
     from hindsight_haystack import create_hindsight_tools
 
-    tools = {t.name: t for t in create_hindsight_tools(bank_id=bank, hindsight_api_url=server.url,
-                                                        mission="Knows the user's diet.")}
+    tools = {
+        t.name: t
+        for t in create_hindsight_tools(bank_id=bank, hindsight_api_url=server.url, mission="Knows the user's diet.")
+    }
     assert tools["retain_memory"].invoke(content="The user is vegetarian.") == "Memory stored successfully."
     assert "vegetarian" in tools["recall_memory"].invoke(query="What does the user eat?")
     assert "vegetarian" in tools["reflect_on_memory"].invoke(query="What does the user eat?")

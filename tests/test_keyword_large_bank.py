@@ -1,6 +1,7 @@
 """The keyword arm on a bank past SMALL_BANK memories, where candidates come from the shared
 full-text index: a common seed word is read as "seed AND another query word" plus a bounded
 sample of its single-word memories. The ranking must be the one exhaustive IDF scoring gives."""
+
 from __future__ import annotations
 
 from hindsight.db.pool import create_pool
@@ -28,8 +29,10 @@ async def test_keyword_ranking_on_a_large_bank(api, bank, pg_url):
     assert r.status_code == 200, r.text
     assert api.get(f"/v1/banks/{bank}").json()["memory_count"] > SMALL_BANK
 
-    r = api.post(f"/v1/banks/{bank}/recall", json={"query": "garden hose greenhouse weather", "mode": "keyword",
-                                                   "top_k": 50, "max_tokens": 32_000})
+    r = api.post(
+        f"/v1/banks/{bank}/recall",
+        json={"query": "garden hose greenhouse weather", "mode": "keyword", "top_k": 50, "max_tokens": 32_000},
+    )
     assert r.status_code == 200, r.text
     got = [m["text"] for m in r.json()["results"]]
     # Rarest words weigh most: all three words, then greenhouse (in 2 memories), then hose (in 3).
@@ -39,10 +42,19 @@ async def test_keyword_ranking_on_a_large_bank(api, bank, pg_url):
     assert len(got) == 50 and all("garden" in t and "weather" in t for t in got[4:]), got[4:8]
 
     # Filters apply to every candidate query of the large-bank path.
-    r = api.post(f"/v1/banks/{bank}/recall", json={"query": "garden hose greenhouse weather", "mode": "keyword",
-                                                   "tags": ["tools"], "tags_match": "any_strict"})
+    r = api.post(
+        f"/v1/banks/{bank}/recall",
+        json={
+            "query": "garden hose greenhouse weather",
+            "mode": "keyword",
+            "tags": ["tools"],
+            "tags_match": "any_strict",
+        },
+    )
     assert [m["text"] for m in r.json()["results"]] == [
-        "The garden hose leaked near the greenhouse.", "The greenhouse roof needs a new pane."]
+        "The garden hose leaked near the greenhouse.",
+        "The greenhouse roof needs a new pane.",
+    ]
     # A common word alone still finds its memories (the bounded single-word sample).
     r = api.post(f"/v1/banks/{bank}/recall", json={"query": "garden", "mode": "keyword", "top_k": 50})
     assert len(r.json()["results"]) == 50 and all("garden" in m["text"] for m in r.json()["results"])

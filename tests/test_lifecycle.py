@@ -1,4 +1,5 @@
 """Start-up configuration, embedded PostgreSQL persistence across restarts, concurrency, CLI."""
+
 from __future__ import annotations
 
 import asyncio
@@ -10,15 +11,17 @@ import asyncpg
 import httpx
 import psutil
 
-from conftest import Server
 from hindsight.db.embedded import cache_mb
+
+from conftest import Server
 
 
 def serve_fails(env: dict) -> str:
     full = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
     full.update(env)
-    p = subprocess.run([sys.executable, "-m", "hindsight.cli.main", "serve"], env=full,
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        [sys.executable, "-m", "hindsight.cli.main", "serve"], env=full, capture_output=True, text=True, timeout=60
+    )
     assert p.returncode == 2, p.stderr
     return p.stderr
 
@@ -30,7 +33,8 @@ def test_bad_configuration_names_the_variable():
     assert "HINDSIGHT_API_MCP_ENABLED" in serve_fails({"HINDSIGHT_API_MCP_ENABLED": "perhaps"})
     assert "HINDSIGHT_MCP_BANK_ID" in serve_fails({"HINDSIGHT_MCP_BANK_ID": "not valid!"})
     assert "HINDSIGHT_API_TENANT_API_KEY" in serve_fails(
-        {"HINDSIGHT_API_TENANT_EXTENSION": "hindsight.extensions.builtin.tenant:ApiKeyTenantExtension"})
+        {"HINDSIGHT_API_TENANT_EXTENSION": "hindsight.extensions.builtin.tenant:ApiKeyTenantExtension"}
+    )
     assert "Traceback" not in serve_fails({"HINDSIGHT_API_LOG_LEVEL": "loud"})
     assert "HINDSIGHT_API_EMBEDDED_DB_CACHE_MB" in serve_fails({"HINDSIGHT_API_EMBEDDED_DB_CACHE_MB": "8"})
 
@@ -65,7 +69,9 @@ async def test_embedded_postgres_restart_keeps_memories(tmp_path, bank):
         assert await embedded_cache_mb(pgdata) == 48
         with s.http() as api:
             assert api.get("/health").json()["database"] == "embedded"
-            api.post(f"/v1/banks/{bank}/memories", json={"content": "The spare key is under the blue flowerpot."}).raise_for_status()
+            api.post(
+                f"/v1/banks/{bank}/memories", json={"content": "The spare key is under the blue flowerpot."}
+            ).raise_for_status()
         log = s.log_path.read_text()
         assert "embedded PostgreSQL in" in log
     finally:
@@ -86,11 +92,20 @@ async def test_embedded_postgres_restart_keeps_memories(tmp_path, bank):
 
 async def test_concurrent_retains_lose_nothing(server, bank):
     async with httpx.AsyncClient(base_url=server.url, timeout=120) as c:
+
         async def one(i):
-            items = [{"content": f"Writer {i} note {j} mentions Alice and Bob.", "document_id": f"d{i % 3}" if j == 0 else None}
-                     for j in range(10)]
-            r = await c.post(f"/v1/banks/{bank}/memories", json={"items": [{k: v for k, v in it.items() if v} for it in items]})
+            items = [
+                {
+                    "content": f"Writer {i} note {j} mentions Alice and Bob.",
+                    "document_id": f"d{i % 3}" if j == 0 else None,
+                }
+                for j in range(10)
+            ]
+            r = await c.post(
+                f"/v1/banks/{bank}/memories", json={"items": [{k: v for k, v in it.items() if v} for it in items]}
+            )
             assert r.status_code == 200, r.text
+
         await asyncio.gather(*(one(i) for i in range(24)))
         total = (await c.get(f"/v1/banks/{bank}/memories", params={"limit": 1})).json()["total"]
         # 24 writers x 9 free items + the surviving unit of each of the 3 replaced documents
@@ -101,7 +116,12 @@ async def test_concurrent_retains_lose_nothing(server, bank):
 
 def test_cli_round_trip(server, bank):
     env = {**os.environ, "HINDSIGHT_URL": server.url}
-    run = lambda *a: subprocess.run([sys.executable, "-m", "hindsight.cli.main", *a], env=env, capture_output=True, text=True, timeout=60)
+
+    def run(*a):
+        return subprocess.run(
+            [sys.executable, "-m", "hindsight.cli.main", *a], env=env, capture_output=True, text=True, timeout=60
+        )
+
     assert run("banks", "create", bank, "--name", "CLI bank").returncode == 0
     assert run("retain", bank, "The CLI stored this fact about lighthouses.", "--tag", "cli").returncode == 0
     out = run("recall", bank, "lighthouses")

@@ -1,11 +1,14 @@
 """What the console shows beside recall: a memory's lineage (the raw text a fact was extracted
 from, the facts a raw unit gave), the bank's entities, and banks listed with their counts."""
+
 from __future__ import annotations
 
 
 def test_lineage_of_extracted_facts(llm_api, bank):
-    r = llm_api.post(f"/v1/banks/{bank}/memories?wait=true",
-                     json={"content": "Mira adopted a cat. She named it Pixel.", "timestamp": "2024-03-02T09:00:00Z"})
+    r = llm_api.post(
+        f"/v1/banks/{bank}/memories?wait=true",
+        json={"content": "Mira adopted a cat. She named it Pixel.", "timestamp": "2024-03-02T09:00:00Z"},
+    )
     assert r.status_code == 200 and r.json()["extraction"] == "succeeded"
     facts = r.json()["memory_ids"]
     everything = llm_api.get(f"/v1/banks/{bank}/memories").json()["memories"]
@@ -19,9 +22,16 @@ def test_lineage_of_extracted_facts(llm_api, bank):
 
 
 def test_entities_page_and_bank_counts(api, bank):
-    api.post(f"/v1/banks/{bank}/memories", json={"items": [
-        {"content": "Lena met Arjun in Lisbon."}, {"content": "Lena flew to Lisbon again."},
-        {"content": "Arjun likes Porto."}]}).raise_for_status()
+    api.post(
+        f"/v1/banks/{bank}/memories",
+        json={
+            "items": [
+                {"content": "Lena met Arjun in Lisbon."},
+                {"content": "Lena flew to Lisbon again."},
+                {"content": "Arjun likes Porto."},
+            ]
+        },
+    ).raise_for_status()
     page = api.get(f"/v1/banks/{bank}/entities?limit=2").json()
     assert page["total"] == 4 and len(page["entities"]) == 2
     assert [(e["name"], e["mention_count"]) for e in page["entities"]] == [("Arjun", 2), ("Lena", 2)]  # ties by name

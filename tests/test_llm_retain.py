@@ -1,4 +1,5 @@
 """Retain with an LLM: fact extraction through the real litellm path to the stub server."""
+
 from __future__ import annotations
 
 import time
@@ -6,13 +7,70 @@ import time
 from conftest import wait_for
 from support import recall_texts, retain
 
-NAMES = ["Alice", "Bruno", "Chen", "Dara", "Emeka", "Farah", "Goran", "Hana", "Ivan", "Jia", "Kofi", "Lena",
-         "Mateo", "Nia", "Omar", "Priya", "Quinn", "Rosa", "Sven", "Tariq", "Uma", "Viktor", "Wen", "Ximena",
-         "Yusuf", "Zara", "Aiko", "Bjorn", "Chloe", "Dmitri"]
-THINGS = ["a violin", "a canoe", "a telescope", "sourdough bread", "a chess set", "a kite", "a guitar",
-          "tomato seeds", "a novel", "a bicycle", "a camera", "a quilt", "a drone", "a teapot", "a skateboard",
-          "a map of Peru", "a piano", "a tent", "a microscope", "a puzzle", "running shoes", "a sketchbook",
-          "a fishing rod", "a cactus", "a typewriter", "a snowboard", "a lantern", "a saxophone", "a hammock", "a globe"]
+NAMES = [
+    "Alice",
+    "Bruno",
+    "Chen",
+    "Dara",
+    "Emeka",
+    "Farah",
+    "Goran",
+    "Hana",
+    "Ivan",
+    "Jia",
+    "Kofi",
+    "Lena",
+    "Mateo",
+    "Nia",
+    "Omar",
+    "Priya",
+    "Quinn",
+    "Rosa",
+    "Sven",
+    "Tariq",
+    "Uma",
+    "Viktor",
+    "Wen",
+    "Ximena",
+    "Yusuf",
+    "Zara",
+    "Aiko",
+    "Bjorn",
+    "Chloe",
+    "Dmitri",
+]
+THINGS = [
+    "a violin",
+    "a canoe",
+    "a telescope",
+    "sourdough bread",
+    "a chess set",
+    "a kite",
+    "a guitar",
+    "tomato seeds",
+    "a novel",
+    "a bicycle",
+    "a camera",
+    "a quilt",
+    "a drone",
+    "a teapot",
+    "a skateboard",
+    "a map of Peru",
+    "a piano",
+    "a tent",
+    "a microscope",
+    "a puzzle",
+    "running shoes",
+    "a sketchbook",
+    "a fishing rod",
+    "a cactus",
+    "a typewriter",
+    "a snowboard",
+    "a lantern",
+    "a saxophone",
+    "a hammock",
+    "a globe",
+]
 MELANIE = "Melanie went to the Louvre in Paris yesterday. She loved the paintings."
 
 
@@ -23,8 +81,11 @@ def operation(api, bank, op_id):
 
 
 def test_extracts_self_contained_facts_with_absolute_times(llm_api, bank):
-    res = retain(llm_api, bank, {"content": MELANIE, "timestamp": "2023-05-08T13:00:00Z", "tags": ["travel"],
-                                 "metadata": {"turn": "D1:3"}})
+    res = retain(
+        llm_api,
+        bank,
+        {"content": MELANIE, "timestamp": "2023-05-08T13:00:00Z", "tags": ["travel"], "metadata": {"turn": "D1:3"}},
+    )
     assert res["extraction"] == "succeeded" and res["operation_id"]
     assert res["facts"] == 2 and len(res["memory_ids"]) == 2
 

@@ -1,4 +1,5 @@
 """MCP over Streamable HTTP with the official SDK client, both surfaces."""
+
 from __future__ import annotations
 
 import httpx
@@ -16,10 +17,26 @@ async def tool_names(url, headers=None):
 async def test_single_bank_surface(server, bank):
     tools = await tool_names(f"{server.url}/mcp/{bank}/")
     assert set(tools) == {
-        "retain", "retain_batch", "recall", "reflect", "create_mental_model", "list_mental_models",
-        "get_mental_model", "update_mental_model", "delete_mental_model", "refresh_mental_model",
-        "get_operation", "list_operations", "cancel_operation", "rag_search", "verify_document_access", "search_documents",
-        "import_documents", "list_documents", "get_document", "delete_document",
+        "retain",
+        "retain_batch",
+        "recall",
+        "reflect",
+        "create_mental_model",
+        "list_mental_models",
+        "get_mental_model",
+        "update_mental_model",
+        "delete_mental_model",
+        "refresh_mental_model",
+        "get_operation",
+        "list_operations",
+        "cancel_operation",
+        "rag_search",
+        "verify_document_access",
+        "search_documents",
+        "import_documents",
+        "list_documents",
+        "get_document",
+        "delete_document",
     }
     assert all("bank_id" not in t.input_schema.get("properties", {}) for t in tools.values())
     assert tools["delete_mental_model"].annotations.destructive_hint is True
@@ -29,8 +46,13 @@ async def test_single_bank_surface(server, bank):
     assert tools["recall"].annotations.read_only_hint is True
     assert tools["retain"].annotations.read_only_hint is False
     async with mcp_session(f"{server.url}/mcp/{bank}/") as c:
-        r = await c.call_tool("retain", {"content": "User prefers Python over JavaScript for backend development",
-                                         "context": "programming_preferences"})
+        r = await c.call_tool(
+            "retain",
+            {
+                "content": "User prefers Python over JavaScript for backend development",
+                "context": "programming_preferences",
+            },
+        )
         assert not r.is_error and len(r.structured_content["memory_ids"]) == 1
         r = await c.call_tool("recall", {"query": "What are the user's programming language preferences?"})
         assert r.structured_content["results"][0]["text"].startswith("User prefers Python")
@@ -39,11 +61,21 @@ async def test_single_bank_surface(server, bank):
 
 async def test_multi_bank_surface_and_resolution(server, bank):
     tools = await tool_names(f"{server.url}/mcp/")
-    assert {"retain", "recall", "retain_batch", "list_banks", "create_bank", "reflect", "refresh_mental_model"} <= set(tools)
-    collection_aliases = {"list_collections", "create_collection", "fetch_and_add_document_from_url",
-                          "delete_collection", "search_rag"}
-    assert all("bank_id" in t.input_schema["properties"] for n, t in tools.items()
-               if n not in {"list_banks", *collection_aliases})
+    assert {"retain", "recall", "retain_batch", "list_banks", "create_bank", "reflect", "refresh_mental_model"} <= set(
+        tools
+    )
+    collection_aliases = {
+        "list_collections",
+        "create_collection",
+        "fetch_and_add_document_from_url",
+        "delete_collection",
+        "search_rag",
+    }
+    assert all(
+        "bank_id" in t.input_schema["properties"]
+        for n, t in tools.items()
+        if n not in {"list_banks", *collection_aliases}
+    )
     assert "bank_id" in tools["recall"].input_schema["properties"]
     assert "bank_id" in tools["create_bank"].input_schema["required"]
     h_bank, a_bank = bank + "_h", bank + "_a"
@@ -71,14 +103,17 @@ async def test_env_default_bank(pg_url, bank):
         s.stop()
 
 
-@pytest.mark.parametrize("args,needle", [
-    ({}, "query"),
-    ({"query": 5}, "query"),
-    ({"query": "x", "max_tokens": "lots"}, "max_tokens"),
-    ({"query": "x", "max_tokens": 0}, "max_tokens"),
-    ({"query": "x", "types": ["opinion"]}, "types"),
-    ({"query": "   "}, "query"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        ({}, "query"),
+        ({"query": 5}, "query"),
+        ({"query": "x", "max_tokens": "lots"}, "max_tokens"),
+        ({"query": "x", "max_tokens": 0}, "max_tokens"),
+        ({"query": "x", "types": ["opinion"]}, "types"),
+        ({"query": "   "}, "query"),
+    ],
+)
 async def test_recall_bad_arguments(server, bank, args, needle):
     async with mcp_session(f"{server.url}/mcp/{bank}/") as c:
         await c.call_tool("retain", {"content": "something"})
@@ -87,13 +122,16 @@ async def test_recall_bad_arguments(server, bank, args, needle):
         assert e.value.code == -32602 and needle in e.value.message
 
 
-@pytest.mark.parametrize("args,needle", [
-    ({}, "content"),
-    ({"content": ["a"]}, "content"),
-    ({"content": "x", "timestamp": "yesterday-ish"}, "timestamp"),
-    ({"content": "x" * 100_001}, "100000"),
-    ({"content": "x", "tags": [1]}, "tags"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        ({}, "content"),
+        ({"content": ["a"]}, "content"),
+        ({"content": "x", "timestamp": "yesterday-ish"}, "timestamp"),
+        ({"content": "x" * 100_001}, "100000"),
+        ({"content": "x", "tags": [1]}, "tags"),
+    ],
+)
 async def test_retain_bad_arguments_change_nothing(server, bank, args, needle):
     async with mcp_session(f"{server.url}/mcp/{bank}/") as c:
         await c.call_tool("retain", {"content": "kept"})
@@ -119,7 +157,9 @@ async def test_unknown_bank_tool_and_lenient_arguments(server, bank):
             await c.call_tool("no_such_tool", {})
         assert e.value.code == -32602
         # agents send lists as JSON strings and add stray arguments
-        r = await c.call_tool("retain", {"content": "Tagged memory", "tags": '["a", "b"]', "bank_id": bank, "mood": "happy"})
+        r = await c.call_tool(
+            "retain", {"content": "Tagged memory", "tags": '["a", "b"]', "bank_id": bank, "mood": "happy"}
+        )
         assert not r.is_error
         r = await c.call_tool("recall", {"query": "Tagged", "tags": '["b"]', "bank_id": bank})
         assert r.structured_content["results"][0]["tags"] == ["a", "b"]
@@ -138,7 +178,9 @@ def test_raw_http_shapes(server, bank):
         assert h.get(f"/mcp/{bank}/").status_code == 405
         r = h.post(f"/mcp/{bank}/", content=b"{nope", headers={"content-type": "application/json"})
         assert r.json()["error"]["code"] == -32700
-        r = h.post(f"/mcp/{bank}/", json={"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "recall"}})
+        r = h.post(
+            f"/mcp/{bank}/", json={"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "recall"}}
+        )
         assert r.json()["error"]["code"] == -32602
         r = h.post(f"/mcp/{bank}/", json={"jsonrpc": "2.0", "id": 4, "method": "no/such"})
         assert r.json()["error"]["code"] == -32601

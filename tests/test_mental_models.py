@@ -1,5 +1,6 @@
 """Reflect and the mental-model life cycle, over MCP (official client) and REST, with and without
 an LLM; automatic refresh on new memories; failed refreshes keep the previous content."""
+
 from __future__ import annotations
 
 import asyncio
@@ -8,8 +9,7 @@ import time
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from conftest import mcp_session
-from conftest import wait_for
+from conftest import mcp_session, wait_for
 from support import op_done, retain
 
 
@@ -21,7 +21,10 @@ def test_reflect_with_llm_cites_the_memories_it_used(llm_api, bank):
     res = r.json()
     assert res["mode"] == "llm" and res["model"] == "openai/stub-model"
     assert "dance studio" in res["answer"]
-    recalled = {m["id"]: m["text"] for m in llm_api.post(f"/v1/banks/{bank}/recall", json={"query": "Jon dance studio"}).json()["results"]}
+    recalled = {
+        m["id"]: m["text"]
+        for m in llm_api.post(f"/v1/banks/{bank}/recall", json={"query": "Jon dance studio"}).json()["results"]
+    }
     assert res["based_on"]["memories"] and set(res["based_on"]["memories"]) <= set(recalled)
 
 
@@ -57,10 +60,17 @@ def test_mental_model_life_cycle_over_mcp(llm_server, llm_api, bank):
 
     async def go():
         async with mcp_session(f"{llm_server.url}/mcp/{bank}/") as c:
-            created = (await c.call_tool("create_mental_model", {
-                "name": "Team Directory", "source_query": "Who works here and what do they do?",
-                "tags": ["team"], "max_tokens": 512,
-            })).structured_content
+            created = (
+                await c.call_tool(
+                    "create_mental_model",
+                    {
+                        "name": "Team Directory",
+                        "source_query": "Who works here and what do they do?",
+                        "tags": ["team"],
+                        "max_tokens": 512,
+                    },
+                )
+            ).structured_content
             assert created["mental_model_id"] == "team-directory" and created["operation_id"]
             op = op_done(llm_api, bank, created["operation_id"])
             assert op["status"] == "succeeded", op
@@ -69,24 +79,33 @@ def test_mental_model_life_cycle_over_mcp(llm_server, llm_api, bank):
             assert got["based_on"]["memories"]
 
             # the same name again gets a fresh id; a taken custom id is an error naming the argument
-            again = (await c.call_tool("create_mental_model", {"name": "Team Directory", "source_query": "Who?"})).structured_content
+            again = (
+                await c.call_tool("create_mental_model", {"name": "Team Directory", "source_query": "Who?"})
+            ).structured_content
             assert again["mental_model_id"] == "team-directory-2"
             with pytest.raises(MCPError) as e:
-                await c.call_tool("create_mental_model", {"name": "x", "source_query": "y", "mental_model_id": "team-directory"})
+                await c.call_tool(
+                    "create_mental_model", {"name": "x", "source_query": "y", "mental_model_id": "team-directory"}
+                )
             assert "mental_model_id" in e.value.error.message
             with pytest.raises(MCPError) as e:
-                await c.call_tool("create_mental_model", {"name": "x", "source_query": "y", "mental_model_id": "Bad Id!"})
+                await c.call_tool(
+                    "create_mental_model", {"name": "x", "source_query": "y", "mental_model_id": "Bad Id!"}
+                )
             assert e.value.error.code == -32602 and "mental_model_id" in e.value.error.message
 
-            listed = (await c.call_tool("list_mental_models", {"tags": ["team"], "tags_match": "any_strict"})
-                      ).structured_content["mental_models"]
+            listed = (
+                await c.call_tool("list_mental_models", {"tags": ["team"], "tags_match": "any_strict"})
+            ).structured_content["mental_models"]
             assert [m["mental_model_id"] for m in listed] == ["team-directory"]
             listed = (await c.call_tool("list_mental_models", {"tags": ["team"]})).structured_content["mental_models"]
             assert [m["mental_model_id"] for m in listed] == ["team-directory", "team-directory-2"]  # any: untagged too
             everything = (await c.call_tool("list_mental_models", {})).structured_content["mental_models"]
             assert len(everything) == 2
 
-            upd = (await c.call_tool("update_mental_model", {"mental_model_id": "team-directory", "name": "People"})).structured_content
+            upd = (
+                await c.call_tool("update_mental_model", {"mental_model_id": "team-directory", "name": "People"})
+            ).structured_content
             assert upd["name"] == "People" and upd["pending_operation_id"] is None  # a rename needs no refresh
 
             ref = (await c.call_tool("refresh_mental_model", {"mental_model_id": "team-directory"})).structured_content
@@ -105,7 +124,9 @@ def test_mental_model_life_cycle_over_mcp(llm_server, llm_api, bank):
             history = llm_api.get(f"/v1/banks/{bank}/mental-models/team-directory/history").json()
             assert [h["version"] for h in history] == [3, 2, 1]
 
-            deleted = (await c.call_tool("delete_mental_model", {"mental_model_id": "team-directory"})).structured_content
+            deleted = (
+                await c.call_tool("delete_mental_model", {"mental_model_id": "team-directory"})
+            ).structured_content
             assert deleted == {"deleted": True, "mental_model_id": "team-directory"}
             with pytest.raises(MCPError) as e:
                 await c.call_tool("get_mental_model", {"mental_model_id": "team-directory"})
@@ -116,18 +137,23 @@ def test_mental_model_life_cycle_over_mcp(llm_server, llm_api, bank):
 
 def test_memories_without_the_models_tags_do_not_refresh_it(llm_api, bank):
     retain(llm_api, bank, {"content": "Lena runs marathons.", "tags": ["sport"]})
-    created = llm_api.post(f"/v1/banks/{bank}/mental-models",
-                           json={"name": "Sport", "source_query": "Who does sport?", "tags": ["sport"]}).json()
+    created = llm_api.post(
+        f"/v1/banks/{bank}/mental-models", json={"name": "Sport", "source_query": "Who does sport?", "tags": ["sport"]}
+    ).json()
     op_done(llm_api, bank, created["operation_id"])
     first = llm_api.get(f"/v1/banks/{bank}/mental-models/sport").json()
     retain(llm_api, bank, {"content": "The office moved to Oslo.", "tags": ["office"]})
     time.sleep(3)  # debounce (1 s) plus sweeps
-    assert llm_api.get(f"/v1/banks/{bank}/mental-models/sport").json()["last_refreshed_at"] == first["last_refreshed_at"]
+    assert (
+        llm_api.get(f"/v1/banks/{bank}/mental-models/sport").json()["last_refreshed_at"] == first["last_refreshed_at"]
+    )
 
 
 def test_empty_refresh_keeps_previous_content(llm_api, bank):
     retain(llm_api, bank, {"content": "Sven brews coffee every morning."})
-    created = llm_api.post(f"/v1/banks/{bank}/mental-models", json={"name": "Habits", "source_query": "What are Sven's habits?"}).json()
+    created = llm_api.post(
+        f"/v1/banks/{bank}/mental-models", json={"name": "Habits", "source_query": "What are Sven's habits?"}
+    ).json()
     op_done(llm_api, bank, created["operation_id"])
     good = llm_api.get(f"/v1/banks/{bank}/mental-models/habits").json()
     assert good["content"]
@@ -141,7 +167,9 @@ def test_empty_refresh_keeps_previous_content(llm_api, bank):
 
 def test_mental_models_offline_are_extractive(api, bank):
     api.post(f"/v1/banks/{bank}/memories", json={"content": "Wen grows tomatoes on her balcony."})
-    created = api.post(f"/v1/banks/{bank}/mental-models", json={"name": "Garden", "source_query": "What does Wen grow?"})
+    created = api.post(
+        f"/v1/banks/{bank}/mental-models", json={"name": "Garden", "source_query": "What does Wen grow?"}
+    )
     assert created.status_code == 202
     op = op_done(api, bank, created.json()["operation_id"])
     assert op["status"] == "succeeded" and op["result"]["mode"] == "extractive"
@@ -176,7 +204,9 @@ def test_cli_reflect_mental_models_operations(llm_server, bank):
     env = {**os.environ, "HINDSIGHT_URL": llm_server.url}
 
     def run(*a):
-        return subprocess.run([sys.executable, "-m", "hindsight.cli.main", *a], env=env, capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "hindsight.cli.main", *a], env=env, capture_output=True, text=True, timeout=120
+        )
 
     out = run("retain", bank, "Uma restores vintage motorbikes.", "--wait")
     assert out.returncode == 0 and '"succeeded"' in out.stdout, out.stderr
@@ -200,8 +230,10 @@ def test_a_model_with_tags_draws_from_memories_with_all_of_them(llm_api, bank):
     both = retain(llm_api, bank, {"content": "Ines leads the platform engineers.", "tags": ["team", "eng"]})
     retain(llm_api, bank, {"content": "Ines leads the sales team too.", "tags": ["team"]})
     retain(llm_api, bank, {"content": "Ines leads the book club."})
-    created = llm_api.post(f"/v1/banks/{bank}/mental-models", json={
-        "name": "Eng leads", "source_query": "Who does Ines lead?", "tags": ["team", "eng"]}).json()
+    created = llm_api.post(
+        f"/v1/banks/{bank}/mental-models",
+        json={"name": "Eng leads", "source_query": "Who does Ines lead?", "tags": ["team", "eng"]},
+    ).json()
     assert op_done(llm_api, bank, created["operation_id"])["status"] == "succeeded"
     model = llm_api.get(f"/v1/banks/{bank}/mental-models/eng-leads").json()
     assert model["based_on"]["memories"] == both["memory_ids"], model

@@ -1,4 +1,5 @@
 """Prometheus /metrics: what operators watch, with labels that never carry a bank id."""
+
 from __future__ import annotations
 
 import re
@@ -59,21 +60,33 @@ def test_llm_calls_and_queue_depth_are_counted(llm_server, llm_api, bank):
     after = samples(llm_api.get("/metrics").text)
     calls = [k for k in after if k[0] == "hindsight_llm_calls_total" and dict(k[1])["outcome"] == "ok"]
     assert calls and sum(after[k] - before.get(k, 0) for k in calls) >= 1
-    assert value(after, "hindsight_llm_tokens_total", operation="retain", model="openai/stub-model", kind="prompt") > \
-        value(before, "hindsight_llm_tokens_total", operation="retain", model="openai/stub-model", kind="prompt")
-    assert value(after, "hindsight_retain_units_total", kind="fact") > value(before, "hindsight_retain_units_total", kind="fact")
+    assert value(
+        after, "hindsight_llm_tokens_total", operation="retain", model="openai/stub-model", kind="prompt"
+    ) > value(before, "hindsight_llm_tokens_total", operation="retain", model="openai/stub-model", kind="prompt")
+    assert value(after, "hindsight_retain_units_total", kind="fact") > value(
+        before, "hindsight_retain_units_total", kind="fact"
+    )
 
     # queue depth, read from the database at scrape: a refresh held open by the stub LLM
-    created = llm_api.post(f"/v1/banks/{bank}/mental-models", json={
-        "name": "Baking", "source_query": "Who bakes? [[sleep:2]]"}).json()
-    wait_for(lambda: llm_api.get(f"/v1/banks/{bank}/operations/{created['operation_id']}").json()["status"] == "running")
+    created = llm_api.post(
+        f"/v1/banks/{bank}/mental-models", json={"name": "Baking", "source_query": "Who bakes? [[sleep:2]]"}
+    ).json()
+    wait_for(
+        lambda: llm_api.get(f"/v1/banks/{bank}/operations/{created['operation_id']}").json()["status"] == "running"
+    )
     during = samples(llm_api.get("/metrics").text)
     assert value(during, "hindsight_operations", type="refresh_mental_model", status="running") >= 1
 
 
 def test_metrics_can_require_an_admin_key(pg_url):
-    s = Server({"HINDSIGHT_API_DATABASE_URL": pg_url, "HINDSIGHT_API_TENANT_EXTENSION": AUTH_EXT,
-                "HINDSIGHT_API_TENANT_API_KEY": ADMIN_KEY, "HINDSIGHT_API_METRICS_ADMIN_ONLY": "true"}).start()
+    s = Server(
+        {
+            "HINDSIGHT_API_DATABASE_URL": pg_url,
+            "HINDSIGHT_API_TENANT_EXTENSION": AUTH_EXT,
+            "HINDSIGHT_API_TENANT_API_KEY": ADMIN_KEY,
+            "HINDSIGHT_API_METRICS_ADMIN_ONLY": "true",
+        }
+    ).start()
     try:
         with s.http() as anon:
             r = anon.get("/metrics")

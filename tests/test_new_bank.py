@@ -4,6 +4,7 @@ The seed document tells agents to call recall "at the start of conversation"; on
 bank URL that is the very first call, before any retain has created the bank. Reads must answer
 empty (not an error, and without creating the bank); a key still reaches only its own banks.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -13,8 +14,10 @@ from conftest import ADMIN_KEY, mcp_session
 
 READS = {
     "recall": ({"query": "what does the user like?"}, lambda r: r["results"] == []),
-    "reflect": ({"query": "what should I know?"}, lambda r: r["based_on"] == {"memories": [], "mental_models": []}
-                and "no memories" in r["answer"]),
+    "reflect": (
+        {"query": "what should I know?"},
+        lambda r: r["based_on"] == {"memories": [], "mental_models": []} and "no memories" in r["answer"],
+    ),
     "list_mental_models": ({}, lambda r: r["mental_models"] == []),
     "list_documents": ({}, lambda r: r["documents"] == [] and r["count"] == 0),
     "rag_search": ({"search_phrases": ["router reset"]}, lambda r: r["segments"] == []),

@@ -1,5 +1,6 @@
 """Bank export / import: round trip to another server with identical recall and search, idempotent
 re-import, id remapping on the same server, conflict policies, re-embedding, bad files."""
+
 from __future__ import annotations
 
 import gzip
@@ -14,12 +15,25 @@ from conftest import ADMIN_KEY, Server, fresh_database
 from support import b64, docx_bytes, import_docs, make_key, pdf_bytes
 
 ITEMS = [
-    {"content": "Melanie painted a sunrise over the lake last weekend.", "timestamp": "2023-05-08T10:00:00Z",
-     "tags": ["art"], "metadata": {"turn": "D1:1"}, "document_id": "session-1"},
-    {"content": "Caroline said her support group meets every Tuesday in Boston.", "timestamp": "2023-05-08T10:01:00Z",
-     "metadata": {"turn": "D1:2"}, "document_id": "session-1"},
-    {"content": "Melanie is training for a half marathon in October.", "timestamp": "2023-06-01T09:00:00Z",
-     "tags": ["sport"], "metadata": {"turn": "D2:1"}},
+    {
+        "content": "Melanie painted a sunrise over the lake last weekend.",
+        "timestamp": "2023-05-08T10:00:00Z",
+        "tags": ["art"],
+        "metadata": {"turn": "D1:1"},
+        "document_id": "session-1",
+    },
+    {
+        "content": "Caroline said her support group meets every Tuesday in Boston.",
+        "timestamp": "2023-05-08T10:01:00Z",
+        "metadata": {"turn": "D1:2"},
+        "document_id": "session-1",
+    },
+    {
+        "content": "Melanie is training for a half marathon in October.",
+        "timestamp": "2023-06-01T09:00:00Z",
+        "tags": ["sport"],
+        "metadata": {"turn": "D2:1"},
+    },
     {"content": "The team adopted PostgreSQL with pgvector for the memory service.", "context": "work"},
 ]
 QUERIES = ["What did Melanie paint?", "When does the support group meet?", "marathon training", "database choice"]
@@ -27,24 +41,44 @@ PHRASES = [["reset the firmware"], ["watts power draw", "WiFi"], ["Falcon X"]]
 
 
 def snapshot(api, bank):
-    recalls = [[(m["id"], m["text"]) for m in api.post(f"/v1/banks/{bank}/recall", json={"query": q}).json()["results"]]
-               for q in QUERIES]
-    searches = [[(s["segment_uid"], s["raw_text"]) for s in
-                 api.post(f"/v1/banks/{bank}/documents/search", json={"search_phrases": p}).json()["segments"]]
-                for p in PHRASES]
-    docs = sorted((d["source_name"], d["content_hash"], d["chunk_count"], tuple(d["tags"]))
-                  for d in api.get(f"/v1/banks/{bank}/documents").json()["documents"])
-    models = sorted((m["mental_model_id"], m["source_query"], m["content"]) for m in api.get(f"/v1/banks/{bank}/mental-models").json()["mental_models"])
+    recalls = [
+        [(m["id"], m["text"]) for m in api.post(f"/v1/banks/{bank}/recall", json={"query": q}).json()["results"]]
+        for q in QUERIES
+    ]
+    searches = [
+        [
+            (s["segment_uid"], s["raw_text"])
+            for s in api.post(f"/v1/banks/{bank}/documents/search", json={"search_phrases": p}).json()["segments"]
+        ]
+        for p in PHRASES
+    ]
+    docs = sorted(
+        (d["source_name"], d["content_hash"], d["chunk_count"], tuple(d["tags"]))
+        for d in api.get(f"/v1/banks/{bank}/documents").json()["documents"]
+    )
+    models = sorted(
+        (m["mental_model_id"], m["source_query"], m["content"])
+        for m in api.get(f"/v1/banks/{bank}/mental-models").json()["mental_models"]
+    )
     return recalls, searches, docs, models
 
 
 @pytest.fixture
 def filled_bank(api, bank):
     assert api.post(f"/v1/banks/{bank}/memories", json={"items": ITEMS}).status_code == 200
-    import_docs(api, bank, files=[{"name": "guide.pdf", "content_base64": b64(pdf_bytes())},
-                                  {"name": "specs.docx", "content_base64": b64(docx_bytes())}], tags=[])
-    r = api.post(f"/v1/banks/{bank}/mental-models", json={"name": "Melanie", "source_query": "What does Melanie do?",
-                                                          "mental_model_id": "melanie"})
+    import_docs(
+        api,
+        bank,
+        files=[
+            {"name": "guide.pdf", "content_base64": b64(pdf_bytes())},
+            {"name": "specs.docx", "content_base64": b64(docx_bytes())},
+        ],
+        tags=[],
+    )
+    r = api.post(
+        f"/v1/banks/{bank}/mental-models",
+        json={"name": "Melanie", "source_query": "What does Melanie do?", "mental_model_id": "melanie"},
+    )
     assert r.status_code == 202, r.text
     op = api.get(f"/v1/banks/{bank}/operations/{r.json()['operation_id']}", params={"wait": 30})
     for _ in range(100):  # content is generated asynchronously (extractively, offline)
@@ -84,7 +118,9 @@ def test_round_trip_to_another_server_gives_identical_recall(api, filled_bank, e
     with elsewhere.http() as other:
         res = do_import(other, filled_bank, data)
         assert res["created_bank"] is True and res["re_embedded"] is False
-        assert res["imported"]["memory"] == 4 and res["imported"]["document"] == 2 and res["imported"]["mental_model"] == 1
+        assert (
+            res["imported"]["memory"] == 4 and res["imported"]["document"] == 2 and res["imported"]["mental_model"] == 1
+        )
         assert snapshot(other, filled_bank) == before
         again = do_import(other, filled_bank, data)  # the same file again: nothing new
         assert again["imported"].get("memory", 0) == 0 and again["skipped"]["memory"] == 4
@@ -99,7 +135,10 @@ def test_import_on_the_same_server_renumbers_and_resolves_conflicts(api, filled_
     copy = bank + "_copy"
     # an existing bank with a different document under the same name and an existing model id
     import_docs(api, copy, files=[{"name": "guide.pdf", "text": "Another guide entirely.", "type": "txt"}])
-    api.post(f"/v1/banks/{copy}/mental-models", json={"name": "M", "source_query": "Something else?", "mental_model_id": "melanie"})
+    api.post(
+        f"/v1/banks/{copy}/mental-models",
+        json={"name": "M", "source_query": "Something else?", "mental_model_id": "melanie"},
+    )
     res = do_import(api, copy, data)
     assert res["created_bank"] is False and res["renamed"] == {"document": 1, "mental_model": 1}
     names = {d["source_name"] for d in api.get(f"/v1/banks/{copy}/documents").json()["documents"]}
@@ -116,8 +155,10 @@ def test_import_on_the_same_server_renumbers_and_resolves_conflicts(api, filled_
     import_docs(api, skip, files=[{"name": "guide.pdf", "text": "Local guide.", "type": "txt"}])
     res = do_import(api, skip, data, on_conflict="skip")
     assert res["skipped"]["document"] == 1 and res["imported"]["document"] == 1
-    texts = [s["raw_text"] for s in api.post(f"/v1/banks/{skip}/documents/search",
-                                             json={"search_phrases": ["guide"]}).json()["segments"]]
+    texts = [
+        s["raw_text"]
+        for s in api.post(f"/v1/banks/{skip}/documents/search", json={"search_phrases": ["guide"]}).json()["segments"]
+    ]
     assert "Local guide." in texts
     res = do_import(api, skip, data, on_conflict="replace")
     assert res["replaced"]["document"] == 1
@@ -145,9 +186,14 @@ def test_bad_archives_change_nothing(api, filled_bank):
     bank = filled_bank + "_bad"
     raw = gzip.decompress(data).decode().splitlines()
     truncated = gzip.compress("\n".join(raw[:-1]).encode())
-    for body, words in [(truncated, "truncated"), (b"not gzip at all", "gzip"), (gzip.compress(b'{"kind": "x"}\n'), "not a Hindsight"),
-                        (gzip.compress(b"{broken\n"), "not JSON"), (b"", "empty"),
-                        (gzip.compress(("\n".join(raw[:3] + ['{"kind":"memory","row":{"id":"x"}}'] + raw[3:])).encode()), "archive")]:
+    for body, words in [
+        (truncated, "truncated"),
+        (b"not gzip at all", "gzip"),
+        (gzip.compress(b'{"kind": "x"}\n'), "not a Hindsight"),
+        (gzip.compress(b"{broken\n"), "not JSON"),
+        (b"", "empty"),
+        (gzip.compress(("\n".join(raw[:3] + ['{"kind":"memory","row":{"id":"x"}}'] + raw[3:])).encode()), "archive"),
+    ]:
         r = api.post(f"/v1/banks/{bank}/import", content=body)
         assert r.status_code == 422, (words, r.text)
         assert words in r.json()["message"] and r.json()["message"].startswith("archive"), r.json()
@@ -163,9 +209,14 @@ def test_cli_export_import_and_key_scope(auth_server, tmp_path, bank):
         reader = make_key(admin, role="bank", banks=[bank], access="read")["key"]
         other = make_key(admin, role="bank", banks=[bank + "_x"])["key"]
     path = tmp_path / "b.gz"
+
     def run(cmd, key, *args):
-        return subprocess.run([sys.executable, "-m", "hindsight.cli.main", "banks", "--url", auth_server.url, "--key", key,
-                               cmd, *args], capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "hindsight.cli.main", "banks", "--url", auth_server.url, "--key", key, cmd, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     r = run("export", reader, bank, "-o", str(path))
     assert r.returncode == 0 and "exported" in r.stdout, r.stderr

@@ -5,6 +5,7 @@ insert its version and hit the foreign key of the deleted model: a ForeignKeyVio
 the log, reported as "failed, queued" for a retry. It must end as cancelled, quietly, and a
 refresh queued for a model that no longer exists must not count as succeeded.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -35,8 +36,10 @@ def _operation(api, bank, op_id) -> dict:
 def test_model_deleted_while_its_refresh_runs(slow_lease_server, bank):
     with slow_lease_server.http() as api:
         assert api.post(f"/v1/banks/{bank}/memories", json={"content": "Ana leads the design team."}).status_code == 200
-        created = api.post(f"/v1/banks/{bank}/mental-models", json={
-            "name": "Team", "source_query": "Who leads which team? [[sleep:3]]", "mental_model_id": "team"}).json()
+        created = api.post(
+            f"/v1/banks/{bank}/mental-models",
+            json={"name": "Team", "source_query": "Who leads which team? [[sleep:3]]", "mental_model_id": "team"},
+        ).json()
         op_id = created["operation_id"]
         wait_for(lambda: True if _operation(api, bank, op_id)["status"] == "running" else None)
         assert api.delete(f"/v1/banks/{bank}/mental-models/team").status_code in (200, 204)
@@ -46,7 +49,9 @@ def test_model_deleted_while_its_refresh_runs(slow_lease_server, bank):
         time.sleep(2.5)  # nothing retries it
         assert _operation(api, bank, op_id) == op
     log = slow_lease_server.log_path.read_text()
-    assert "ForeignKeyViolation" not in log and f"operation {op_id} (refresh_mental_model) attempt" not in log, log[-3000:]
+    assert "ForeignKeyViolation" not in log and f"operation {op_id} (refresh_mental_model) attempt" not in log, log[
+        -3000:
+    ]
 
 
 def test_refresh_queued_for_a_model_that_is_gone_is_cancelled(slow_lease_server, bank):
@@ -60,7 +65,10 @@ def test_refresh_queued_for_a_model_that_is_gone_is_cancelled(slow_lease_server,
                 op_id = uuid.uuid4()
                 await conn.execute(
                     "INSERT INTO operations (id, bank_id, type, payload) VALUES ($1, $2, 'refresh_mental_model',"
-                    " '{\"mental_model_id\": \"ghost\", \"reason\": \"requested\"}'::jsonb)", op_id, bank)
+                    ' \'{"mental_model_id": "ghost", "reason": "requested"}\'::jsonb)',
+                    op_id,
+                    bank,
+                )
                 return str(op_id)
             finally:
                 await conn.close()
@@ -78,8 +86,10 @@ def test_bank_deleted_while_a_refresh_runs(slow_lease_server, bank):
     of 10 after."""
     with slow_lease_server.http() as api:
         assert api.post(f"/v1/banks/{bank}/memories", json={"content": "Jo leads the data team."}).status_code == 200
-        created = api.post(f"/v1/banks/{bank}/mental-models", json={
-            "name": "Leads", "source_query": "Who leads the data team? [[sleep:2]]"}).json()
+        created = api.post(
+            f"/v1/banks/{bank}/mental-models",
+            json={"name": "Leads", "source_query": "Who leads the data team? [[sleep:2]]"},
+        ).json()
         wait_for(lambda: _operation(api, bank, created["operation_id"])["status"] == "running")
         r = api.delete(f"/v1/default/banks/{bank}")
         assert r.status_code == 200 and r.json()["success"], r.text

@@ -1,4 +1,5 @@
 """REST face against the real server and database."""
+
 from __future__ import annotations
 
 import uuid
@@ -49,8 +50,13 @@ def test_bank_lifecycle(api, bank):
 
 def test_retain_creates_bank_and_recall_fields(api, bank):
     res = retain(
-        api, bank, content="Caroline went to the LGBTQ support group yesterday. It was inspiring.",
-        timestamp="2023-05-08T13:56:00Z", tags=["chat"], metadata={"turn": "D1:3"}, context="conversation",
+        api,
+        bank,
+        content="Caroline went to the LGBTQ support group yesterday. It was inspiring.",
+        timestamp="2023-05-08T13:56:00Z",
+        tags=["chat"],
+        metadata={"turn": "D1:3"},
+        context="conversation",
     )
     assert len(res["memory_ids"]) == 1 and res["bank_id"] == bank
     results = recall(api, bank, "When did Caroline go to the support group?")
@@ -80,11 +86,16 @@ def test_recall_ranks_relevant_first_and_cuts_to_budget(api, bank):
 
 
 def test_temporal_arm_finds_window(api, bank):
-    api.post(f"/v1/banks/{bank}/memories", json={"items": [
-        {"content": "We hiked the ridge trail together.", "timestamp": "2023-05-14T10:00:00Z"},
-        {"content": "We went bowling downtown.", "timestamp": "2023-08-02T10:00:00Z"},
-        {"content": "I started learning the violin.", "timestamp": "2023-09-20T10:00:00Z"},
-    ]}).raise_for_status()
+    api.post(
+        f"/v1/banks/{bank}/memories",
+        json={
+            "items": [
+                {"content": "We hiked the ridge trail together.", "timestamp": "2023-05-14T10:00:00Z"},
+                {"content": "We went bowling downtown.", "timestamp": "2023-08-02T10:00:00Z"},
+                {"content": "I started learning the violin.", "timestamp": "2023-09-20T10:00:00Z"},
+            ]
+        },
+    ).raise_for_status()
     res = recall(api, bank, "What did we do last May?", query_timestamp="2023-10-01T00:00:00Z")
     assert res[0]["text"].startswith("We hiked") and "temporal" in res[0]["arms"]
 
@@ -92,10 +103,17 @@ def test_temporal_arm_finds_window(api, bank):
 def test_tag_matching_as_hindsight_defines_it(api, bank):
     work, home = "Work fact about the deployment pipeline.", "Personal fact about the garden pipeline."
     shared, untagged = "Shared fact about a pipeline at work and home.", "Untagged fact about a pipeline."
-    api.post(f"/v1/banks/{bank}/memories", json={"items": [
-        {"content": work, "tags": ["work"]}, {"content": home, "tags": ["home"]},
-        {"content": shared, "tags": ["home", "work"]}, {"content": untagged},
-    ]}).raise_for_status()
+    api.post(
+        f"/v1/banks/{bank}/memories",
+        json={
+            "items": [
+                {"content": work, "tags": ["work"]},
+                {"content": home, "tags": ["home"]},
+                {"content": shared, "tags": ["home", "work"]},
+                {"content": untagged},
+            ]
+        },
+    ).raise_for_status()
 
     def texts(**kw):
         return {m["text"] for m in recall(api, bank, "pipeline", **kw)}
@@ -140,7 +158,9 @@ async def test_batch_of_1000(api, bank, pg_url):
     from hindsight.embedding import load_embedder
     from hindsight.engine.retain import PIPELINE_UNITS
 
-    items = [{"content": f"Batch item {i}: the user visited city number {i}.", "metadata": {"i": i}} for i in range(1000)]
+    items = [
+        {"content": f"Batch item {i}: the user visited city number {i}.", "metadata": {"i": i}} for i in range(1000)
+    ]
     r = api.post(f"/v1/banks/{bank}/memories", json={"items": items})
     assert r.status_code == 200, r.text
     ids = r.json()["memory_ids"]
@@ -148,9 +168,15 @@ async def test_batch_of_1000(api, bank, pg_url):
     picked = sorted({0, PIPELINE_UNITS - 1, PIPELINE_UNITS, 2 * PIPELINE_UNITS + 1, 500, 999})
     conn = await asyncpg.connect(pg_url)
     try:
-        rows = {r["i"]: r for r in await conn.fetch(
-            "SELECT (metadata->>'i')::int AS i, text, embedding::text AS e FROM memories"
-            " WHERE bank_id = $1 AND (metadata->>'i')::int = ANY($2::int[])", bank, picked)}
+        rows = {
+            r["i"]: r
+            for r in await conn.fetch(
+                "SELECT (metadata->>'i')::int AS i, text, embedding::text AS e FROM memories"
+                " WHERE bank_id = $1 AND (metadata->>'i')::int = ANY($2::int[])",
+                bank,
+                picked,
+            )
+        }
     finally:
         await conn.close()
     assert sorted(rows) == picked

@@ -3,6 +3,7 @@
 They used to pipe pip through `grep ... || true`, so a failed install went on silently and the
 user met a missing command or module later instead of the real error.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -20,10 +21,16 @@ def test_a_failed_install_stops_the_script_with_pips_message(tmp_path):
         '[build-system]\nrequires = ["hatchling>=1.24"]\nbuild-backend = "hatchling.build"\n'
         '[project]\nname = "broken-install"\nversion = "0"\n'
         'dependencies = ["hindsight-no-such-package-0x41>=1"]\n'
-        '[tool.hatch.build.targets.wheel]\nbypass-selection = true\n'
+        "[tool.hatch.build.targets.wheel]\nbypass-selection = true\n"
     )
-    proc = subprocess.run(["bash", "scripts/serve.sh"], cwd=project, capture_output=True, text=True, timeout=600,
-                          env={"PATH": "/usr/bin:/bin", "PYTHON": sys.executable, "HOME": str(tmp_path)})
+    proc = subprocess.run(
+        ["bash", "scripts/serve.sh"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"PATH": "/usr/bin:/bin", "PYTHON": sys.executable, "HOME": str(tmp_path)},
+    )
     output = proc.stdout + proc.stderr
     assert proc.returncode != 0, output
     assert "hindsight-no-such-package-0x41" in output and "ERROR" in output, output

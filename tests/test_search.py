@@ -1,5 +1,6 @@
 """Search modes, relevance thresholds and the filter language, on recall and on documents,
 through REST and the official MCP client."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,12 +10,24 @@ from conftest import mcp_session
 from support import b64, import_docs, pdf_bytes
 
 MEMORIES = [
-    {"content": "Melanie adopted a beagle named Biscuit from the shelter.", "metadata": {"speaker": "Melanie", "session": 1},
-     "tags": ["pets"], "timestamp": "2023-05-08T10:00:00Z"},
-    {"content": "Caroline started a pottery class on Tuesday evenings.", "metadata": {"speaker": "Caroline", "session": 2},
-     "tags": ["hobbies"], "timestamp": "2023-06-01T10:00:00Z"},
-    {"content": "The quarterly ERR-4012 outage was traced to a failing power supply.", "metadata": {"speaker": "Ops", "session": 3},
-     "tags": ["work", "incidents"], "timestamp": "2023-07-01T10:00:00Z"},
+    {
+        "content": "Melanie adopted a beagle named Biscuit from the shelter.",
+        "metadata": {"speaker": "Melanie", "session": 1},
+        "tags": ["pets"],
+        "timestamp": "2023-05-08T10:00:00Z",
+    },
+    {
+        "content": "Caroline started a pottery class on Tuesday evenings.",
+        "metadata": {"speaker": "Caroline", "session": 2},
+        "tags": ["hobbies"],
+        "timestamp": "2023-06-01T10:00:00Z",
+    },
+    {
+        "content": "The quarterly ERR-4012 outage was traced to a failing power supply.",
+        "metadata": {"speaker": "Ops", "session": 3},
+        "tags": ["work", "incidents"],
+        "timestamp": "2023-07-01T10:00:00Z",
+    },
 ]
 
 
@@ -62,17 +75,20 @@ def test_recall_threshold_and_top_k(api, memory_bank):
         assert r.status_code == 422 and next(iter(bad)) in r.json()["message"], (bad, r.text)
 
 
-@pytest.mark.parametrize("expr,expected", [
-    ('metadata.speaker = "Caroline"', {"Caroline"}),
-    ('tags contains "work"', {"The"}),
-    ('tags in ["pets", "hobbies"]', {"Melanie", "Caroline"}),
-    ('metadata.session >= 2 and not tags contains "work"', {"Caroline"}),
-    ('entities contains "melanie" or text contains "pottery"', {"Melanie", "Caroline"}),
-    ('mentioned_at < "2023-06-15" and (type = "world" or type = "experience")', {"Melanie", "Caroline"}),
-    ('metadata.speaker like "C%"', {"Caroline"}),
-    ('metadata.speaker in ["Ops", "Nobody"]', {"The"}),
-    ('context = "general" and metadata.missing = "x"', set()),
-])
+@pytest.mark.parametrize(
+    "expr,expected",
+    [
+        ('metadata.speaker = "Caroline"', {"Caroline"}),
+        ('tags contains "work"', {"The"}),
+        ('tags in ["pets", "hobbies"]', {"Melanie", "Caroline"}),
+        ('metadata.session >= 2 and not tags contains "work"', {"Caroline"}),
+        ('entities contains "melanie" or text contains "pottery"', {"Melanie", "Caroline"}),
+        ('mentioned_at < "2023-06-15" and (type = "world" or type = "experience")', {"Melanie", "Caroline"}),
+        ('metadata.speaker like "C%"', {"Caroline"}),
+        ('metadata.speaker in ["Ops", "Nobody"]', {"The"}),
+        ('context = "general" and metadata.missing = "x"', set()),
+    ],
+)
 def test_recall_filters(api, memory_bank, expr, expected):
     got = recall(api, memory_bank, query="what happened", filter=expr, strictness=0)
     assert {m["text"].split()[0] for m in got} == expected
@@ -87,8 +103,8 @@ def test_filter_errors_name_the_problem_and_change_nothing(api, memory_bank):
         ('(type = "a"', "missing `)`"),
         ("type = 'a'; DROP TABLE memories", "unexpected character ';'"),
         ('created_at > "last week"', "not an ISO 8601"),
-        ('metadata.n >', "expected a quoted string"),
-        ('x' * 2001, "at most 2000 characters"),
+        ("metadata.n >", "expected a quoted string"),
+        ("x" * 2001, "at most 2000 characters"),
     ]:
         r = api.post(f"/v1/banks/{memory_bank}/recall", json={"query": "x", "filter": expr})
         assert r.status_code == 422, r.text
@@ -99,13 +115,24 @@ def test_filter_errors_name_the_problem_and_change_nothing(api, memory_bank):
 
 @pytest.fixture
 def doc_bank(api, bank):
-    import_docs(api, bank, files=[
-        {"name": "guide.pdf", "content_base64": b64(pdf_bytes())},
-        {"name": "manual.txt", "text": "Error code ERR-4012 means the power supply failed; replace the unit."},
-        {"name": "party.md", "text": "# Launch party\n\nCake and music for the Falcon X launch."},
-    ], tags=[])
-    import_docs(api, bank, files=[{"name": "faq.html", "text": "<h1>FAQ</h1><p>Reset the Falcon X by holding the button.</p>",
-                                   "type": "html"}], tags=["manual"])
+    import_docs(
+        api,
+        bank,
+        files=[
+            {"name": "guide.pdf", "content_base64": b64(pdf_bytes())},
+            {"name": "manual.txt", "text": "Error code ERR-4012 means the power supply failed; replace the unit."},
+            {"name": "party.md", "text": "# Launch party\n\nCake and music for the Falcon X launch."},
+        ],
+        tags=[],
+    )
+    import_docs(
+        api,
+        bank,
+        files=[
+            {"name": "faq.html", "text": "<h1>FAQ</h1><p>Reset the Falcon X by holding the button.</p>", "type": "html"}
+        ],
+        tags=["manual"],
+    )
     return bank
 
 
@@ -118,7 +145,11 @@ def query_docs(api, bank, headers=None, **body):
 def test_document_search_modes_filters_and_fields(api, doc_bank):
     res = query_docs(api, doc_bank, query="LED blinks red", mode="vector", strictness=0)
     top = res["results"][0]
-    assert res["metadata"] == {"results_number": len(res["results"]), "search_type": "vector_search", "collection": doc_bank}
+    assert res["metadata"] == {
+        "results_number": len(res["results"]),
+        "search_type": "vector_search",
+        "collection": doc_bank,
+    }
     assert top["file_path"] == "guide.pdf" and top["page_numbers"] == [1, 2] and top["vector_type"] == "dense"
     assert top["arms"] == ["semantic"] and 0 < top["score"] <= 1 and top["chunk_index"] == 0
     kw = query_docs(api, doc_bank, query="ERR-4012", mode="keyword", strictness=0)
@@ -128,8 +159,9 @@ def test_document_search_modes_filters_and_fields(api, doc_bank):
     assert {r["file_path"] for r in pdf_only["results"]} == {"guide.pdf"}
     manual = query_docs(api, doc_bank, query="Falcon X", strictness=0, filter='tags contains "manual"')
     assert manual["results"] == []  # the filter narrows; it never widens access
-    manual = query_docs(api, doc_bank, {"x-session-tags": '["manual"]'}, query="Falcon X", strictness=0,
-                        filter='tags contains "manual"')
+    manual = query_docs(
+        api, doc_bank, {"x-session-tags": '["manual"]'}, query="Falcon X", strictness=0, filter='tags contains "manual"'
+    )
     assert {r["file_path"] for r in manual["results"]} == {"faq.html"}
     like = query_docs(api, doc_bank, query="Falcon X", strictness=0, filter='file_path like "%.md"')
     assert {r["file_path"] for r in like["results"]} == {"party.md"}
@@ -142,8 +174,9 @@ def test_document_search_modes_filters_and_fields(api, doc_bank):
 
 async def test_search_tools_over_mcp(server, memory_bank, doc_bank):
     async with mcp_session(f"{server.url}/mcp/{doc_bank}/", {"x-session-tags": '["manual"]'}) as c:
-        res = (await c.call_tool("search_documents", {"query": "reset", "filter": 'source_type = "html"',
-                                                       "strictness": 0})).structured_content
+        res = (
+            await c.call_tool("search_documents", {"query": "reset", "filter": 'source_type = "html"', "strictness": 0})
+        ).structured_content
         assert [r["file_path"] for r in res["results"]] == ["faq.html"]
         with pytest.raises(MCPError) as e:
             await c.call_tool("search_documents", {"query": "reset", "top_k": 99})
@@ -152,8 +185,11 @@ async def test_search_tools_over_mcp(server, memory_bank, doc_bank):
             await c.call_tool("search_documents", {"query": "reset", "filter": "bogus ~ 1"})
         assert e.value.error.code == -32602 and "filter" in e.value.error.message
     async with mcp_session(f"{server.url}/mcp/{memory_bank}/") as c:
-        res = (await c.call_tool("recall", {"query": "pets", "filter": 'metadata.speaker = "Melanie"',
-                                            "mode": "vector", "top_k": 5})).structured_content
+        res = (
+            await c.call_tool(
+                "recall", {"query": "pets", "filter": 'metadata.speaker = "Melanie"', "mode": "vector", "top_k": 5}
+            )
+        ).structured_content
         assert [m["metadata"]["speaker"] for m in res["results"]] == ["Melanie"]
         with pytest.raises(MCPError) as e:
             await c.call_tool("recall", {"query": "pets", "strictness": 9})
@@ -176,11 +212,18 @@ async def _lexeme_counts(pg_url, bank):
 
     conn = await asyncpg.connect(pg_url)
     try:
-        kept = {r["lexeme"]: r["n"] for r in await conn.fetch(
-            "SELECT lexeme, n FROM bank_lexemes WHERE bank_id = $1 AND n > 0", bank)}
-        recount = {r["l"]: r["n"] for r in await conn.fetch(
-            "SELECT l, count(*) AS n FROM memories m, unnest(tsvector_to_array(m.tsv)) l WHERE m.bank_id = $1"
-            " GROUP BY l UNION ALL SELECT '', count(*) FROM memories WHERE bank_id = $1 HAVING count(*) > 0", bank)}
+        kept = {
+            r["lexeme"]: r["n"]
+            for r in await conn.fetch("SELECT lexeme, n FROM bank_lexemes WHERE bank_id = $1 AND n > 0", bank)
+        }
+        recount = {
+            r["l"]: r["n"]
+            for r in await conn.fetch(
+                "SELECT l, count(*) AS n FROM memories m, unnest(tsvector_to_array(m.tsv)) l WHERE m.bank_id = $1"
+                " GROUP BY l UNION ALL SELECT '', count(*) FROM memories WHERE bank_id = $1 HAVING count(*) > 0",
+                bank,
+            )
+        }
         return kept, recount
     finally:
         await conn.close()
@@ -194,11 +237,18 @@ async def test_word_frequencies_follow_every_write(pg_url, server, bank):
     import httpx
 
     async with httpx.AsyncClient(base_url=server.url, timeout=60) as c:
+
         async def put(i):
-            body = {"items": [{"content": f"Round {i}: the heron nested by pond {j} near the mill.", "document_id": f"d{j % 3}"}
-                              for j in range(6)] + [{"content": f"Loose note {i} about herons."}]}
+            body = {
+                "items": [
+                    {"content": f"Round {i}: the heron nested by pond {j} near the mill.", "document_id": f"d{j % 3}"}
+                    for j in range(6)
+                ]
+                + [{"content": f"Loose note {i} about herons."}]
+            }
             r = await c.post(f"/v1/banks/{bank}/memories", json=body)
             assert r.status_code == 200, r.text
+
         await asyncio.gather(*(put(i) for i in range(8)))
         kept, recount = await _lexeme_counts(pg_url, bank)
         assert kept == recount and kept[""] == 3 * 2 + 8  # 3 documents of 2 units, 8 loose notes

@@ -1,4 +1,5 @@
 """`hindsight mcp --bank NAME` over stdio, with the official client's stdio transport."""
+
 from __future__ import annotations
 
 import os
@@ -32,9 +33,16 @@ async def test_stdio_single_bank_tools(stdio_db, bank):
         assert len(r.structured_content["memory_ids"]) == 1
         found = await c.call_tool("recall", {"query": "tabs or spaces?"})
         assert found.structured_content["results"][0]["text"] == "The stdio agent prefers tabs over spaces."
-        acc = await c.call_tool("import_documents", {"files": [
-            {"name": "a.txt", "text": "Team A runbook: restart the queue worker nightly."},
-            {"name": "b.txt", "text": "Team B runbook: restart the queue worker weekly."}], "wait": True})
+        acc = await c.call_tool(
+            "import_documents",
+            {
+                "files": [
+                    {"name": "a.txt", "text": "Team A runbook: restart the queue worker nightly."},
+                    {"name": "b.txt", "text": "Team B runbook: restart the queue worker weekly."},
+                ],
+                "wait": True,
+            },
+        )
         assert acc.structured_content["status"] == "succeeded"
     async with Client(params(stdio_db, "--bank", bank, "--session-tag", "team:a")) as c:
         res = await c.call_tool("rag_search", {"search_phrases": ["restart queue worker"]})
@@ -46,8 +54,10 @@ async def test_stdio_single_bank_tools(stdio_db, bank):
 
 async def test_stdio_document_access_follows_the_command_line(stdio_db, bank):
     async with Client(params(stdio_db, "--bank", bank)) as c:
-        await c.call_tool("import_documents", {"files": [{"name": "secret.txt", "text": "Payroll runs on the 25th."}],
-                                               "tags": ["hr"], "wait": True})
+        await c.call_tool(
+            "import_documents",
+            {"files": [{"name": "secret.txt", "text": "Payroll runs on the 25th."}], "tags": ["hr"], "wait": True},
+        )
         anon = await c.call_tool("rag_search", {"search_phrases": ["payroll"]})
         assert anon.structured_content["segments"] == []
     async with Client(params(stdio_db, "--bank", bank, "--session-tag", "hr")) as c:
@@ -58,6 +68,11 @@ async def test_stdio_document_access_follows_the_command_line(stdio_db, bank):
 def test_stdio_rejects_a_bad_bank_id(stdio_db):
     import subprocess
 
-    r = subprocess.run([sys.executable, "-m", "hindsight.cli.main", "mcp", "--bank", "no spaces"],
-                       env={**os.environ, "HINDSIGHT_API_DATABASE_URL": stdio_db}, capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "hindsight.cli.main", "mcp", "--bank", "no spaces"],
+        env={**os.environ, "HINDSIGHT_API_DATABASE_URL": stdio_db},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2 and "--bank" in r.stderr and r.stdout == ""

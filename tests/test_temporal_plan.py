@@ -3,9 +3,10 @@ year; once PostgreSQL kept one (after five runs of the statement on a connection
 on a 100,000-memory bank was sorted whole by distance (~250 ms) instead of walked through the
 HNSW index (README, benchmark notes). Plan choice shows in pg_prepared_statements, not in results,
 so that is what this checks, on the one connection of a one-connection pool."""
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from hindsight.db.pool import create_pool
 from hindsight.engine.models import RecallRequest
@@ -16,24 +17,31 @@ RUNS = 8  # past the five custom plans after which PostgreSQL may switch to a ge
 
 
 async def test_temporal_arm_never_keeps_a_generic_plan(api, bank, pg_url):
-    r = api.post(f"/v1/banks/{bank}/memories", json={"items": [
-        {"content": "We hiked the ridge trail together.", "timestamp": "2023-05-14T10:00:00Z"},
-        {"content": "We went bowling downtown.", "timestamp": "2023-08-02T10:00:00Z"},
-    ]})
+    r = api.post(
+        f"/v1/banks/{bank}/memories",
+        json={
+            "items": [
+                {"content": "We hiked the ridge trail together.", "timestamp": "2023-05-14T10:00:00Z"},
+                {"content": "We went bowling downtown.", "timestamp": "2023-08-02T10:00:00Z"},
+            ]
+        },
+    )
     assert r.status_code == 200, r.text
-    may = TimeWindow(datetime(2023, 5, 1, tzinfo=timezone.utc), datetime(2023, 6, 1, tzinfo=timezone.utc), "in May 2023")
+    may = TimeWindow(datetime(2023, 5, 1, tzinfo=UTC), datetime(2023, 6, 1, tzinfo=UTC), "in May 2023")
     pool = await create_pool(pg_url, 1, 1)
     try:
         async with pool.acquire() as conn:
             hike, qvec = await conn.fetchrow(
-                "SELECT id, embedding FROM memories WHERE bank_id = $1 AND text LIKE 'We hiked%'", bank)
+                "SELECT id, embedding FROM memories WHERE bank_id = $1 AND text LIKE 'We hiked%'", bank
+            )
         f = Filters.build(RecallRequest(query="x"), 4)
         for _ in range(RUNS):
             assert await temporal_ids(pool, bank, qvec, f, may) == [hike]
         async with pool.acquire() as conn:
             plans = await conn.fetch(
                 "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
-                " WHERE statement LIKE 'SELECT m.id FROM memories m WHERE m.bank_id = $1 AND ((m.occurred_start%'")
+                " WHERE statement LIKE 'SELECT m.id FROM memories m WHERE m.bank_id = $1 AND ((m.occurred_start%'"
+            )
             assert [tuple(p) for p in plans] == [(0, RUNS)]
             # ...and the connection went back to the server's default for everyone else.
             assert await conn.fetchval("SHOW plan_cache_mode") == "auto"

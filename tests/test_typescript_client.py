@@ -1,5 +1,6 @@
 """Hindsight's TypeScript client from npm (@vectorize-io/hindsight-client), unchanged, driven by
 Node against our server: tests/node/hindsight_client.cjs does the calls and checks."""
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-MODULES = Path(os.environ.get("HINDSIGHT_NODE_MODULES") or Path(__file__).resolve().parent.parent / ".cache/node/node_modules")
+MODULES = Path(
+    os.environ.get("HINDSIGHT_NODE_MODULES") or Path(__file__).resolve().parent.parent / ".cache/node/node_modules"
+)
 SCRIPT = Path(__file__).resolve().parent / "node" / "hindsight_client.cjs"
 pytestmark = pytest.mark.skipif(
     not shutil.which("node") or not (MODULES / "@vectorize-io/hindsight-client/package.json").exists(),

@@ -1,6 +1,7 @@
 """A tiny embedding model written as ONNX bytes by hand, so tests can switch models (and
 dimensions) offline without the `onnx` package: a word-vector lookup (Gather) over the MiniLM
 vocabulary, which the embedder mean-pools like any BERT-style model."""
+
 from __future__ import annotations
 
 import shutil
@@ -43,11 +44,21 @@ def write_model(folder: Path, dim: int, seed: int = 0) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     table = np.random.default_rng(seed).standard_normal((VOCAB, dim)).astype("<f4")
     init = _int(1, VOCAB) + _int(1, dim) + _int(2, FLOAT) + _bytes(8, "E") + _bytes(9, table.tobytes())
-    node = _bytes(1, "E") + _bytes(1, "input_ids") + _bytes(2, "last_hidden_state") + _bytes(3, "lookup") + _bytes(4, "Gather")
-    graph = (_bytes(1, node) + _bytes(2, "tiny") + _bytes(5, init)
-             + _bytes(11, _value_info("input_ids", INT64, ["batch", "seq"]))
-             + _bytes(11, _value_info("attention_mask", INT64, ["batch", "seq"]))
-             + _bytes(12, _value_info("last_hidden_state", FLOAT, ["batch", "seq", dim])))
+    node = (
+        _bytes(1, "E")
+        + _bytes(1, "input_ids")
+        + _bytes(2, "last_hidden_state")
+        + _bytes(3, "lookup")
+        + _bytes(4, "Gather")
+    )
+    graph = (
+        _bytes(1, node)
+        + _bytes(2, "tiny")
+        + _bytes(5, init)
+        + _bytes(11, _value_info("input_ids", INT64, ["batch", "seq"]))
+        + _bytes(11, _value_info("attention_mask", INT64, ["batch", "seq"]))
+        + _bytes(12, _value_info("last_hidden_state", FLOAT, ["batch", "seq", dim]))
+    )
     model = _int(1, 8) + _bytes(8, _bytes(1, "") + _int(2, 13)) + _bytes(7, graph)
     (folder / "model.onnx").write_bytes(model)
     shutil.copy(VENDORED / "tokenizer.json", folder / "tokenizer.json")

@@ -1,4 +1,5 @@
 """The ASGI application: FastAPI for REST, the MCP router for /mcp, one engine behind both."""
+
 from __future__ import annotations
 
 import contextlib
@@ -25,7 +26,7 @@ def _manager(server) -> StreamableHTTPSessionManager:
     return StreamableHTTPSessionManager(app=server._lowlevel_server, json_response=True, stateless=True)
 
 
-def create_app(settings: Settings) -> "RootApp":
+def create_app(settings: Settings) -> RootApp:
     engine = Engine(settings)
     holder: dict = {}
 
@@ -41,7 +42,10 @@ def create_app(settings: Settings) -> "RootApp":
                 holder["mcp"] = MCPRouter(engine, single, multi)
             log.warning(
                 "hindsight %s ready: %s; %s; MCP %s; auth %s",
-                __version__, engine.database_label, engine.llm_label, "on /mcp" if settings.mcp_enabled else "disabled",
+                __version__,
+                engine.database_label,
+                engine.llm_label,
+                "on /mcp" if settings.mcp_enabled else "disabled",
                 "API keys" if settings.auth_enabled else "open (no API key required)",
             )
             try:
@@ -50,8 +54,12 @@ def create_app(settings: Settings) -> "RootApp":
                 holder.pop("mcp", None)
         await engine.close()
 
-    api = FastAPI(title="Hindsight", version=__version__, lifespan=lifespan,
-                  description="Postgres-native memory banks for AI agents (REST face; MCP at /mcp).")
+    api = FastAPI(
+        title="Hindsight",
+        version=__version__,
+        lifespan=lifespan,
+        description="Postgres-native memory banks for AI agents (REST face; MCP at /mcp).",
+    )
     api.state.engine = engine
     errors.install(api)
     api.include_router(banks.router)
@@ -64,17 +72,25 @@ def create_app(settings: Settings) -> "RootApp":
     @api.get("/health", tags=["system"], summary="Liveness and configuration summary (no key needed)")
     async def health() -> dict:
         return {
-            "status": "ok", "version": __version__,
+            "status": "ok",
+            "version": __version__,
             "database": "external" if settings.database_url else "embedded",
             "embedding_model": engine.embedder.name if engine.embedder else None,
-            "mcp": settings.mcp_enabled, "auth": settings.auth_enabled,
+            "mcp": settings.mcp_enabled,
+            "auth": settings.auth_enabled,
             "llm": {p: engine.llm.model_name(p) for p in ("retain", "reflect")} if engine.llm else None,
             "mode": "llm" if engine.llm and engine.llm.enabled else "offline (no LLM configured)",
-            "worker": {"concurrency": settings.worker_concurrency,
-                       "running": len(engine.worker.running) if engine.worker else 0},
+            "worker": {
+                "concurrency": settings.worker_concurrency,
+                "running": len(engine.worker.running) if engine.worker else 0,
+            },
         }
 
-    @api.get("/metrics", tags=["system"], summary="Prometheus metrics (open, or admin key with HINDSIGHT_API_METRICS_ADMIN_ONLY)")
+    @api.get(
+        "/metrics",
+        tags=["system"],
+        summary="Prometheus metrics (open, or admin key with HINDSIGHT_API_METRICS_ADMIN_ONLY)",
+    )
     async def metrics(request: Request):
         if settings.metrics_admin_only:
             (await engine.authenticate(request.headers.get("authorization"))).require_admin()
@@ -131,8 +147,16 @@ class RootApp:
         if path == "/mcp" or path.startswith("/mcp/"):
             router = self.holder.get("mcp")
             if router is None:
-                return await send_json(send, 404, {"error": "not_found", "message": "MCP is disabled on this server"
-                                                   if not self.settings.mcp_enabled else "server is starting"})
+                return await send_json(
+                    send,
+                    404,
+                    {
+                        "error": "not_found",
+                        "message": "MCP is disabled on this server"
+                        if not self.settings.mcp_enabled
+                        else "server is starting",
+                    },
+                )
             return await router(scope, receive, send)
         await self.api(scope, receive, send)
 

@@ -4,6 +4,7 @@ The files are public (they hold no data); everything they show comes from the RE
 the person's key. The headers keep anything that slipped into the page from running: scripts,
 styles and connections only from this server, no framing, no referrer.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,8 +13,11 @@ from starlette.staticfiles import StaticFiles
 
 UI_DIR = Path(__file__).resolve().parent.parent / "ui"
 HEADERS = [
-    (b"content-security-policy", b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:;"
-                                 b" connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"),
+    (
+        b"content-security-policy",
+        b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:;"
+        b" connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    ),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
     (b"referrer-policy", b"no-referrer"),

@@ -2,6 +2,7 @@
 
 Each is `async def` although only `principal` awaits: FastAPI runs a plain `def` dependency in
 its thread pool, two thread hand-offs per request for a dictionary lookup and a regex."""
+
 from __future__ import annotations
 
 from fastapi import Request

@@ -1,4 +1,5 @@
 """REST face of documents: import (files as base64 or text, and URLs), list, get, delete, search."""
+
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -21,20 +22,35 @@ class SearchRequest(BaseModel):
 
 
 @router.post("", status_code=202, summary="Import files and URLs (an operation; ?wait=true waits for it)")
-async def import_documents(req: ImportRequest, bank_id: str = Depends(bank_path), wait: bool = Query(False),
-                           who: Principal = Depends(principal), eng=Depends(engine)) -> ImportAccepted:
+async def import_documents(
+    req: ImportRequest,
+    bank_id: str = Depends(bank_path),
+    wait: bool = Query(False),
+    who: Principal = Depends(principal),
+    eng=Depends(engine),
+) -> ImportAccepted:
     return await eng.import_documents(who, bank_id, req, wait)
 
 
 @router.get("", summary="List documents")
-async def list_documents(bank_id: str = Depends(bank_path), limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0),
-                         who: Principal = Depends(principal), eng=Depends(engine)) -> dict:
+async def list_documents(
+    bank_id: str = Depends(bank_path),
+    limit: int = Query(100, ge=1, le=1000),
+    offset: int = Query(0, ge=0),
+    who: Principal = Depends(principal),
+    eng=Depends(engine),
+) -> dict:
     return {"documents": [d.model_dump(mode="json") for d in await eng.list_documents(who, bank_id, limit, offset)]}
 
 
 @router.post("/search", summary="rag_search over the documents (x-user-id / x-session-tags headers filter access)")
-async def search(req: SearchRequest, request: Request, bank_id: str = Depends(bank_path),
-                 who: Principal = Depends(principal), eng=Depends(engine)) -> RagSearchResult:
+async def search(
+    req: SearchRequest,
+    request: Request,
+    bank_id: str = Depends(bank_path),
+    who: Principal = Depends(principal),
+    eng=Depends(engine),
+) -> RagSearchResult:
     return await eng.rag_search(who, bank_id, req.search_phrases, parse_caller(request.headers), req.top_k)
 
 
@@ -44,18 +60,27 @@ class QueryRequest(SearchOptions):
 
 
 @router.post("/query", summary="Search documents with mode, top_k, strictness/min_score and a filter expression")
-async def query(req: QueryRequest, request: Request, bank_id: str = Depends(bank_path),
-                who: Principal = Depends(principal), eng=Depends(engine)) -> DocumentSearchResult:
+async def query(
+    req: QueryRequest,
+    request: Request,
+    bank_id: str = Depends(bank_path),
+    who: Principal = Depends(principal),
+    eng=Depends(engine),
+) -> DocumentSearchResult:
     opts = SearchOptions(**req.model_dump(exclude={"query"}))
     return await eng.search_documents(who, bank_id, req.query, parse_caller(request.headers), opts)
 
 
 @router.get("/{document_id}", summary="Get one document")
-async def get_document(document_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)) -> Document:
+async def get_document(
+    document_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+) -> Document:
     return await eng.get_document(who, bank_id, document_id)
 
 
 @router.delete("/{document_id}", summary="Delete a document and its chunks")
-async def delete_document(document_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)) -> dict:
+async def delete_document(
+    document_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+) -> dict:
     await eng.delete_document(who, bank_id, document_id)
     return {"deleted": True, "document_id": document_id}

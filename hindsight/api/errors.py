@@ -1,4 +1,5 @@
 """Every REST error is JSON `{error, message, field?}` with a 4xx status; nothing leaks a trace."""
+
 from __future__ import annotations
 
 import logging

@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Body, Depends, Query, Response
+
 from ..engine.errors import InvalidArgument
 from ..engine.keys import Principal
 from ..engine.memories import EntityQuery, Lineage, MemoryQuery
@@ -15,14 +16,18 @@ router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["memories"])
 _RETAIN_BODY = {
     "oneOf": [
         RetainItem.model_json_schema(),
-        {"type": "object", "properties": {"items": {"type": "array", "items": RetainItem.model_json_schema()}},
-         "required": ["items"]},
+        {
+            "type": "object",
+            "properties": {"items": {"type": "array", "items": RetainItem.model_json_schema()}},
+            "required": ["items"],
+        },
     ]
 }
 
 
 @router.post(
-    "/memories", summary="Retain one item, or {\"items\": [...]}; creates the bank on first use",
+    "/memories",
+    summary='Retain one item, or {"items": [...]}; creates the bank on first use',
     openapi_extra={"requestBody": {"content": {"application/json": {"schema": _RETAIN_BODY}}, "required": True}},
 )
 async def retain(
@@ -36,7 +41,7 @@ async def retain(
         raise InvalidArgument("body: expected a JSON object with 'content' or 'items'")
     if "items" in body:
         if set(body) != {"items"}:
-            raise InvalidArgument("body: a batch is exactly {\"items\": [ ... ]}", "items")
+            raise InvalidArgument('body: a batch is exactly {"items": [ ... ]}', "items")
         items = parse_retain_items(body["items"])
     else:
         items = parse_retain_items([body], batch=False)
@@ -44,7 +49,9 @@ async def retain(
 
 
 @router.post("/recall", summary="Recall memories for a query, cut to max_tokens", response_model=RecallResult)
-async def recall(req: RecallRequest, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)):
+async def recall(
+    req: RecallRequest, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+):
     # Serialised once by pydantic: the hot path skips FastAPI's second validation of the result.
     result = await eng.recall(who, bank_id, req)
     return Response(result.model_dump_json(), media_type="application/json")
@@ -58,29 +65,42 @@ async def list_memories(
     eng=Depends(engine),
 ) -> dict:
     items, total = await eng.list_memories(who, bank_id, query)
-    return {"memories": [m.model_dump(mode="json") for m in items], "total": total, "limit": query.limit,
-            "offset": query.offset}
+    return {
+        "memories": [m.model_dump(mode="json") for m in items],
+        "total": total,
+        "limit": query.limit,
+        "offset": query.offset,
+    }
 
 
 @router.get("/memories/{memory_id}", summary="Get one memory")
-async def get_memory(memory_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)) -> Memory:
+async def get_memory(
+    memory_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+) -> Memory:
     return await eng.get_memory(who, bank_id, memory_id)
 
 
 @router.get("/memories/{memory_id}/lineage", summary="The raw units a fact came from, or the facts a raw unit gave")
-async def memory_lineage(memory_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal),
-                         eng=Depends(engine)) -> Lineage:
+async def memory_lineage(
+    memory_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+) -> Lineage:
     return await eng.memory_lineage(who, bank_id, memory_id)
 
 
 @router.get("/entities", summary="The bank's entities, most mentioned first")
-async def list_entities(bank_id: str = Depends(bank_path), query: EntityQuery = Query(),
-                        who: Principal = Depends(principal), eng=Depends(engine)) -> dict:
+async def list_entities(
+    bank_id: str = Depends(bank_path),
+    query: EntityQuery = Query(),
+    who: Principal = Depends(principal),
+    eng=Depends(engine),
+) -> dict:
     found, total = await eng.list_entities(who, bank_id, query)
     return {"entities": [e.model_dump() for e in found], "total": total, "limit": query.limit, "offset": query.offset}
 
 
 @router.delete("/memories/{memory_id}", summary="Delete one memory")
-async def delete_memory(memory_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)) -> dict:
+async def delete_memory(
+    memory_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+) -> dict:
     await eng.delete_memory(who, bank_id, memory_id)
     return {"deleted": True, "memory_id": memory_id}

@@ -1,11 +1,16 @@
 """REST face of reflect, mental models, operations and LLM usage (thin over the engine)."""
+
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Query
 
 from ..engine.keys import Principal
 from ..engine.mental_models import (
-    MentalModel, MentalModelCreate, MentalModelOperation, MentalModelUpdate, MentalModelVersion,
+    MentalModel,
+    MentalModelCreate,
+    MentalModelOperation,
+    MentalModelUpdate,
+    MentalModelVersion,
 )
 from ..engine.operations import Operation, Status
 from ..engine.reflect import ReflectRequest, ReflectResult
@@ -15,64 +20,112 @@ from .deps import bank_path, engine, principal
 router = APIRouter(prefix="/v1/banks/{bank_id}")
 
 
-@router.post("/reflect", tags=["reflect"], summary="Answer a question from the bank's memories (LLM, or extractive offline)")
-async def reflect(req: ReflectRequest, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)) -> ReflectResult:
+@router.post(
+    "/reflect", tags=["reflect"], summary="Answer a question from the bank's memories (LLM, or extractive offline)"
+)
+async def reflect(
+    req: ReflectRequest, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+) -> ReflectResult:
     return await eng.reflect(who, bank_id, req)
 
 
-@router.post("/mental-models", status_code=202, tags=["mental models"], summary="Create a mental model; content is filled asynchronously")
-async def create(req: MentalModelCreate, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)) -> MentalModelOperation:
+@router.post(
+    "/mental-models",
+    status_code=202,
+    tags=["mental models"],
+    summary="Create a mental model; content is filled asynchronously",
+)
+async def create(
+    req: MentalModelCreate, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+) -> MentalModelOperation:
     return await eng.create_mental_model(who, bank_id, req)
 
 
 @router.get("/mental-models", tags=["mental models"], summary="List mental models (optionally sharing a tag)")
-async def list_(bank_id: str = Depends(bank_path), tags: list[str] | None = Query(None), tags_match: TagsMatch = "any",
-                who: Principal = Depends(principal), eng=Depends(engine)) -> dict:
-    return {"mental_models": [m.model_dump(mode="json") for m in await eng.list_mental_models(who, bank_id, tags, tags_match)]}
+async def list_(
+    bank_id: str = Depends(bank_path),
+    tags: list[str] | None = Query(None),
+    tags_match: TagsMatch = "any",
+    who: Principal = Depends(principal),
+    eng=Depends(engine),
+) -> dict:
+    return {
+        "mental_models": [
+            m.model_dump(mode="json") for m in await eng.list_mental_models(who, bank_id, tags, tags_match)
+        ]
+    }
 
 
 @router.get("/mental-models/{mental_model_id}", tags=["mental models"], summary="Get a mental model with its content")
-async def get(mental_model_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)) -> MentalModel:
+async def get(
+    mental_model_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+) -> MentalModel:
     return await eng.get_mental_model(who, bank_id, mental_model_id)
 
 
-@router.get("/mental-models/{mental_model_id}/history", tags=["mental models"], summary="Previous contents, newest first")
-async def history(mental_model_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)) -> list[MentalModelVersion]:
+@router.get(
+    "/mental-models/{mental_model_id}/history", tags=["mental models"], summary="Previous contents, newest first"
+)
+async def history(
+    mental_model_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+) -> list[MentalModelVersion]:
     return await eng.mental_model_history(who, bank_id, mental_model_id)
 
 
-@router.patch("/mental-models/{mental_model_id}", tags=["mental models"], summary="Update name, source query, tags or max tokens")
-async def update(req: MentalModelUpdate, mental_model_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)) -> MentalModel:
+@router.patch(
+    "/mental-models/{mental_model_id}", tags=["mental models"], summary="Update name, source query, tags or max tokens"
+)
+async def update(
+    req: MentalModelUpdate,
+    mental_model_id: str,
+    bank_id: str = Depends(bank_path),
+    who: Principal = Depends(principal),
+    eng=Depends(engine),
+) -> MentalModel:
     return await eng.update_mental_model(who, bank_id, mental_model_id, req)
 
 
 @router.delete("/mental-models/{mental_model_id}", tags=["mental models"], summary="Delete a mental model")
-async def delete(mental_model_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)) -> dict:
+async def delete(
+    mental_model_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+) -> dict:
     await eng.delete_mental_model(who, bank_id, mental_model_id)
     return {"deleted": True, "mental_model_id": mental_model_id}
 
 
-@router.post("/mental-models/{mental_model_id}/refresh", status_code=202, tags=["mental models"], summary="Queue a refresh")
-async def refresh(mental_model_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)) -> MentalModelOperation:
+@router.post(
+    "/mental-models/{mental_model_id}/refresh", status_code=202, tags=["mental models"], summary="Queue a refresh"
+)
+async def refresh(
+    mental_model_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+) -> MentalModelOperation:
     return await eng.refresh_mental_model(who, bank_id, mental_model_id)
 
 
 @router.get("/operations", tags=["operations"], summary="List operations, newest first")
 async def list_operations(
-    bank_id: str = Depends(bank_path), status: Status | None = None, type: str | None = None,
-    limit: int = Query(50, ge=1, le=500), who: Principal = Depends(principal), eng=Depends(engine),
+    bank_id: str = Depends(bank_path),
+    status: Status | None = None,
+    type: str | None = None,
+    limit: int = Query(50, ge=1, le=500),
+    who: Principal = Depends(principal),
+    eng=Depends(engine),
 ) -> dict:
     found, _ = await eng.list_operations(who, bank_id, status, type, limit)
     return {"operations": [o.model_dump(mode="json") for o in found]}
 
 
 @router.get("/operations/{operation_id}", tags=["operations"], summary="Get one operation")
-async def get_operation(operation_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)) -> Operation:
+async def get_operation(
+    operation_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+) -> Operation:
     return await eng.get_operation(who, bank_id, operation_id)
 
 
 @router.post("/operations/{operation_id}/cancel", tags=["operations"], summary="Cancel a queued or running operation")
-async def cancel_operation(operation_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)) -> Operation:
+async def cancel_operation(
+    operation_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+) -> Operation:
     return await eng.cancel_operation(who, bank_id, operation_id)
 
 

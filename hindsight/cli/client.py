@@ -1,4 +1,5 @@
 """The REST client behind every CLI command except `serve`."""
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,7 @@ class Client:
         try:
             r = self.http.request(method, path, **kw)
         except httpx.HTTPError as exc:
-            raise click.ClickException(f"cannot reach the server at {self.http.base_url}: {exc}")
+            raise click.ClickException(f"cannot reach the server at {self.http.base_url}: {exc}") from None
         return self.check(r)
 
     def download(self, path: str, dest) -> int:
@@ -33,7 +34,7 @@ class Client:
                     dest.write(chunk)
                     n += len(chunk)
         except httpx.HTTPError as exc:
-            raise click.ClickException(f"cannot reach the server at {self.http.base_url}: {exc}")
+            raise click.ClickException(f"cannot reach the server at {self.http.base_url}: {exc}") from None
         return n
 
     def check(self, r: httpx.Response):
@@ -55,7 +56,9 @@ def out(data) -> None:
 
 def make_group(parent: click.Group, name: str, help: str) -> click.Group:
     @parent.group(name=name, help=help)
-    @click.option("--url", envvar="HINDSIGHT_URL", default=DEFAULT_URL, show_default=True, help="Server URL [HINDSIGHT_URL].")
+    @click.option(
+        "--url", envvar="HINDSIGHT_URL", default=DEFAULT_URL, show_default=True, help="Server URL [HINDSIGHT_URL]."
+    )
     @click.option("--key", envvar="HINDSIGHT_KEY", default=None, help="API key [HINDSIGHT_KEY].")
     @click.pass_context
     def group(ctx, url, key):

@@ -1,5 +1,6 @@
 """CLI for the knowledge base: import files and URLs (with a progress bar), list, get, delete and
 search documents (REST calls to a running server)."""
+
 from __future__ import annotations
 
 import base64
@@ -54,8 +55,12 @@ def register(cli: click.Group) -> None:
         """Import FILES (TXT, MD, HTML, PDF, DOCX) and --url pages into BANK_ID."""
         if not files and not urls:
             raise click.UsageError("give at least one file or --url")
-        body = {"files": [{"name": f.name, "content_base64": base64.b64encode(f.read_bytes()).decode()} for f in files],
-                "urls": list(urls), "tags": list(tags), "allowed_users": list(users)}
+        body = {
+            "files": [{"name": f.name, "content_base64": base64.b64encode(f.read_bytes()).decode()} for f in files],
+            "urls": list(urls),
+            "tags": list(tags),
+            "allowed_users": list(users),
+        }
         if chunk_size:
             body["chunk_size"] = chunk_size
         acc = c.call("POST", f"/v1/banks/{bank_id}/documents", json=body)
@@ -79,7 +84,9 @@ def register(cli: click.Group) -> None:
     def list_(c: Client, bank_id):
         for d in c.call("GET", f"/v1/banks/{bank_id}/documents")["documents"]:
             tags = ",".join(d["tags"]) or "public"
-            click.echo(f"{d['document_id']}  {d['source_type']:<5} {d['chunk_count']:>4} chunks  {tags:<20} {d['source_name']}")
+            click.echo(
+                f"{d['document_id']}  {d['source_type']:<5} {d['chunk_count']:>4} chunks  {tags:<20} {d['source_name']}"
+            )
 
     @docs.command("get")
     @click.argument("bank_id")
@@ -113,19 +120,33 @@ def register(cli: click.Group) -> None:
     def search(c: Client, bank_id, query, mode, top_k, strictness, min_score, filter_, session_tags, user_id, as_json):
         import json
 
-        body = {"query": query, "mode": mode, "top_k": top_k, "strictness": strictness, "min_score": min_score,
-                "filter": filter_}
+        body = {
+            "query": query,
+            "mode": mode,
+            "top_k": top_k,
+            "strictness": strictness,
+            "min_score": min_score,
+            "filter": filter_,
+        }
         headers = {}
         if session_tags:
             headers["x-session-tags"] = json.dumps(list(session_tags))
         if user_id:
             headers["x-user-id"] = user_id
-        res = c.call("POST", f"/v1/banks/{bank_id}/documents/query",
-                     json={k: v for k, v in body.items() if v is not None}, headers=headers)
+        res = c.call(
+            "POST",
+            f"/v1/banks/{bank_id}/documents/query",
+            json={k: v for k, v in body.items() if v is not None},
+            headers=headers,
+        )
         if as_json:
             out(res)
             return
         for r in res["results"]:
-            pages = f" p.{'-'.join(map(str, r['page_numbers'][::max(1, len(r['page_numbers']) - 1)]))}" if r["page_numbers"] else ""
+            pages = (
+                f" p.{'-'.join(map(str, r['page_numbers'][:: max(1, len(r['page_numbers']) - 1)]))}"
+                if r["page_numbers"]
+                else ""
+            )
             text = " ".join(r["content"].split())
             click.echo(f"{r['score']:.3f}  {r['file_path']}{pages}  {text[:160]}")

@@ -1,4 +1,5 @@
 """CLI for reflect, mental models, operations and LLM usage (REST calls to a running server)."""
+
 from __future__ import annotations
 
 import time
@@ -29,8 +30,11 @@ def register(cli: click.Group) -> None:
         click.echo(res["answer"])
         if res.get("note"):
             click.echo(f"\n({res['note']})", err=True)
-        click.echo(f"\nbased on {len(res['based_on']['memories'])} memories, "
-                   f"{len(res['based_on']['mental_models'])} mental models", err=True)
+        click.echo(
+            f"\nbased on {len(res['based_on']['memories'])} memories, "
+            f"{len(res['based_on']['mental_models'])} mental models",
+            err=True,
+        )
 
     models = make_group(cli, "mental-models", "Create, list, inspect, update, refresh and delete mental models.")
 
@@ -44,9 +48,16 @@ def register(cli: click.Group) -> None:
     @click.option("--wait", is_flag=True, help="Wait for the first content.")
     @pass_client
     def create(c: Client, bank_id, name, source_query, model_id, tags, max_tokens, wait):
-        body = {"name": name, "source_query": source_query, "mental_model_id": model_id,
-                "tags": list(tags) or None, "max_tokens": max_tokens}
-        res = c.call("POST", f"/v1/banks/{bank_id}/mental-models", json={k: v for k, v in body.items() if v is not None})
+        body = {
+            "name": name,
+            "source_query": source_query,
+            "mental_model_id": model_id,
+            "tags": list(tags) or None,
+            "max_tokens": max_tokens,
+        }
+        res = c.call(
+            "POST", f"/v1/banks/{bank_id}/mental-models", json={k: v for k, v in body.items() if v is not None}
+        )
         if wait:
             _wait(c, bank_id, res["operation_id"])
             res = c.call("GET", f"/v1/banks/{bank_id}/mental-models/{res['mental_model_id']}")
@@ -78,8 +89,13 @@ def register(cli: click.Group) -> None:
     @pass_client
     def update(c: Client, bank_id, mental_model_id, name, source_query, tags, max_tokens):
         body = {"name": name, "source_query": source_query, "tags": list(tags) or None, "max_tokens": max_tokens}
-        out(c.call("PATCH", f"/v1/banks/{bank_id}/mental-models/{mental_model_id}",
-                   json={k: v for k, v in body.items() if v is not None}))
+        out(
+            c.call(
+                "PATCH",
+                f"/v1/banks/{bank_id}/mental-models/{mental_model_id}",
+                json={k: v for k, v in body.items() if v is not None},
+            )
+        )
 
     @models.command("refresh")
     @click.argument("bank_id")
@@ -108,8 +124,10 @@ def register(cli: click.Group) -> None:
     def ops_list(c: Client, bank_id, status, type_, limit):
         params = {k: v for k, v in {"status": status, "type": type_, "limit": limit}.items() if v is not None}
         for op in c.call("GET", f"/v1/banks/{bank_id}/operations", params=params)["operations"]:
-            click.echo(f"{op['operation_id']}  {op['type']:<22} {op['status']:<10} attempts={op['attempts']}"
-                       f"  {op['created_at']}  {op['error'] or ''}")
+            click.echo(
+                f"{op['operation_id']}  {op['type']:<22} {op['status']:<10} attempts={op['attempts']}"
+                f"  {op['created_at']}  {op['error'] or ''}"
+            )
 
     @operations.command("get")
     @click.argument("bank_id")
@@ -117,7 +135,9 @@ def register(cli: click.Group) -> None:
     @click.option("--wait", is_flag=True, help="Wait until it finishes.")
     @pass_client
     def ops_get(c: Client, bank_id, operation_id, wait):
-        out(_wait(c, bank_id, operation_id) if wait else c.call("GET", f"/v1/banks/{bank_id}/operations/{operation_id}"))
+        out(
+            _wait(c, bank_id, operation_id) if wait else c.call("GET", f"/v1/banks/{bank_id}/operations/{operation_id}")
+        )
 
     @operations.command("cancel")
     @click.argument("bank_id")

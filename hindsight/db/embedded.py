@@ -23,6 +23,7 @@ from p50 27-31 / p95 43-68 ms to ~21 / ~32 ms (README, Benchmark). The setting l
 its own (hindsight.conf, included from postgresql.conf) and is rewritten at every start, so
 `HINDSIGHT_API_EMBEDDED_DB_CACHE_MB` takes effect the next time the database starts.
 """
+
 from __future__ import annotations
 
 import logging
@@ -142,8 +143,9 @@ def hand_over_to_system_user(pgdata: Path) -> None:
     user = ensure_user_exists(SYSTEM_USER)
     if (pgdata / "PG_VERSION").stat().st_uid == user.pw_uid:
         return
-    log.warning("embedded PostgreSQL: handing %s over to the system user %r (made by an earlier wheel)",
-                pgdata, SYSTEM_USER)
+    log.warning(
+        "embedded PostgreSQL: handing %s over to the system user %r (made by an earlier wheel)", pgdata, SYSTEM_USER
+    )
     for root, dirs, files in os.walk(pgdata):
         for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
             os.lchown(name, user.pw_uid, user.pw_gid)

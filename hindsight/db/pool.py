@@ -1,4 +1,5 @@
 """Connection pool, schema migrations and the checks that make start-up errors readable."""
+
 from __future__ import annotations
 
 import logging
@@ -12,9 +13,7 @@ log = logging.getLogger("hindsight.db")
 
 _PKG = Path(__file__).resolve().parent.parent
 # Installed wheels carry the SQL inside the package; a source checkout has it at the repo root.
-MIGRATIONS_DIR = next(
-    (p for p in (_PKG / "migrations", _PKG.parent / "migrations") if p.is_dir()), _PKG / "migrations"
-)
+MIGRATIONS_DIR = next((p for p in (_PKG / "migrations", _PKG.parent / "migrations") if p.is_dir()), _PKG / "migrations")
 # Any constant works; all hindsight processes on one database share it.
 MIGRATION_LOCK_KEY = 0x48494E44  # "HIND"
 
@@ -106,9 +105,7 @@ async def migrate(url: str) -> list[str]:
                 continue
             async with conn.transaction():
                 await conn.execute(path.read_text())
-                await conn.execute(
-                    "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", version, path.name
-                )
+                await conn.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", version, path.name)
             applied_now.append(path.name)
             log.info("applied migration %s", path.name)
     finally:

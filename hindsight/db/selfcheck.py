@@ -9,6 +9,7 @@ path), a text cast, a norm, a cosine distance, an insert into an HNSW index and 
 all in a temporary table. If the backend dies or a result is wrong, start-up stops with one line
 naming the cause. An external database gets the same check.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -61,12 +62,13 @@ async def check_vectors(conn: asyncpg.Connection) -> None:
             vecs[7],
         )
         await conn.execute("SET LOCAL enable_seqscan = off")
-        nearest = await conn.fetchval(
-            "SELECT id FROM hindsight_self_check ORDER BY v <=> $1 LIMIT 1", vecs[11]
-        )
+        nearest = await conn.fetchval("SELECT id FROM hindsight_self_check ORDER BY v <=> $1 LIMIT 1", vecs[11])
     expected = {"norm": 5.0, "orthogonal": 1.0, "self_distance": 0.0}
-    wrong = [f"{k} = {row[k]!r} (expected {v})" for k, v in expected.items()
-             if row[k] is None or not math.isclose(row[k], v, abs_tol=1e-5)]
+    wrong = [
+        f"{k} = {row[k]!r} (expected {v})"
+        for k, v in expected.items()
+        if row[k] is None or not math.isclose(row[k], v, abs_tol=1e-5)
+    ]
     if nearest != 11:
         wrong.append(f"the HNSW index returned row {nearest!r} as nearest to row 11")
     if wrong:
@@ -78,8 +80,16 @@ class MissingVector(Exception):
 
 
 def backend_died(exc: BaseException) -> bool:
-    return isinstance(exc, (asyncpg.ConnectionDoesNotExistError, asyncpg.InterfaceError, ConnectionError,
-                            asyncpg.CrashShutdownError, asyncpg.AdminShutdownError))
+    return isinstance(
+        exc,
+        (
+            asyncpg.ConnectionDoesNotExistError,
+            asyncpg.InterfaceError,
+            ConnectionError,
+            asyncpg.CrashShutdownError,
+            asyncpg.AdminShutdownError,
+        ),
+    )
 
 
 def diagnose(exc: BaseException, label: str, log_file: Path | None = None, log_text: str = "") -> DatabaseError:
@@ -87,8 +97,16 @@ def diagnose(exc: BaseException, label: str, log_file: Path | None = None, log_t
     database's log gained during the check (for the embedded PostgreSQL)."""
     if isinstance(exc, DatabaseError):
         return exc
-    if isinstance(exc, (MissingVector, asyncpg.UndefinedObjectError, asyncpg.UndefinedFunctionError,
-                        asyncpg.FeatureNotSupportedError, asyncpg.UndefinedFileError)):
+    if isinstance(
+        exc,
+        (
+            MissingVector,
+            asyncpg.UndefinedObjectError,
+            asyncpg.UndefinedFunctionError,
+            asyncpg.FeatureNotSupportedError,
+            asyncpg.UndefinedFileError,
+        ),
+    ):
         return DatabaseError(
             f"pgvector is missing or not usable on the {label}: {exc}. Install pgvector there (and "
             "CREATE EXTENSION vector in a schema on the search path), or unset "
@@ -110,9 +128,14 @@ def diagnose(exc: BaseException, label: str, log_file: Path | None = None, log_t
             f"a process of the {label} died during the vector self-check (signal {killed[-1][0]}: "
             f"{killed[-1][1].strip()}); see {log_file}."
         )
-    where = f"; see {log_file}" if log_file else (
-        "; see that server's log (signal 4, Illegal instruction, there means its pgvector was built "
-        "for another CPU)")
+    where = (
+        f"; see {log_file}"
+        if log_file
+        else (
+            "; see that server's log (signal 4, Illegal instruction, there means its pgvector was built "
+            "for another CPU)"
+        )
+    )
     return DatabaseError(
         f"the {label} closed the connection during the vector self-check ({type(exc).__name__}: {exc}){where}."
     )

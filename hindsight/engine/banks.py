@@ -1,4 +1,5 @@
 """Bank life cycle. Banks are cheap rows; deleting one cascades to everything in it."""
+
 from __future__ import annotations
 
 import json
@@ -25,7 +26,8 @@ def _bank(row: asyncpg.Record, stats: asyncpg.Record | None = None) -> Bank:
         mission=row["mission"],
         disposition=json.loads(row["disposition"]) if isinstance(row["disposition"], str) else row["disposition"],
         document_chunk_size=(json.loads(row["config"]) if isinstance(row["config"], str) else row["config"]).get(
-            "document_chunk_size"),
+            "document_chunk_size"
+        ),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
     )
@@ -66,7 +68,10 @@ async def create_bank(pool: asyncpg.Pool, req: BankCreate) -> tuple[Bank, bool]:
         row = await conn.fetchrow(
             f"INSERT INTO banks (id, name, mission, config) VALUES ($1, $2, $3, $4::jsonb)"
             f" ON CONFLICT (id) DO NOTHING RETURNING {_COLUMNS}",
-            req.bank_id, req.name, req.mission, json.dumps(_config(req.document_chunk_size)),
+            req.bank_id,
+            req.name,
+            req.mission,
+            json.dumps(_config(req.document_chunk_size)),
         )
         if row is not None:
             return _bank(row), True
@@ -96,12 +101,22 @@ async def list_banks(pool: asyncpg.Pool, only: set[str] | None = None) -> list[B
         else:
             rows = await conn.fetch(f"SELECT {_COLUMNS} FROM banks WHERE id = ANY($1::text[]) ORDER BY id", list(only))
         ids = [r["id"] for r in rows]
-        memories = {r["bank_id"]: r for r in await conn.fetch(
-            "SELECT bank_id, count(*) AS n, max(created_at) AS last FROM memories WHERE bank_id = ANY($1::text[])"
-            " GROUP BY bank_id", ids)}
-        entities = {r["bank_id"]: r["n"] for r in await conn.fetch(
-            "SELECT bank_id, count(*) AS n FROM entities WHERE bank_id = ANY($1::text[]) AND mention_count > 0"
-            " GROUP BY bank_id", ids)}
+        memories = {
+            r["bank_id"]: r
+            for r in await conn.fetch(
+                "SELECT bank_id, count(*) AS n, max(created_at) AS last FROM memories WHERE bank_id = ANY($1::text[])"
+                " GROUP BY bank_id",
+                ids,
+            )
+        }
+        entities = {
+            r["bank_id"]: r["n"]
+            for r in await conn.fetch(
+                "SELECT bank_id, count(*) AS n FROM entities WHERE bank_id = ANY($1::text[]) AND mention_count > 0"
+                " GROUP BY bank_id",
+                ids,
+            )
+        }
     out = []
     for r in rows:
         b = _bank(r)
@@ -123,8 +138,10 @@ async def update_bank(pool: asyncpg.Pool, bank_id: str, req: BankUpdate) -> Bank
             f" config = config || $8::jsonb,"
             f" updated_at = now() WHERE id = $1 RETURNING {_COLUMNS}",
             bank_id,
-            "name" in fields, fields.get("name"),
-            "mission" in fields, fields.get("mission"),
+            "name" in fields,
+            fields.get("name"),
+            "mission" in fields,
+            fields.get("mission"),
             "disposition" in fields and fields["disposition"] is not None,
             json.dumps(fields.get("disposition") or {}),
             json.dumps(_config(fields.get("document_chunk_size"))),

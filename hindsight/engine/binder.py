@@ -4,6 +4,7 @@ Why: statements whose conditions depend on the request used placeholders counted
 (`4 + len(f.params)`), which breaks silently when a condition is added or moved. Values are
 always bound, never formatted into the SQL.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -3,36 +3,49 @@
 MCP tools, REST routes and the CLI are thin adapters over these methods, so validation,
 authorisation and limits are enforced once, whichever face a request came through.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
 
-from ..config import Settings
-from ..db.embedded import EmbeddedPostgres
 import asyncpg
 
+from ..config import Settings
+from ..db.embedded import EmbeddedPostgres
 from ..db.pool import DatabaseError, create_pool, ensure_vector_extension, migrate, redact
 from ..db.selfcheck import self_check
 from ..embedding import load_embedder
-from . import banks, extract, keys, memories, operations as ops  # noqa: F401  (extract registers its handler)
-from . import documents as docs, embedding_model, mental_models as mm, portable, rag
+from . import banks, embedding_model, extract, keys, memories, portable, rag  # noqa: F401  (extract registers its handler)
+from . import documents as docs
+from . import mental_models as mm
+from . import operations as ops
 from .banks import check_bank_id
 from .errors import InvalidArgument, NotFound
 from .keys import Principal
-from .models import (
-    ApiKey, ApiKeyCreate, Bank, BankCreate, BankUpdate, Memory, RecallRequest, RecallResult,
-    RetainItem, RetainResult,
-)
 from .mental_models import MentalModel, MentalModelCreate, MentalModelOperation, MentalModelUpdate, MentalModelVersion
+from .models import (
+    ApiKey,
+    ApiKeyCreate,
+    Bank,
+    BankCreate,
+    BankUpdate,
+    Memory,
+    RecallRequest,
+    RecallResult,
+    RetainItem,
+    RetainResult,
+)
 from .operations import Operation
 from .recall import recall as _recall
+from .reflect import ReflectRequest, ReflectResult, empty_bank_reflection
+from .reflect import reflect as _reflect
 from .relevance import SearchOptions
-from .reflect import ReflectRequest, ReflectResult, empty_bank_reflection, reflect as _reflect
+from .retain import RetainAccepted, retain_later
+from .retain import retain as _retain
 from .tags import TagsMatch
 from .usage import bank_usage
-from .retain import RetainAccepted, retain as _retain, retain_later
 
 log = logging.getLogger("hindsight")
 
@@ -159,16 +172,19 @@ class Engine:
             )
         return await _recall(self, bank_id, req)
 
-    async def list_memories(self, who: Principal, bank_id: str, query: "memories.MemoryQuery") -> tuple[list[Memory], int]:
+    async def list_memories(
+        self, who: Principal, bank_id: str, query: memories.MemoryQuery
+    ) -> tuple[list[Memory], int]:
         self.require(who, bank_id)
         return await memories.list_memories(self.pool, bank_id, query)
 
-    async def get_retained_document(self, who: Principal, bank_id: str, document_id: str) -> "memories.RetainedDocument":
+    async def get_retained_document(self, who: Principal, bank_id: str, document_id: str) -> memories.RetainedDocument:
         self.require(who, bank_id)
         return await memories.get_retained_document(self.pool, bank_id, document_id)
 
-    async def list_retained_documents(self, who: Principal, bank_id: str, query: "memories.DocumentQuery"
-                                      ) -> tuple[list["memories.RetainedDocument"], int]:
+    async def list_retained_documents(
+        self, who: Principal, bank_id: str, query: memories.DocumentQuery
+    ) -> tuple[list[memories.RetainedDocument], int]:
         self.require(who, bank_id)
         return await memories.list_retained_documents(self.pool, bank_id, query)
 
@@ -180,12 +196,13 @@ class Engine:
         self.require(who, bank_id)
         return await memories.get_memory(self.pool, bank_id, memory_id)
 
-    async def memory_lineage(self, who: Principal, bank_id: str, memory_id: str) -> "memories.Lineage":
+    async def memory_lineage(self, who: Principal, bank_id: str, memory_id: str) -> memories.Lineage:
         self.require(who, bank_id)
         return await memories.lineage(self.pool, bank_id, memory_id)
 
-    async def list_entities(self, who: Principal, bank_id: str, query: "memories.EntityQuery"
-                            ) -> tuple[list["memories.EntityRow"], int]:
+    async def list_entities(
+        self, who: Principal, bank_id: str, query: memories.EntityQuery
+    ) -> tuple[list[memories.EntityRow], int]:
         self.require(who, bank_id)
         return await memories.list_entities(self.pool, bank_id, query)
 
@@ -209,8 +226,9 @@ class Engine:
         self.require(who, bank_id, write=True)
         return await mm.create(self, bank_id, req)
 
-    async def list_mental_models(self, who: Principal, bank_id: str, tags: list[str] | None = None,
-                                 tags_match: TagsMatch = "any") -> list[MentalModel]:
+    async def list_mental_models(
+        self, who: Principal, bank_id: str, tags: list[str] | None = None, tags_match: TagsMatch = "any"
+    ) -> list[MentalModel]:
         self.require(who, bank_id)
         return await mm.list_(self, bank_id, tags, tags_match)
 
@@ -222,7 +240,9 @@ class Engine:
         self.require(who, bank_id)
         return await mm.history(self, bank_id, model_id)
 
-    async def update_mental_model(self, who: Principal, bank_id: str, model_id: str, req: MentalModelUpdate) -> MentalModel:
+    async def update_mental_model(
+        self, who: Principal, bank_id: str, model_id: str, req: MentalModelUpdate
+    ) -> MentalModel:
         self.require(who, bank_id, write=True)
         return await mm.update(self, bank_id, model_id, req)
 
@@ -235,15 +255,19 @@ class Engine:
         return await mm.refresh(self, bank_id, model_id)
 
     # ---- documents -------------------------------------------------------------------------
-    async def import_documents(self, who: Principal, bank_id: str, req: "docs.ImportRequest", wait: bool = False) -> "docs.ImportAccepted":
+    async def import_documents(
+        self, who: Principal, bank_id: str, req: docs.ImportRequest, wait: bool = False
+    ) -> docs.ImportAccepted:
         self.require(who, bank_id, write=True)
         return await docs.start_import(self, bank_id, req, wait)
 
-    async def list_documents(self, who: Principal, bank_id: str, limit: int = 100, offset: int = 0) -> list["docs.Document"]:
+    async def list_documents(
+        self, who: Principal, bank_id: str, limit: int = 100, offset: int = 0
+    ) -> list[docs.Document]:
         self.require(who, bank_id)
         return await docs.list_(self, bank_id, limit, offset)
 
-    async def get_document(self, who: Principal, bank_id: str, document_id: str) -> "docs.Document":
+    async def get_document(self, who: Principal, bank_id: str, document_id: str) -> docs.Document:
         self.require(who, bank_id)
         return await docs.get(self, bank_id, document_id)
 
@@ -256,16 +280,21 @@ class Engine:
         across banks), for clients that name a document without its collection."""
         return await docs.find_bank(self, document_id, who.visible_banks())
 
-    async def rag_search(self, who: Principal, bank_id: str, phrases: list[str], caller: "rag.Caller", top_k: int = 10) -> "rag.RagSearchResult":
+    async def rag_search(
+        self, who: Principal, bank_id: str, phrases: list[str], caller: rag.Caller, top_k: int = 10
+    ) -> rag.RagSearchResult:
         self.require(who, bank_id)
         return await rag.rag_search(self, bank_id, phrases, caller, top_k)
 
-    async def search_documents(self, who: Principal, bank_id: str, query: str, caller: "rag.Caller",
-                               opts: "SearchOptions") -> "rag.DocumentSearchResult":
+    async def search_documents(
+        self, who: Principal, bank_id: str, query: str, caller: rag.Caller, opts: SearchOptions
+    ) -> rag.DocumentSearchResult:
         self.require(who, bank_id)
         return await rag.search_documents(self, bank_id, query, caller, opts)
 
-    async def verify_document_access(self, who: Principal, bank_id: str, segment_uid: str, caller: "rag.Caller") -> "rag.AccessResult":
+    async def verify_document_access(
+        self, who: Principal, bank_id: str, segment_uid: str, caller: rag.Caller
+    ) -> rag.AccessResult:
         self.require(who, bank_id)
         return await rag.verify_document_access(self, bank_id, segment_uid, caller)
 
@@ -277,7 +306,9 @@ class Engine:
             raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
         return portable.export_bank(self, bank_id)
 
-    async def import_bank(self, who: Principal, bank_id: str, fileobj, on_conflict: str = "rename") -> "portable.ImportResult":
+    async def import_bank(
+        self, who: Principal, bank_id: str, fileobj, on_conflict: str = "rename"
+    ) -> portable.ImportResult:
         self.require(who, bank_id, write=True)
         if on_conflict not in ("rename", "skip", "replace"):
             raise InvalidArgument("on_conflict: must be rename, skip or replace", "on_conflict")
@@ -289,7 +320,12 @@ class Engine:
         return await ops.get(self.pool, bank_id, operation_id)
 
     async def list_operations(
-        self, who: Principal, bank_id: str, status: str | None = None, type_: str | None = None, limit: int = 50,
+        self,
+        who: Principal,
+        bank_id: str,
+        status: str | None = None,
+        type_: str | None = None,
+        limit: int = 50,
         offset: int = 0,
     ) -> tuple[list[Operation], int]:
         self.require(who, bank_id)

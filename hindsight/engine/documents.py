@@ -6,6 +6,7 @@ file in turn, recording progress; a file that fails is reported in the result wi
 others. A document is identified by its source name within the bank: unchanged content (same hash
 and chunk size) is a no-op, changed content or a new chunk size replaces its chunks.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -46,10 +47,16 @@ class ImportRequest(BaseModel):
 
     files: list[FileIn] = Field(default_factory=list)
     urls: list[str] = Field(default_factory=list)
-    tags: list[str] = Field(default_factory=list, description="Access tags: callers need one in common (x-session-tags).")
+    tags: list[str] = Field(
+        default_factory=list, description="Access tags: callers need one in common (x-session-tags)."
+    )
     allowed_users: list[str] = Field(default_factory=list, description="User ids (x-user-id) that may always see it.")
-    chunk_size: int | None = Field(None, ge=200, le=20_000,
-                                   description="Characters per chunk; default: the bank's document_chunk_size, else the server's.")
+    chunk_size: int | None = Field(
+        None,
+        ge=200,
+        le=20_000,
+        description="Characters per chunk; default: the bank's document_chunk_size, else the server's.",
+    )
 
     _tags = field_validator("tags", mode="before")(_clean_tags)
 
@@ -88,16 +95,28 @@ class FileOutcome(BaseModel):
     error: str | None = None
 
 
-_COLUMNS = ("id, bank_id, source_name, source_type, source_url, content_hash, size_bytes, tags, allowed_users,"
-            " chunk_size, chunk_count, page_count, created_at, updated_at")
+_COLUMNS = (
+    "id, bank_id, source_name, source_type, source_url, content_hash, size_bytes, tags, allowed_users,"
+    " chunk_size, chunk_count, page_count, created_at, updated_at"
+)
 
 
 def to_document(r) -> Document:
     return Document(
-        document_id=str(r["id"]), bank_id=r["bank_id"], source_name=r["source_name"], source_type=r["source_type"],
-        source_url=r["source_url"], content_hash=r["content_hash"], size_bytes=r["size_bytes"], tags=list(r["tags"]),
-        allowed_users=list(r["allowed_users"]), chunk_size=r["chunk_size"], chunk_count=r["chunk_count"],
-        page_count=r["page_count"], created_at=r["created_at"], updated_at=r["updated_at"],
+        document_id=str(r["id"]),
+        bank_id=r["bank_id"],
+        source_name=r["source_name"],
+        source_type=r["source_type"],
+        source_url=r["source_url"],
+        content_hash=r["content_hash"],
+        size_bytes=r["size_bytes"],
+        tags=list(r["tags"]),
+        allowed_users=list(r["allowed_users"]),
+        chunk_size=r["chunk_size"],
+        chunk_count=r["chunk_count"],
+        page_count=r["page_count"],
+        created_at=r["created_at"],
+        updated_at=r["updated_at"],
     )
 
 
@@ -138,8 +157,13 @@ async def start_import(engine, bank_id: str, req: ImportRequest, wait: bool) -> 
         if p.scheme not in ("http", "https") or not p.hostname:
             raise InvalidArgument(f"urls[{i}]: {u!r} is not an http(s) URL", f"urls[{i}]")
     files = _decode_files(req, s.max_document_bytes)
-    payload = {"urls": req.urls, "tags": req.tags, "allowed_users": req.allowed_users,
-               "chunk_size": req.chunk_size, "types": {name: t for name, _, t in files if t}}
+    payload = {
+        "urls": req.urls,
+        "tags": req.tags,
+        "allowed_users": req.allowed_users,
+        "chunk_size": req.chunk_size,
+        "types": {name: t for name, _, t in files if t},
+    }
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
             await ensure_bank(conn, bank_id)
@@ -173,8 +197,11 @@ async def fetch_url(engine, url: str) -> tuple[str, bytes, str | None]:
     s = engine.settings
     host = urlparse(url).hostname or ""
     if not s.allow_private_urls and not await asyncio.to_thread(_public_host, host):
-        raise UnreadableFile(f"{url}: private, loopback and link-local addresses are refused "
-                             "(HINDSIGHT_API_ALLOW_PRIVATE_URLS=true allows them)", "urls")
+        raise UnreadableFile(
+            f"{url}: private, loopback and link-local addresses are refused "
+            "(HINDSIGHT_API_ALLOW_PRIVATE_URLS=true allows them)",
+            "urls",
+        )
     try:
         async with httpx.AsyncClient(timeout=30, follow_redirects=True, max_redirects=5) as client:
             async with client.stream("GET", url) as r:
@@ -190,18 +217,25 @@ async def fetch_url(engine, url: str) -> tuple[str, bytes, str | None]:
         raise UnreadableFile(f"{url}: {type(exc).__name__}: {exc}", "urls") from None
 
 
-async def ingest(engine, bank_id: str, name: str, data: bytes, source_type: str, url: str | None, payload: dict) -> FileOutcome:
+async def ingest(
+    engine, bank_id: str, name: str, data: bytes, source_type: str, url: str | None, payload: dict
+) -> FileOutcome:
     chunk_size = payload.get("chunk_size") or payload.get("bank_chunk_size") or engine.settings.document_chunk_chars
     digest = hashlib.sha256(data).hexdigest()
     async with engine.pool.acquire() as conn:
         old = await conn.fetchrow(
             "SELECT id, content_hash, chunk_size, chunk_count FROM documents WHERE bank_id = $1 AND source_name = $2",
-            bank_id, name,
+            bank_id,
+            name,
         )
         if old is not None and old["content_hash"] == digest and old["chunk_size"] == chunk_size:
             # access tags may change without new content
-            await conn.execute("UPDATE documents SET tags = $2, allowed_users = $3 WHERE id = $1",
-                               old["id"], payload["tags"], payload["allowed_users"])
+            await conn.execute(
+                "UPDATE documents SET tags = $2, allowed_users = $3 WHERE id = $1",
+                old["id"],
+                payload["tags"],
+                payload["allowed_users"],
+            )
             return FileOutcome(name=name, status="unchanged", document_id=str(old["id"]), chunks=old["chunk_count"])
 
     def cpu():
@@ -225,34 +259,67 @@ async def ingest(engine, bank_id: str, name: str, data: bytes, source_type: str,
                 " tags = EXCLUDED.tags, allowed_users = EXCLUDED.allowed_users, chunk_size = EXCLUDED.chunk_size,"
                 " chunk_count = EXCLUDED.chunk_count, page_count = EXCLUDED.page_count, updated_at = now()"
                 " RETURNING id",
-                doc_id, bank_id, name, source_type, url, digest, len(data), payload["tags"], payload["allowed_users"],
-                chunk_size, len(chunks), pages,
+                doc_id,
+                bank_id,
+                name,
+                source_type,
+                url,
+                digest,
+                len(data),
+                payload["tags"],
+                payload["allowed_users"],
+                chunk_size,
+                len(chunks),
+                pages,
             )
             await conn.execute("DELETE FROM chunks WHERE document_id = $1", doc_id)
             await conn.copy_records_to_table(
                 "chunks",
-                columns=["id", "bank_id", "document_id", "position", "headline", "text", "page_start", "page_end", "embedding"],
-                records=[(uuid.uuid4(), bank_id, doc_id, i, c.headline, c.text, c.page_start, c.page_end, v)
-                         for i, (c, v) in enumerate(zip(chunks, vectors))],
+                columns=[
+                    "id",
+                    "bank_id",
+                    "document_id",
+                    "position",
+                    "headline",
+                    "text",
+                    "page_start",
+                    "page_end",
+                    "embedding",
+                ],
+                records=[
+                    (uuid.uuid4(), bank_id, doc_id, i, c.headline, c.text, c.page_start, c.page_end, v)
+                    for i, (c, v) in enumerate(zip(chunks, vectors))
+                ],
             )
-    return FileOutcome(name=name, status="replaced" if old is not None else "imported", document_id=str(doc_id),
-                       chunks=len(chunks), pages=pages)
+    return FileOutcome(
+        name=name,
+        status="replaced" if old is not None else "imported",
+        document_id=str(doc_id),
+        chunks=len(chunks),
+        pages=pages,
+    )
 
 
 @ops.handler(IMPORT)
 async def run_import(engine, job) -> dict:
     p = job.payload
     async with engine.pool.acquire() as conn:
-        uploads = await conn.fetch("SELECT id, name FROM document_uploads WHERE operation_id = $1 ORDER BY name", job.id)
+        uploads = await conn.fetch(
+            "SELECT id, name FROM document_uploads WHERE operation_id = $1 ORDER BY name", job.id
+        )
         p["bank_chunk_size"] = await conn.fetchval(
-            "SELECT (config->>'document_chunk_size')::int FROM banks WHERE id = $1", job.bank_id)
+            "SELECT (config->>'document_chunk_size')::int FROM banks WHERE id = $1", job.bank_id
+        )
     total = len(uploads) + len(p["urls"])
     outcomes: list[FileOutcome] = []
 
     async def progress():
         async with engine.pool.acquire() as conn:
-            await conn.execute("UPDATE operations SET progress = $2::jsonb WHERE id = $1", job.id,
-                               json.dumps({"done": len(outcomes), "total": total}))
+            await conn.execute(
+                "UPDATE operations SET progress = $2::jsonb WHERE id = $1",
+                job.id,
+                json.dumps({"done": len(outcomes), "total": total}),
+            )
 
     for up in uploads:
         try:
@@ -273,14 +340,21 @@ async def run_import(engine, job) -> dict:
         await progress()
     async with engine.pool.acquire() as conn:
         await conn.execute("DELETE FROM document_uploads WHERE operation_id = $1", job.id)
-    return {"files": [o.model_dump() for o in outcomes],
-            "failed": sum(o.status == "failed" for o in outcomes), "total": total}
+    return {
+        "files": [o.model_dump() for o in outcomes],
+        "failed": sum(o.status == "failed" for o in outcomes),
+        "total": total,
+    }
 
 
 async def list_(engine, bank_id: str, limit: int, offset: int) -> list[Document]:
     async with engine.pool.acquire() as conn:
-        rows = await conn.fetch(f"SELECT {_COLUMNS} FROM documents WHERE bank_id = $1 ORDER BY source_name LIMIT $2 OFFSET $3",
-                                bank_id, limit, offset)
+        rows = await conn.fetch(
+            f"SELECT {_COLUMNS} FROM documents WHERE bank_id = $1 ORDER BY source_name LIMIT $2 OFFSET $3",
+            bank_id,
+            limit,
+            offset,
+        )
     return [to_document(r) for r in rows]
 
 
@@ -302,14 +376,16 @@ async def find_bank(engine, document_id: str, only: set[str] | None) -> str | No
     async with engine.pool.acquire() as conn:
         return await conn.fetchval(
             "SELECT bank_id FROM documents WHERE id = $1 AND ($2::text[] IS NULL OR bank_id = ANY($2::text[]))",
-            did, None if only is None else sorted(only),
+            did,
+            None if only is None else sorted(only),
         )
 
 
 async def counts(engine, bank_ids: list[str]) -> dict[str, int]:
     async with engine.pool.acquire() as conn:
-        rows = await conn.fetch("SELECT bank_id, count(*) AS n FROM documents WHERE bank_id = ANY($1::text[])"
-                                " GROUP BY bank_id", bank_ids)
+        rows = await conn.fetch(
+            "SELECT bank_id, count(*) AS n FROM documents WHERE bank_id = ANY($1::text[]) GROUP BY bank_id", bank_ids
+        )
     return {r["bank_id"]: r["n"] for r in rows}
 
 

@@ -8,6 +8,7 @@ new dimension. All of it is one transaction, so a crash or an error part-way lea
 as it was, with the old model recorded; the next start tries again. Processes starting together
 wait on one lock, and only the first does the work.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -47,7 +48,8 @@ async def column(conn: asyncpg.Connection, table: str) -> asyncpg.Record:
     is NOT NULL, read from the catalogue so the migrations stay the one place that sets them."""
     return await conn.fetchrow(
         "SELECT atttypmod AS dim, attnotnull AS not_null FROM pg_attribute"
-        " WHERE attrelid = $1::regclass AND attname = 'embedding'", table
+        " WHERE attrelid = $1::regclass AND attname = 'embedding'",
+        table,
     )
 
 
@@ -65,8 +67,13 @@ async def reconcile(pool, embedder, cpu_slots: asyncio.Semaphore) -> int:
             if recorded is not None and (recorded["name"], recorded["dim"]) == (embedder.name, embedder.dim):
                 return 0
             was = f"{recorded['name']} ({recorded['dim']} dimensions)" if recorded else f"a {dim}-dimension model"
-            log.warning("EMBEDDING MODEL CHANGED: stored vectors were made by %s; re-embedding everything "
-                        "with %s (%d dimensions) before serving", was, embedder.name, embedder.dim)
+            log.warning(
+                "EMBEDDING MODEL CHANGED: stored vectors were made by %s; re-embedding everything "
+                "with %s (%d dimensions) before serving",
+                was,
+                embedder.name,
+                embedder.dim,
+            )
             total = 0
             for t in TARGETS:
                 total += await _reembed(conn, t, embedder, cpu_slots)
@@ -79,7 +86,8 @@ async def _record(conn: asyncpg.Connection, embedder) -> None:
     await conn.execute(
         "INSERT INTO embedding_model (name, dim) VALUES ($1, $2)"
         " ON CONFLICT (singleton) DO UPDATE SET name = $1, dim = $2, recorded_at = now()",
-        embedder.name, embedder.dim,
+        embedder.name,
+        embedder.dim,
     )
 
 

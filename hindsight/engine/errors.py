@@ -1,5 +1,6 @@
 """Errors the engine raises on purpose; each face maps them to its own protocol
 (JSON-RPC codes on MCP, HTTP statuses with a JSON body on REST, exit codes in the CLI)."""
+
 from __future__ import annotations
 
 

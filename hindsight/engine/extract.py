@@ -11,12 +11,13 @@ the bank (or of an earlier fact in the same batch) is not stored again; the exis
 linked to the new raw unit instead. Storing runs under the bank's write lock (banks.lock_writes),
 so concurrent extractions cannot both insert the same fact.
 """
+
 from __future__ import annotations
 
 import asyncio
 import json
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 import numpy as np
@@ -82,17 +83,23 @@ def _when(value: str | None) -> datetime | None:
         dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError:
         return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
 def prompt_for(group: list) -> list[dict]:
     items = [
-        {"index": i, "timestamp": r["mentioned_at"].isoformat() if r["mentioned_at"] else None,
-         "context": r["context"], "text": r["text"]}
+        {
+            "index": i,
+            "timestamp": r["mentioned_at"].isoformat() if r["mentioned_at"] else None,
+            "context": r["context"],
+            "text": r["text"],
+        }
         for i, r in enumerate(group)
     ]
-    return [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": "ITEMS:\n" + json.dumps({"items": items}, ensure_ascii=False)}]
+    return [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "ITEMS:\n" + json.dumps({"items": items}, ensure_ascii=False)},
+    ]
 
 
 def to_units(group: list, facts: list[ExtractedFact]) -> list[tuple[Unit, uuid.UUID]]:
@@ -108,13 +115,26 @@ def to_units(group: list, facts: list[ExtractedFact]) -> list[tuple[Unit, uuid.U
             end = start + timedelta(days=1)
         given = [GivenEntity(text=n, type=k) for n, k in json.loads(raw["given_entities"] or "[]")]
         item = RetainItem.model_construct(
-            content=f.text, context=raw["context"], timestamp=base or "unset", tags=list(raw["tags"]),
-            metadata=json.loads(raw["metadata"]), document_id=raw["document_id"], entities=given or None,
+            content=f.text,
+            context=raw["context"],
+            timestamp=base or "unset",
+            tags=list(raw["tags"]),
+            metadata=json.loads(raw["metadata"]),
+            document_id=raw["document_id"],
+            entities=given or None,
         )
         # The client's entities for the item, then those the LLM names, then those in the text.
         entities = merge_entities(item.given_entities(), [(n, "name") for n in f.entities], extract_entities(f.text))
-        unit = Unit(id=uuid.uuid4(), text=f.text.strip(), kind=f.type, item=item, source_id=raw["source_id"],
-                    position=raw["position"], occurred=(start, end) if start else None, entities=entities)
+        unit = Unit(
+            id=uuid.uuid4(),
+            text=f.text.strip(),
+            kind=f.type,
+            item=item,
+            source_id=raw["source_id"],
+            position=raw["position"],
+            occurred=(start, end) if start else None,
+            entities=entities,
+        )
         units.append((unit, raw["id"]))
     return units
 
@@ -124,11 +144,14 @@ async def _store(engine, bank_id: str, pairs: list[tuple[Unit, uuid.UUID]], vect
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
             await lock_writes(conn, bank_id)
-            alive = {r["id"] for r in await conn.fetch(
-                "SELECT id FROM memories m WHERE id = ANY($1::uuid[]) AND NOT superseded"
-                " AND NOT EXISTS (SELECT 1 FROM fact_sources f WHERE f.raw_id = m.id) FOR UPDATE",
-                raw_ids,
-            )}
+            alive = {
+                r["id"]
+                for r in await conn.fetch(
+                    "SELECT id FROM memories m WHERE id = ANY($1::uuid[]) AND NOT superseded"
+                    " AND NOT EXISTS (SELECT 1 FROM fact_sources f WHERE f.raw_id = m.id) FOR UPDATE",
+                    raw_ids,
+                )
+            }
             new_units, new_vecs, links, kept = [], [], [], []
             for (unit, raw_id), vec in zip(pairs, vectors):
                 if raw_id not in alive:  # deleted or replaced meanwhile, or done by an earlier attempt
@@ -139,7 +162,8 @@ async def _store(engine, bank_id: str, pairs: list[tuple[Unit, uuid.UUID]], vect
                         "SELECT m.id, 1 - (m.embedding <=> $2) AS sim FROM memories m WHERE m.bank_id = $1"
                         " AND NOT m.superseded AND EXISTS (SELECT 1 FROM fact_sources f WHERE f.fact_id = m.id)"
                         " ORDER BY m.embedding <=> $2 LIMIT 1",
-                        bank_id, vec,
+                        bank_id,
+                        vec,
                     )
                     if row is not None and row["sim"] >= threshold:
                         twin = row["id"]
@@ -156,14 +180,18 @@ async def _store(engine, bank_id: str, pairs: list[tuple[Unit, uuid.UUID]], vect
                 await conn.execute(
                     "INSERT INTO fact_sources (fact_id, raw_id) SELECT * FROM unnest($1::uuid[], $2::uuid[])"
                     " ON CONFLICT DO NOTHING",
-                    [a for a, _ in links], [b for _, b in links],
+                    [a for a, _ in links],
+                    [b for _, b in links],
                 )
                 await conn.execute(
                     "UPDATE memories SET superseded = true WHERE id = ANY($1::uuid[])", sorted({b for _, b in links})
                 )
     RETAIN_UNITS.labels("fact").inc(len(new_units))
-    return {"new": [str(u.id) for u in new_units], "facts": sorted({str(a) for a, _ in links}),
-            "merged": len(links) - len(new_units)}
+    return {
+        "new": [str(u.id) for u in new_units],
+        "facts": sorted({str(a) for a, _ in links}),
+        "merged": len(links) - len(new_units),
+    }
 
 
 async def _extract_group(engine, job, group: list, usage: Usage) -> dict:
@@ -173,8 +201,14 @@ async def _extract_group(engine, job, group: list, usage: Usage) -> dict:
                 raise ValueError(f"fact {f.text[:40]!r} names item {f.item}, but items are 0..{len(group) - 1}")
 
     parsed = await engine.llm.json(
-        "retain", prompt_for(group), ExtractedFacts, bank_id=job.bank_id, operation="retain",
-        operation_id=job.id, check=check, usage=usage,
+        "retain",
+        prompt_for(group),
+        ExtractedFacts,
+        bank_id=job.bank_id,
+        operation="retain",
+        operation_id=job.id,
+        check=check,
+        usage=usage,
     )
     pairs = to_units(group, parsed.facts)
     if pairs:
@@ -193,7 +227,8 @@ async def run(engine, job) -> dict:
             "SELECT id, text, context, mentioned_at, tags, metadata, document_id, source_id, position, given_entities"
             " FROM memories m WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND NOT superseded"
             " AND NOT EXISTS (SELECT 1 FROM fact_sources f WHERE f.raw_id = m.id) ORDER BY source_id, position",
-            job.bank_id, raw_ids,
+            job.bank_id,
+            raw_ids,
         )
     usage = Usage()
     groups = batches(list(rows), engine.settings.retain_llm_batch_tokens)
@@ -212,6 +247,8 @@ async def run(engine, job) -> dict:
         "memory_ids": sorted(str(r["id"]) for r in visible),
         "new_facts": sum(len(d["new"]) for d in done),
         "merged_facts": sum(d["merged"] for d in done),
-        "items": len(rows), "llm_calls": usage.calls,
-        "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+        "items": len(rows),
+        "llm_calls": usage.calls,
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
     }

@@ -16,11 +16,12 @@ length, nesting and the number of comparisons. Grammar:
 `contains` tests membership for list fields (tags), a substring for text; `like` is SQL LIKE
 (`%` any run, `_` one character); `in` takes a list. Keywords are case-insensitive.
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from .errors import InvalidArgument
@@ -30,14 +31,17 @@ MAX_COMPARISONS = 50
 MAX_DEPTH = 20
 MAX_LIST = 100
 
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
     \s*(?:
       (?P<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
     | (?P<num>-?\d+(?:\.\d+)?)(?![\w.])
     | (?P<op>==|!=|<>|<=|>=|=|<|>)
     | (?P<punct>[()\[\],])
     | (?P<word>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_\-]+)*)
-    )""", re.VERBOSE)
+    )""",
+    re.VERBOSE,
+)
 KEYWORDS = {"and", "or", "not", "contains", "like", "in", "true", "false"}
 
 
@@ -107,7 +111,10 @@ class _Parser:
                 break
             m = _TOKEN.match(text, pos)
             if not m or m.end() == pos:
-                self.fail(f"unexpected character {text[pos:].lstrip()[:1]!r}", pos + len(text[pos:]) - len(text[pos:].lstrip()))
+                self.fail(
+                    f"unexpected character {text[pos:].lstrip()[:1]!r}",
+                    pos + len(text[pos:]) - len(text[pos:].lstrip()),
+                )
             kind = m.lastgroup
             raw = m.group(kind)
             start = m.start(kind)
@@ -220,7 +227,7 @@ class _Parser:
             if len(items) > MAX_LIST:
                 self.fail(f"a list holds at most {MAX_LIST} values", pos)
             return items
-        expected = "a list such as [\"a\", \"b\"]" if allow_list else "a quoted string, a number, true or false"
+        expected = 'a list such as ["a", "b"]' if allow_list else "a quoted string, a number, true or false"
         self.fail(f"expected {expected}", pos)
 
     # ---- compiling ------------------------------------------------------------------
@@ -252,8 +259,10 @@ class _Parser:
             if op not in ("contains", "in"):
                 self.fail(f"{name}: use `contains` or `in`", pos)
             names = [canonical(self.need(v, str, name, pos)) for v in values]
-            return ("EXISTS (SELECT 1 FROM memory_entities fe JOIN entities fx ON fx.id = fe.entity_id"
-                    f" WHERE fe.memory_id = {f.sql} AND fx.canonical = ANY({self.bind(names, 'text[]')}))")
+            return (
+                "EXISTS (SELECT 1 FROM memory_entities fe JOIN entities fx ON fx.id = fe.entity_id"
+                f" WHERE fe.memory_id = {f.sql} AND fx.canonical = ANY({self.bind(names, 'text[]')}))"
+            )
         if f.kind == "time":
             if op in ("contains", "like"):
                 self.fail(f"{name} is a time: compare it with =, <, <=, >, >= or in", pos)
@@ -290,8 +299,10 @@ class _Parser:
         if op == "contains":
             v = self.need(values[0], str, name, pos)
             p = self.bind(v, "text")
-            return (f"(CASE jsonb_typeof({f.sql} -> {k}) WHEN 'array' THEN {f.sql} -> {k} @> jsonb_build_array({p})"
-                    f" WHEN 'string' THEN strpos({f.sql} ->> {k}, {p}) > 0 ELSE false END)")
+            return (
+                f"(CASE jsonb_typeof({f.sql} -> {k}) WHEN 'array' THEN {f.sql} -> {k} @> jsonb_build_array({p})"
+                f" WHEN 'string' THEN strpos({f.sql} ->> {k}, {p}) > 0 ELSE false END)"
+            )
         if op == "like":
             return f"({f.sql} ->> {k} LIKE {self.bind(self.need(values[0], str, name, pos), 'text')})"
         if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values) and values:
@@ -314,12 +325,12 @@ class _Parser:
 
     def time(self, v, name: str, pos: int) -> datetime:
         if not isinstance(v, str):
-            self.fail(f"{name} takes an ISO 8601 date in quotes, e.g. \"2024-05-01\"", pos)
+            self.fail(f'{name} takes an ISO 8601 date in quotes, e.g. "2024-05-01"', pos)
         try:
             t = datetime.fromisoformat(v.replace("Z", "+00:00"))
         except ValueError:
             self.fail(f"{name}: {v!r} is not an ISO 8601 date or time", pos)
-        return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+        return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
 def compile_filter(text: str | None, fields: dict[str, Field], first_param: int) -> Compiled | None:

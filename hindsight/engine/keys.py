@@ -4,6 +4,7 @@ Keys are 256-bit random secrets, so a single SHA-256 is the right storage (as Gi
 do for tokens): a slow password hash protects guessable secrets and would cost every request
 milliseconds. Only the hash is stored; the secret is shown once, at creation.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -59,8 +60,15 @@ ADMIN = Principal("admin", key_id="env")
 
 def _row(r: asyncpg.Record, secret: str | None = None) -> ApiKey:
     return ApiKey(
-        key_id=r["id"], name=r["name"], role=r["role"], banks=list(r["banks"]), access=r["access"],
-        created_at=r["created_at"], revoked_at=r["revoked_at"], last_used_at=r["last_used_at"], key=secret,
+        key_id=r["id"],
+        name=r["name"],
+        role=r["role"],
+        banks=list(r["banks"]),
+        access=r["access"],
+        created_at=r["created_at"],
+        revoked_at=r["revoked_at"],
+        last_used_at=r["last_used_at"],
+        key=secret,
     )
 
 
@@ -71,9 +79,13 @@ async def create_key(pool: asyncpg.Pool, req: ApiKeyCreate) -> ApiKey:
     secret = KEY_PREFIX + secrets.token_urlsafe(32)
     async with pool.acquire() as conn:
         r = await conn.fetchrow(
-            "INSERT INTO api_keys (id, name, key_hash, role, banks, access) VALUES ($1,$2,$3,$4,$5,$6)"
-            " RETURNING *",
-            key_id, req.name, hash_key(secret), req.role, req.banks if req.role == "bank" else [], req.access,
+            "INSERT INTO api_keys (id, name, key_hash, role, banks, access) VALUES ($1,$2,$3,$4,$5,$6) RETURNING *",
+            key_id,
+            req.name,
+            hash_key(secret),
+            req.role,
+            req.banks if req.role == "bank" else [],
+            req.access,
         )
     return _row(r, secret)
 

@@ -1,4 +1,5 @@
 """Browsing and deleting stored memory units (REST and CLI; agents use recall)."""
+
 from __future__ import annotations
 
 import json
@@ -29,10 +30,20 @@ def to_memory(r, **extra) -> Memory:
     # model_construct: every value comes typed from our own columns, and validating ~100 of them
     # per recall was a sixth of the server's request thread under load (py-spy, 16 clients).
     return Memory.model_construct(
-        id=str(r["id"]), text=r["text"], type=r["kind"], context=r["context"],
-        occurred_start=r["occurred_start"], occurred_end=r["occurred_end"], mentioned_at=r["mentioned_at"],
-        entities=list(r["entities"]), document_id=r["document_id"], metadata=json.loads(r["metadata"]),
-        tags=list(r["tags"]), created_at=r["created_at"], superseded=r["superseded"] or None, **extra,
+        id=str(r["id"]),
+        text=r["text"],
+        type=r["kind"],
+        context=r["context"],
+        occurred_start=r["occurred_start"],
+        occurred_end=r["occurred_end"],
+        mentioned_at=r["mentioned_at"],
+        entities=list(r["entities"]),
+        document_id=r["document_id"],
+        metadata=json.loads(r["metadata"]),
+        tags=list(r["tags"]),
+        created_at=r["created_at"],
+        superseded=r["superseded"] or None,
+        **extra,
     )
 
 
@@ -94,22 +105,30 @@ class RetainedDocument(BaseModel):
     updated_at: datetime
 
 
-_DOCUMENT_COLUMNS = ("d.*, (SELECT count(*) FROM memories m WHERE m.bank_id = d.bank_id AND m.document_id = d.id)"
-                     " AS n")
+_DOCUMENT_COLUMNS = "d.*, (SELECT count(*) FROM memories m WHERE m.bank_id = d.bank_id AND m.document_id = d.id) AS n"
 
 
 def _retained(r) -> RetainedDocument:
     return RetainedDocument(
-        id=r["id"], bank_id=r["bank_id"], original_text=r["original_text"], content_hash=r["content_hash"],
-        tags=list(r["tags"]), metadata=json.loads(r["metadata"]), memory_count=r["n"],
-        created_at=r["created_at"], updated_at=r["updated_at"],
+        id=r["id"],
+        bank_id=r["bank_id"],
+        original_text=r["original_text"],
+        content_hash=r["content_hash"],
+        tags=list(r["tags"]),
+        metadata=json.loads(r["metadata"]),
+        memory_count=r["n"],
+        created_at=r["created_at"],
+        updated_at=r["updated_at"],
     )
 
 
 async def get_retained_document(pool, bank_id: str, document_id: str) -> RetainedDocument:
     async with pool.acquire() as conn:
-        r = await conn.fetchrow(f"SELECT {_DOCUMENT_COLUMNS} FROM memory_documents d WHERE d.bank_id = $1 AND d.id = $2",
-                                bank_id, document_id)
+        r = await conn.fetchrow(
+            f"SELECT {_DOCUMENT_COLUMNS} FROM memory_documents d WHERE d.bank_id = $1 AND d.id = $2",
+            bank_id,
+            document_id,
+        )
     if r is None:
         raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
     return _retained(r)
@@ -141,7 +160,8 @@ async def list_retained_documents(pool, bank_id: str, query: DocumentQuery) -> t
     async with pool.acquire() as conn:
         rows = await conn.fetch(
             f"SELECT {_DOCUMENT_COLUMNS} FROM memory_documents d WHERE {cond}"
-            f" ORDER BY d.updated_at DESC, d.id LIMIT {p(query.limit)} OFFSET {p(query.offset)}", *p.values,
+            f" ORDER BY d.updated_at DESC, d.id LIMIT {p(query.limit)} OFFSET {p(query.offset)}",
+            *p.values,
         )
         total = await conn.fetchval(f"SELECT count(*) FROM memory_documents d WHERE {cond}", *p.values[:-2])
     return [_retained(r) for r in rows], total
@@ -155,7 +175,8 @@ async def delete_retained_document(pool, bank_id: str, document_id: str) -> int:
         async with conn.transaction():
             await lock_writes(conn, bank_id)
             had_text = await conn.fetchval(
-                "SELECT true FROM memory_documents WHERE bank_id = $1 AND id = $2", bank_id, document_id)
+                "SELECT true FROM memory_documents WHERE bank_id = $1 AND id = $2", bank_id, document_id
+            )
             n = await delete_documents(conn, bank_id, [document_id])
     if not n and not had_text:
         raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
@@ -174,8 +195,9 @@ async def get_memory(pool, bank_id: str, memory_id: str) -> Memory:
 async def get_memories(pool, bank_id: str, memory_ids: list[str]) -> list[Memory]:
     ids = [parse_memory_id(m) for m in memory_ids]
     async with pool.acquire() as conn:
-        rows = await conn.fetch(f"SELECT {COLUMNS} FROM memories m WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[])",
-                                bank_id, ids)
+        rows = await conn.fetch(
+            f"SELECT {COLUMNS} FROM memories m WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[])", bank_id, ids
+        )
     by_id = {r["id"]: r for r in rows}
     return [to_memory(by_id[i]) for i in ids if i in by_id]
 
@@ -186,14 +208,19 @@ async def delete_memory(pool, bank_id: str, memory_id: str) -> None:
         async with conn.transaction():
             await lock_writes(conn, bank_id)
             # Facts extracted only from this unit go with it; facts shared with others stay.
-            orphans = [r[0] for r in await conn.fetch(
-                "SELECT f.fact_id FROM fact_sources f WHERE f.raw_id = $1 AND NOT EXISTS"
-                " (SELECT 1 FROM fact_sources g WHERE g.fact_id = f.fact_id AND g.raw_id <> $1)", mid
-            )]
+            orphans = [
+                r[0]
+                for r in await conn.fetch(
+                    "SELECT f.fact_id FROM fact_sources f WHERE f.raw_id = $1 AND NOT EXISTS"
+                    " (SELECT 1 FROM fact_sources g WHERE g.fact_id = f.fact_id AND g.raw_id <> $1)",
+                    mid,
+                )
+            ]
             await conn.execute(
                 "UPDATE entities e SET mention_count = greatest(0, e.mention_count - x.n)"
                 " FROM (SELECT entity_id, count(*) AS n FROM memory_entities WHERE memory_id = ANY($1::uuid[])"
-                "       GROUP BY entity_id) x WHERE x.entity_id = e.id", [mid, *orphans]
+                "       GROUP BY entity_id) x WHERE x.entity_id = e.id",
+                [mid, *orphans],
             )
             if orphans:
                 await conn.execute("DELETE FROM memories WHERE bank_id = $1 AND id = ANY($2::uuid[])", bank_id, orphans)
@@ -226,7 +253,8 @@ async def list_entities(pool, bank_id: str, query: EntityQuery) -> tuple[list[En
     async with pool.acquire() as conn:
         rows = await conn.fetch(
             f"SELECT id, name, kind, mention_count FROM entities WHERE {cond}"
-            f" ORDER BY mention_count DESC, name LIMIT {p(query.limit)} OFFSET {p(query.offset)}", *p.values,
+            f" ORDER BY mention_count DESC, name LIMIT {p(query.limit)} OFFSET {p(query.offset)}",
+            *p.values,
         )
         total = await conn.fetchval(f"SELECT count(*) FROM entities WHERE {cond}", *p.values[:-2])
     return [EntityRow(**dict(r)) for r in rows], total
@@ -246,8 +274,14 @@ async def lineage(pool, bank_id: str, memory_id: str) -> Lineage:
             raise NotFound(f"memory {memory_id} does not exist in bank {bank_id!r}", "memory_id")
         sources = await conn.fetch(
             f"SELECT {COLUMNS} FROM memories m JOIN fact_sources f ON f.raw_id = m.id"
-            " WHERE f.fact_id = $1 AND m.bank_id = $2 ORDER BY m.source_id, m.position", mid, bank_id)
+            " WHERE f.fact_id = $1 AND m.bank_id = $2 ORDER BY m.source_id, m.position",
+            mid,
+            bank_id,
+        )
         facts = await conn.fetch(
             f"SELECT {COLUMNS} FROM memories m JOIN fact_sources f ON f.fact_id = m.id"
-            " WHERE f.raw_id = $1 AND m.bank_id = $2 ORDER BY m.created_at, m.id", mid, bank_id)
+            " WHERE f.raw_id = $1 AND m.bank_id = $2 ORDER BY m.created_at, m.id",
+            mid,
+            bank_id,
+        )
     return Lineage(sources=[to_memory(r) for r in sources], facts=[to_memory(r) for r in facts])

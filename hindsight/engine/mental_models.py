@@ -9,6 +9,7 @@ watermark and its operation's success in one transaction, and the sweep locks th
 a model is never refreshed twice for the same memories, even with several processes. A failed or
 empty refresh keeps the previous content and records why; the last N versions are kept.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -22,18 +23,20 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from . import operations as ops
 from .banks import ensure_bank, lock_writes
+from .binder import Binder
 from .errors import Conflict, InvalidArgument, NotFound
 from .models import _clean_tags
 from .reflect import ReflectRequest, reflect
-from .binder import Binder
 from .tags import MENTAL_MODEL_MATCH, TagsMatch, tag_condition
 
 MODEL_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
 _MODEL_ID = re.compile(MODEL_ID_PATTERN)
 REFRESH = "refresh_mental_model"
 DELETED = "mental model deleted"
-_COLUMNS = ("bank_id, id, name, source_query, tags, max_tokens, content, based_on, status, last_refreshed_at,"
-            " last_error, created_at, updated_at")
+_COLUMNS = (
+    "bank_id, id, name, source_query, tags, max_tokens, content, based_on, status, last_refreshed_at,"
+    " last_error, created_at, updated_at"
+)
 
 
 class MentalModelCreate(BaseModel):
@@ -108,17 +111,31 @@ def slug(name: str) -> str:
 
 def to_model(r, pending: str | None = None) -> MentalModel:
     return MentalModel(
-        mental_model_id=r["id"], bank_id=r["bank_id"], name=r["name"], source_query=r["source_query"],
-        tags=list(r["tags"]), max_tokens=r["max_tokens"], content=r["content"], based_on=json.loads(r["based_on"]),
-        status=r["status"], last_refreshed_at=r["last_refreshed_at"], last_error=r["last_error"],
-        created_at=r["created_at"], updated_at=r["updated_at"], pending_operation_id=pending,
+        mental_model_id=r["id"],
+        bank_id=r["bank_id"],
+        name=r["name"],
+        source_query=r["source_query"],
+        tags=list(r["tags"]),
+        max_tokens=r["max_tokens"],
+        content=r["content"],
+        based_on=json.loads(r["based_on"]),
+        status=r["status"],
+        last_refreshed_at=r["last_refreshed_at"],
+        last_error=r["last_error"],
+        created_at=r["created_at"],
+        updated_at=r["updated_at"],
+        pending_operation_id=pending,
     )
 
 
 async def _queue_refresh(engine, conn, bank_id: str, model_id: str, reason: str) -> uuid.UUID:
     return await ops.enqueue(
-        conn, bank_id, REFRESH, {"mental_model_id": model_id, "reason": reason},
-        max_attempts=engine.settings.operation_max_attempts, dedup_key=dedup_key(bank_id, model_id),
+        conn,
+        bank_id,
+        REFRESH,
+        {"mental_model_id": model_id, "reason": reason},
+        max_attempts=engine.settings.operation_max_attempts,
+        dedup_key=dedup_key(bank_id, model_id),
     )
 
 
@@ -132,20 +149,35 @@ async def create(engine, bank_id: str, req: MentalModelCreate) -> MentalModelOpe
                 model_id = req.mental_model_id
             else:
                 base = slug(req.name)
-                taken = {r[0] for r in await conn.fetch(
-                    "SELECT id FROM mental_models WHERE bank_id = $1 AND (id = $2 OR id LIKE $2 || '-%')", bank_id, base
-                )}
-                model_id = base if base not in taken else next(
-                    f"{base}-{n}" for n in range(2, len(taken) + 3) if f"{base}-{n}" not in taken
+                taken = {
+                    r[0]
+                    for r in await conn.fetch(
+                        "SELECT id FROM mental_models WHERE bank_id = $1 AND (id = $2 OR id LIKE $2 || '-%')",
+                        bank_id,
+                        base,
+                    )
+                }
+                model_id = (
+                    base
+                    if base not in taken
+                    else next(f"{base}-{n}" for n in range(2, len(taken) + 3) if f"{base}-{n}" not in taken)
                 )
             inserted = await conn.fetchval(
                 "INSERT INTO mental_models (bank_id, id, name, source_query, tags, max_tokens, embedding)"
                 " VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING id",
-                bank_id, model_id, req.name, req.source_query, req.tags, req.max_tokens, vec,
+                bank_id,
+                model_id,
+                req.name,
+                req.source_query,
+                req.tags,
+                req.max_tokens,
+                vec,
             )
             if inserted is None:
-                raise Conflict(f"mental_model_id: a mental model {model_id!r} already exists in bank {bank_id!r}",
-                               "mental_model_id")
+                raise Conflict(
+                    f"mental_model_id: a mental model {model_id!r} already exists in bank {bank_id!r}",
+                    "mental_model_id",
+                )
             op_id = await _queue_refresh(engine, conn, bank_id, model_id, "created")
     engine.worker.poke()
     return MentalModelOperation(mental_model_id=model_id, operation_id=str(op_id))
@@ -166,7 +198,8 @@ async def list_(engine, bank_id: str, tags: list[str] | None, tags_match: TagsMa
     async with engine.pool.acquire() as conn:
         rows = await conn.fetch(
             f"SELECT {_COLUMNS} FROM mental_models WHERE bank_id = $1{f' AND {cond}' if cond else ''}"
-            " ORDER BY created_at, id", *p.values,
+            " ORDER BY created_at, id",
+            *p.values,
         )
         pending = await _pending(conn, bank_id, [r["id"] for r in rows])
     return [to_model(r, pending.get(r["id"])) for r in rows]
@@ -175,7 +208,9 @@ async def list_(engine, bank_id: str, tags: list[str] | None, tags_match: TagsMa
 async def get(engine, bank_id: str, model_id: str) -> MentalModel:
     check_model_id(model_id)
     async with engine.pool.acquire() as conn:
-        r = await conn.fetchrow(f"SELECT {_COLUMNS} FROM mental_models WHERE bank_id = $1 AND id = $2", bank_id, model_id)
+        r = await conn.fetchrow(
+            f"SELECT {_COLUMNS} FROM mental_models WHERE bank_id = $1 AND id = $2", bank_id, model_id
+        )
         if r is None:
             raise NotFound(f"mental model {model_id!r} does not exist in bank {bank_id!r}", "mental_model_id")
         pending = await _pending(conn, bank_id, [model_id])
@@ -187,17 +222,27 @@ async def history(engine, bank_id: str, model_id: str) -> list[MentalModelVersio
     async with engine.pool.acquire() as conn:
         rows = await conn.fetch(
             "SELECT version, content, based_on, created_at FROM mental_model_versions"
-            " WHERE bank_id = $1 AND model_id = $2 ORDER BY version DESC", bank_id, model_id,
+            " WHERE bank_id = $1 AND model_id = $2 ORDER BY version DESC",
+            bank_id,
+            model_id,
         )
-    return [MentalModelVersion(version=r["version"], content=r["content"], based_on=json.loads(r["based_on"]),
-                               created_at=r["created_at"]) for r in rows]
+    return [
+        MentalModelVersion(
+            version=r["version"], content=r["content"], based_on=json.loads(r["based_on"]), created_at=r["created_at"]
+        )
+        for r in rows
+    ]
 
 
 async def update(engine, bank_id: str, model_id: str, req: MentalModelUpdate) -> MentalModel:
     """A new source query, tags or size make the content stale: a refresh is queued."""
     check_model_id(model_id)
     fields = req.model_dump(exclude_unset=True, exclude_none=True)
-    vec = await asyncio.to_thread(engine.embedder.embed_query, fields["source_query"]) if "source_query" in fields else None
+    vec = (
+        await asyncio.to_thread(engine.embedder.embed_query, fields["source_query"])
+        if "source_query" in fields
+        else None
+    )
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
             await lock_writes(conn, bank_id)
@@ -205,8 +250,13 @@ async def update(engine, bank_id: str, model_id: str, req: MentalModelUpdate) ->
                 "UPDATE mental_models SET name = coalesce($3, name), source_query = coalesce($4, source_query),"
                 " tags = coalesce($5, tags), max_tokens = coalesce($6, max_tokens), embedding = coalesce($7, embedding),"
                 " updated_at = now() WHERE bank_id = $1 AND id = $2 RETURNING id",
-                bank_id, model_id, fields.get("name"), fields.get("source_query"), fields.get("tags"),
-                fields.get("max_tokens"), vec,
+                bank_id,
+                model_id,
+                fields.get("name"),
+                fields.get("source_query"),
+                fields.get("tags"),
+                fields.get("max_tokens"),
+                vec,
             )
             if r is None:
                 raise NotFound(f"mental model {model_id!r} does not exist in bank {bank_id!r}", "mental_model_id")
@@ -221,13 +271,16 @@ async def delete(engine, bank_id: str, model_id: str) -> None:
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
             await lock_writes(conn, bank_id)
-            done = await conn.fetchval("DELETE FROM mental_models WHERE bank_id = $1 AND id = $2 RETURNING id", bank_id, model_id)
+            done = await conn.fetchval(
+                "DELETE FROM mental_models WHERE bank_id = $1 AND id = $2 RETURNING id", bank_id, model_id
+            )
             if done is None:
                 raise NotFound(f"mental model {model_id!r} does not exist in bank {bank_id!r}", "mental_model_id")
             await conn.execute(
                 "UPDATE operations SET status = 'cancelled', error = $2, finished_at = now(),"
                 " updated_at = now() WHERE dedup_key = $1 AND status IN ('queued', 'running')",
-                dedup_key(bank_id, model_id), DELETED,
+                dedup_key(bank_id, model_id),
+                DELETED,
             )
 
 
@@ -246,23 +299,34 @@ async def run_refresh(engine, job) -> dict:
     async with engine.pool.acquire() as conn:
         m = await conn.fetchrow(
             "SELECT source_query, tags, max_tokens, now() AS watermark FROM mental_models WHERE bank_id = $1 AND id = $2",
-            bank_id, model_id,
+            bank_id,
+            model_id,
         )
     if m is None:
         raise ops.Cancelled(DELETED)
     try:
         result = await reflect(
-            engine, bank_id, ReflectRequest(query=m["source_query"], tags=list(m["tags"]) or None,
-                                            tags_match=MENTAL_MODEL_MATCH,
-                                            budget="high" if m["max_tokens"] > 4096 else "mid"),
-            operation="mental_model", operation_id=job.id, exclude_model=model_id, max_answer_tokens=m["max_tokens"],
+            engine,
+            bank_id,
+            ReflectRequest(
+                query=m["source_query"],
+                tags=list(m["tags"]) or None,
+                tags_match=MENTAL_MODEL_MATCH,
+                budget="high" if m["max_tokens"] > 4096 else "mid",
+            ),
+            operation="mental_model",
+            operation_id=job.id,
+            exclude_model=model_id,
+            max_answer_tokens=m["max_tokens"],
         )
     except Exception as exc:
         async with engine.pool.acquire() as conn:
             still_there = await conn.fetchval(
                 "UPDATE mental_models SET last_error = $3, status = CASE WHEN content IS NULL THEN 'failed' ELSE status END,"
                 " updated_at = now() WHERE bank_id = $1 AND id = $2 RETURNING true",
-                bank_id, model_id, f"refresh failed (attempt {job.attempts}): {exc}"[:2000],
+                bank_id,
+                model_id,
+                f"refresh failed (attempt {job.attempts}): {exc}"[:2000],
             )
         if not still_there:
             raise ops.Cancelled(DELETED) from None
@@ -277,32 +341,44 @@ async def run_refresh(engine, job) -> dict:
             # during a refresh).
             await lock_writes(conn, bank_id)
             # Deleted while we reflected: nothing to store (its versions would break the foreign key).
-            if not await conn.fetchval("SELECT true FROM mental_models WHERE bank_id = $1 AND id = $2 FOR UPDATE",
-                                       bank_id, model_id):
+            if not await conn.fetchval(
+                "SELECT true FROM mental_models WHERE bank_id = $1 AND id = $2 FOR UPDATE", bank_id, model_id
+            ):
                 raise ops.Cancelled(DELETED)
             if not result.answer:
                 await conn.execute(
                     "UPDATE mental_models SET last_error = 'refresh produced empty content; previous content kept',"
                     " status = CASE WHEN content IS NULL THEN 'failed' ELSE status END,"
                     " watermark = $3, updated_at = now() WHERE bank_id = $1 AND id = $2",
-                    bank_id, model_id, m["watermark"],
+                    bank_id,
+                    model_id,
+                    m["watermark"],
                 )
                 outcome["kept_previous"] = True
             else:
                 await conn.execute(
                     "UPDATE mental_models SET content = $3, based_on = $4::jsonb, status = 'ready', last_error = NULL,"
                     " last_refreshed_at = now(), watermark = $5, updated_at = now() WHERE bank_id = $1 AND id = $2",
-                    bank_id, model_id, result.answer, json.dumps(based_on), m["watermark"],
+                    bank_id,
+                    model_id,
+                    result.answer,
+                    json.dumps(based_on),
+                    m["watermark"],
                 )
                 version = await conn.fetchval(
                     "INSERT INTO mental_model_versions (bank_id, model_id, version, content, based_on)"
                     " SELECT $1, $2, coalesce(max(version), 0) + 1, $3, $4::jsonb FROM mental_model_versions"
                     " WHERE bank_id = $1 AND model_id = $2 RETURNING version",
-                    bank_id, model_id, result.answer, json.dumps(based_on),
+                    bank_id,
+                    model_id,
+                    result.answer,
+                    json.dumps(based_on),
                 )
                 await conn.execute(
                     "DELETE FROM mental_model_versions WHERE bank_id = $1 AND model_id = $2 AND version <= $3",
-                    bank_id, model_id, version - engine.settings.mental_model_history,
+                    bank_id,
+                    model_id,
+                    version - engine.settings.mental_model_history,
                 )
                 outcome["version"] = version
             await ops.succeed(conn, job.id, job.worker_id, outcome)
@@ -333,6 +409,8 @@ async def sweep(engine) -> int:
                 "   $3, 'mental_model:' || bank_id || ':' || id FROM stale"
                 " ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING"
                 " RETURNING id",
-                debounce, REFRESH, engine.settings.operation_max_attempts,
+                debounce,
+                REFRESH,
+                engine.settings.operation_max_attempts,
             )
     return len(rows)

@@ -1,4 +1,5 @@
 """Typed shapes at the edges of the engine; MCP tools, REST routes and the CLI all speak these."""
+
 from __future__ import annotations
 
 import json
@@ -11,6 +12,7 @@ from ..config import BANK_ID_RULE, valid_bank_id
 from .entities import kind_of_type
 from .relevance import SearchOptions
 from .tags import TagsMatch
+
 
 def _bank_id(v: str) -> str:
     if not valid_bank_id(v):
@@ -72,8 +74,9 @@ class RetainItem(BaseModel):
     content: str = Field(min_length=1, description="The text to remember.")
     context: str = Field("general", max_length=200, description="Category of the memory.")
     timestamp: datetime | Literal["unset"] | None = Field(
-        None, description='ISO 8601 time the content was said or happened (default: now); "unset" for '
-        "timeless content (no mention time, and relative dates such as \"yesterday\" are not resolved).",
+        None,
+        description='ISO 8601 time the content was said or happened (default: now); "unset" for '
+        'timeless content (no mention time, and relative dates such as "yesterday" are not resolved).',
     )
     tags: list[str] = Field(default_factory=list, description="Labels for filtering recall.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Free JSON object kept with each unit.")
@@ -171,8 +174,11 @@ class RecallRequest(SearchOptions):
     query: str = Field(min_length=1, max_length=4_000)
     max_tokens: int = Field(4096, ge=1)
     tags: list[str] | None = None
-    tags_match: TagsMatch = Field("any", description="any / all (untagged memories too), any_strict / all_strict "
-                                  "(tagged only), exact (the same tag set).")
+    tags_match: TagsMatch = Field(
+        "any",
+        description="any / all (untagged memories too), any_strict / all_strict "
+        "(tagged only), exact (the same tag set).",
+    )
     types: list[MemoryType] | None = None
     query_timestamp: datetime | None = None
 
@@ -199,7 +205,9 @@ class Bank(BaseModel):
     name: str | None = None
     mission: str | None = None
     disposition: dict[str, Any] = Field(default_factory=dict)
-    document_chunk_size: int | None = Field(None, description="Default characters per document chunk (else the server's).")
+    document_chunk_size: int | None = Field(
+        None, description="Default characters per document chunk (else the server's)."
+    )
     created_at: datetime | None = None
     updated_at: datetime | None = None
     memory_count: int | None = None

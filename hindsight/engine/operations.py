@@ -5,13 +5,15 @@ be lost. Workers claim rows with FOR UPDATE SKIP LOCKED under a lease they renew
 a crashed process stops renewing, and its operations are claimed again once the lease expires.
 Failures are retried with exponential backoff up to `max_attempts`.
 """
+
 from __future__ import annotations
 
 import asyncio
 import json
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any, Awaitable, Callable, Literal
+from typing import Any, Literal
 
 import asyncpg
 from pydantic import BaseModel, Field
@@ -66,12 +68,21 @@ class Operation(BaseModel):
 
 def to_operation(r) -> Operation:
     return Operation(
-        operation_id=str(r["id"]), bank_id=r["bank_id"], type=r["type"], status=r["status"],
-        attempts=r["attempts"], max_attempts=r["max_attempts"], error=r["error"],
+        operation_id=str(r["id"]),
+        bank_id=r["bank_id"],
+        type=r["type"],
+        status=r["status"],
+        attempts=r["attempts"],
+        max_attempts=r["max_attempts"],
+        error=r["error"],
         result=json.loads(r["result"]) if r["result"] is not None else None,
-        payload=json.loads(r["payload"]), run_after=r["run_after"],
-        progress=json.loads(r["progress"]) if r["progress"] is not None else None, created_at=r["created_at"],
-        started_at=r["started_at"], finished_at=r["finished_at"], updated_at=r["updated_at"],
+        payload=json.loads(r["payload"]),
+        run_after=r["run_after"],
+        progress=json.loads(r["progress"]) if r["progress"] is not None else None,
+        created_at=r["created_at"],
+        started_at=r["started_at"],
+        finished_at=r["finished_at"],
+        updated_at=r["updated_at"],
     )
 
 
@@ -80,8 +91,13 @@ def parse_operation_id(operation_id: str) -> uuid.UUID:
 
 
 async def enqueue(
-    conn: asyncpg.Connection, bank_id: str | None, type_: str, payload: dict, *,
-    max_attempts: int, dedup_key: str | None = None,
+    conn: asyncpg.Connection,
+    bank_id: str | None,
+    type_: str,
+    payload: dict,
+    *,
+    max_attempts: int,
+    dedup_key: str | None = None,
 ) -> uuid.UUID:
     """Queue work in the caller's transaction. With a dedup key, an operation already queued or
     running under that key is returned instead of a new one."""
@@ -91,7 +107,12 @@ async def enqueue(
             " VALUES ($1, $2, $3, $4::jsonb, $5, $6)"
             " ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL AND status IN ('queued', 'running')"
             " DO NOTHING RETURNING id",
-            uuid.uuid4(), bank_id, type_, json.dumps(payload), max_attempts, dedup_key,
+            uuid.uuid4(),
+            bank_id,
+            type_,
+            json.dumps(payload),
+            max_attempts,
+            dedup_key,
         )
         if op_id is not None:
             return op_id
@@ -112,14 +133,19 @@ async def get(pool, bank_id: str, operation_id: str) -> Operation:
     return to_operation(r)
 
 
-async def list_(pool, bank_id: str, status: str | None, type_: str | None, limit: int,
-                offset: int = 0) -> tuple[list[Operation], int]:
+async def list_(
+    pool, bank_id: str, status: str | None, type_: str | None, limit: int, offset: int = 0
+) -> tuple[list[Operation], int]:
     """One page of the bank's operations, newest first, and how many match in all."""
     match = "bank_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR type = $3)"
     async with pool.acquire() as conn:
         rows = await conn.fetch(
             f"SELECT {_COLUMNS} FROM operations WHERE {match} ORDER BY created_at DESC LIMIT $4 OFFSET $5",
-            bank_id, status, type_, limit, offset,
+            bank_id,
+            status,
+            type_,
+            limit,
+            offset,
         )
         total = await conn.fetchval(f"SELECT count(*) FROM operations WHERE {match}", bank_id, status, type_)
     return [to_operation(r) for r in rows], total
@@ -134,7 +160,8 @@ async def cancel(pool, bank_id: str, operation_id: str) -> Operation:
             "UPDATE operations SET status = 'cancelled', finished_at = now(), updated_at = now(),"
             " error = coalesce(error, 'cancelled by request')"
             " WHERE id = $1 AND bank_id = $2 AND status IN ('queued', 'running')",
-            oid, bank_id,
+            oid,
+            bank_id,
         )
     return await get(pool, bank_id, operation_id)
 
@@ -173,17 +200,24 @@ async def claim(pool, worker_id: str, limit: int, lease: float, types: list[str]
             "  error = CASE WHEN o.status = 'running' THEN 'previous worker stopped renewing its lease (crash or restart)'"
             "          ELSE o.error END"
             f" FROM c WHERE o.id = c.id RETURNING o.{_COLUMNS.replace(', ', ', o.')}",
-            worker_id, limit, lease, types,
+            worker_id,
+            limit,
+            lease,
+            types,
         )
 
 
 async def heartbeat(pool, op_id, worker_id: str, lease: float) -> bool:
     async with pool.acquire() as conn:
-        return bool(await conn.fetchval(
-            "UPDATE operations SET lease_until = now() + make_interval(secs => $3), updated_at = now()"
-            " WHERE id = $1 AND status = 'running' AND locked_by = $2 RETURNING 1",
-            op_id, worker_id, lease,
-        ))
+        return bool(
+            await conn.fetchval(
+                "UPDATE operations SET lease_until = now() + make_interval(secs => $3), updated_at = now()"
+                " WHERE id = $1 AND status = 'running' AND locked_by = $2 RETURNING 1",
+                op_id,
+                worker_id,
+                lease,
+            )
+        )
 
 
 async def succeed(conn, op_id, worker_id: str, result: Any) -> None:
@@ -192,7 +226,9 @@ async def succeed(conn, op_id, worker_id: str, result: Any) -> None:
     await conn.execute(
         "UPDATE operations SET status = 'succeeded', result = $3::jsonb, finished_at = now(), updated_at = now(),"
         " locked_by = NULL, lease_until = NULL WHERE id = $1 AND status = 'running' AND locked_by = $2",
-        op_id, worker_id, json.dumps(result, default=str),
+        op_id,
+        worker_id,
+        json.dumps(result, default=str),
     )
 
 
@@ -200,13 +236,17 @@ async def fail(pool, op_id, worker_id: str, error: str, attempts: int, max_attem
     """Queue a retry, or fail for good after the last attempt. Returns the status the operation
     now has: a user may have cancelled it meanwhile, and then it stays cancelled."""
     final = attempts >= max_attempts
-    backoff = min(300.0, 2.0 ** attempts)
+    backoff = min(300.0, 2.0**attempts)
     async with pool.acquire() as conn:
         status = await conn.fetchval(
             "UPDATE operations SET status = $3, error = $4, updated_at = now(), locked_by = NULL, lease_until = NULL,"
             " run_after = now() + make_interval(secs => $5), finished_at = CASE WHEN $3 = 'failed' THEN now() END"
             " WHERE id = $1 AND status = 'running' AND locked_by = $2 RETURNING status",
-            op_id, worker_id, "failed" if final else "queued", error[:2000], backoff,
+            op_id,
+            worker_id,
+            "failed" if final else "queued",
+            error[:2000],
+            backoff,
         )
         return status or await conn.fetchval("SELECT status FROM operations WHERE id = $1", op_id)
 
@@ -217,7 +257,9 @@ async def end_cancelled(pool, op_id, worker_id: str, reason: str) -> None:
         await conn.execute(
             "UPDATE operations SET status = 'cancelled', error = $3, finished_at = now(), updated_at = now(),"
             " locked_by = NULL, lease_until = NULL WHERE id = $1 AND status = 'running' AND locked_by = $2",
-            op_id, worker_id, reason[:2000],
+            op_id,
+            worker_id,
+            reason[:2000],
         )
 
 
@@ -227,5 +269,6 @@ async def release(pool, op_ids: list, worker_id: str) -> None:
         await conn.execute(
             "UPDATE operations SET status = 'queued', attempts = greatest(0, attempts - 1), locked_by = NULL,"
             " lease_until = NULL, updated_at = now() WHERE id = ANY($1::uuid[]) AND status = 'running' AND locked_by = $2",
-            op_ids, worker_id,
+            op_ids,
+            worker_id,
         )

@@ -25,6 +25,7 @@ Import rules (documented in the README):
 - when the file's embedding model or dimension differs from this server's, every memory, chunk
   and mental model is re-embedded with this server's model.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -34,9 +35,10 @@ import re
 import uuid
 import zlib
 from collections import Counter
-from datetime import datetime, timezone
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from itertools import islice
-from typing import IO, AsyncIterator, Literal
+from typing import IO, Literal
 
 import asyncpg
 from pydantic import BaseModel, Field
@@ -54,18 +56,36 @@ ID_NAMESPACE = uuid.UUID("5d1c0c6e-8a7f-4c3e-9b2a-1f0e3d2c4b5a")
 # kind -> SQL yielding one JSON text per row, in an order that puts referenced rows first.
 EXPORTS = [
     ("entity", "SELECT (to_jsonb(t) - 'bank_id')::text FROM entities t WHERE bank_id = $1 ORDER BY id"),
-    ("memory", "SELECT (to_jsonb(t) - 'bank_id' - 'tsv')::text FROM memories t WHERE bank_id = $1"
-               " ORDER BY created_at, source_id, position"),
-    ("memory_entity", "SELECT to_jsonb(x)::text FROM (SELECT me.entity_id, me.memory_id FROM memory_entities me"
-                      " JOIN memories m ON m.id = me.memory_id WHERE m.bank_id = $1) x"),
-    ("fact_source", "SELECT to_jsonb(x)::text FROM (SELECT f.fact_id, f.raw_id FROM fact_sources f"
-                    " JOIN memories m ON m.id = f.fact_id WHERE m.bank_id = $1) x"),
-    ("memory_document", "SELECT (to_jsonb(t) - 'bank_id')::text FROM memory_documents t WHERE bank_id = $1 ORDER BY id"),
+    (
+        "memory",
+        "SELECT (to_jsonb(t) - 'bank_id' - 'tsv')::text FROM memories t WHERE bank_id = $1"
+        " ORDER BY created_at, source_id, position",
+    ),
+    (
+        "memory_entity",
+        "SELECT to_jsonb(x)::text FROM (SELECT me.entity_id, me.memory_id FROM memory_entities me"
+        " JOIN memories m ON m.id = me.memory_id WHERE m.bank_id = $1) x",
+    ),
+    (
+        "fact_source",
+        "SELECT to_jsonb(x)::text FROM (SELECT f.fact_id, f.raw_id FROM fact_sources f"
+        " JOIN memories m ON m.id = f.fact_id WHERE m.bank_id = $1) x",
+    ),
+    (
+        "memory_document",
+        "SELECT (to_jsonb(t) - 'bank_id')::text FROM memory_documents t WHERE bank_id = $1 ORDER BY id",
+    ),
     ("document", "SELECT (to_jsonb(t) - 'bank_id')::text FROM documents t WHERE bank_id = $1 ORDER BY source_name"),
-    ("chunk", "SELECT (to_jsonb(t) - 'bank_id' - 'tsv')::text FROM chunks t WHERE bank_id = $1 ORDER BY document_id, position"),
+    (
+        "chunk",
+        "SELECT (to_jsonb(t) - 'bank_id' - 'tsv')::text FROM chunks t WHERE bank_id = $1 ORDER BY document_id, position",
+    ),
     ("mental_model", "SELECT (to_jsonb(t) - 'bank_id')::text FROM mental_models t WHERE bank_id = $1 ORDER BY id"),
-    ("mental_model_version", "SELECT (to_jsonb(t) - 'bank_id')::text FROM mental_model_versions t WHERE bank_id = $1"
-                             " ORDER BY model_id, version"),
+    (
+        "mental_model_version",
+        "SELECT (to_jsonb(t) - 'bank_id')::text FROM mental_model_versions t WHERE bank_id = $1"
+        " ORDER BY model_id, version",
+    ),
 ]
 KINDS = [k for k, _ in EXPORTS]
 
@@ -87,11 +107,16 @@ async def export_bank(engine, bank_id: str) -> AsyncIterator[bytes]:
     counts: Counter = Counter()
     async with engine.pool.acquire() as conn:
         async with conn.transaction(isolation="repeatable_read", readonly=True):
-            bank = await conn.fetchval(
-                "SELECT (to_jsonb(b) - 'id')::text FROM banks b WHERE id = $1", bank_id)
-            header = {"kind": "header", "format": FORMAT, "version": VERSION, "bank_id": bank_id,
-                      "bank": json.loads(bank), "exported_at": datetime.now(timezone.utc).isoformat(),
-                      "embedding": {"model": engine.embedder.name, "dim": engine.embedder.dim}}
+            bank = await conn.fetchval("SELECT (to_jsonb(b) - 'id')::text FROM banks b WHERE id = $1", bank_id)
+            header = {
+                "kind": "header",
+                "format": FORMAT,
+                "version": VERSION,
+                "bank_id": bank_id,
+                "bank": json.loads(bank),
+                "exported_at": datetime.now(UTC).isoformat(),
+                "embedding": {"model": engine.embedder.name, "dim": engine.embedder.dim},
+            }
             yield gz.compress((json.dumps(header) + "\n").encode())
             for kind, sql in EXPORTS:
                 buf: list[str] = []
@@ -141,7 +166,7 @@ class _Importer:
         emb = header.get("embedding") or {}
         self.source_model = emb.get("model")
         self.re_embed = emb.get("model") != engine.embedder.name or emb.get("dim") != engine.embedder.dim
-        stamp = datetime.now(timezone.utc)
+        stamp = datetime.now(UTC)
         self.suffix = f" (imported {stamp:%Y-%m-%d %H:%M:%S} UTC)"
         self.id_suffix = f"-imported-{stamp:%Y%m%d%H%M%S}"
         self.ids: dict[str, dict] = {k: {} for k in ("entity", "memory", "document", "mental_model")}
@@ -152,17 +177,25 @@ class _Importer:
         self.doc_renames: dict[str, str | None] = {}
 
     async def prepare(self) -> None:
-        self.memory_docs = {r[0] for r in await self.conn.fetch(
-            "SELECT DISTINCT document_id FROM memories WHERE bank_id = $1 AND document_id IS NOT NULL", self.bank_id)}
+        self.memory_docs = {
+            r[0]
+            for r in await self.conn.fetch(
+                "SELECT DISTINCT document_id FROM memories WHERE bank_id = $1 AND document_id IS NOT NULL", self.bank_id
+            )
+        }
 
     async def _columns(self, table: str, row: dict) -> list[str]:
         """Insertable columns of `table` present in the file (names from the catalogue, never
         from the file, so they are safe to quote into SQL); newer columns take their defaults."""
         if table not in self.columns:
-            self.columns[table] = [r[0] for r in await self.conn.fetch(
-                "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema()"
-                " AND table_name = $1 AND is_generated = 'NEVER' AND column_name <> 'bank_id' ORDER BY ordinal_position",
-                table)]
+            self.columns[table] = [
+                r[0]
+                for r in await self.conn.fetch(
+                    "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema()"
+                    " AND table_name = $1 AND is_generated = 'NEVER' AND column_name <> 'bank_id' ORDER BY ordinal_position",
+                    table,
+                )
+            ]
         return [c for c in self.columns[table] if c in row]
 
     async def _insert(self, table: str, rows: list[dict], conflict: str = "") -> None:
@@ -173,7 +206,8 @@ class _Importer:
         await self.conn.execute(
             f"INSERT INTO {table} (bank_id, {names}) SELECT $1, {names}"
             f" FROM jsonb_populate_recordset(NULL::{table}, $2::jsonb) {conflict}",
-            self.bank_id, json.dumps(rows),
+            self.bank_id,
+            json.dumps(rows),
         )
 
     def _remember(self, kind: str, olds: list[str], rows: list[dict], inserted: list[dict]) -> None:
@@ -192,8 +226,12 @@ class _Importer:
         ids of those already here: under their own id, or under the id an earlier import of the
         same file gave them."""
         derived = {r["id"]: self._new_id(r["id"]) for r in rows}
-        found = {str(r["id"]): r["bank_id"] for r in await self.conn.fetch(
-            f"SELECT id, bank_id FROM {table} WHERE id = ANY($1::uuid[])", [*derived, *derived.values()])}
+        found = {
+            str(r["id"]): r["bank_id"]
+            for r in await self.conn.fetch(
+                f"SELECT id, bank_id FROM {table} WHERE id = ANY($1::uuid[])", [*derived, *derived.values()]
+            )
+        }
         here, fresh = set(), []
         for r in rows:
             old, new = r["id"], derived[r["id"]]
@@ -222,7 +260,10 @@ class _Importer:
             " SELECT $1, name, canonical, kind, mention_count FROM jsonb_populate_recordset(NULL::entities, $2::jsonb)"
             " ORDER BY canonical ON CONFLICT (bank_id, canonical)"
             " DO UPDATE SET mention_count = greatest(entities.mention_count, EXCLUDED.mention_count)"
-            " RETURNING id, canonical", self.bank_id, json.dumps(rows))
+            " RETURNING id, canonical",
+            self.bank_id,
+            json.dumps(rows),
+        )
         new = {r["canonical"]: r["id"] for r in got}
         for r in rows:
             self.ids["entity"][r["id"]] = new[r["canonical"]]
@@ -273,7 +314,10 @@ class _Importer:
         if pairs:
             await self.conn.execute(
                 "INSERT INTO memory_entities (entity_id, memory_id) SELECT * FROM unnest($1::bigint[], $2::uuid[])"
-                " ON CONFLICT DO NOTHING", [p[0] for p in pairs], [p[1] for p in pairs])
+                " ON CONFLICT DO NOTHING",
+                [p[0] for p in pairs],
+                [p[1] for p in pairs],
+            )
 
     async def fact_source(self, rows: list[dict]) -> None:
         pairs = [(self.ids["memory"].get(r["fact_id"]), self.ids["memory"].get(r["raw_id"])) for r in rows]
@@ -281,7 +325,10 @@ class _Importer:
         if pairs:
             await self.conn.execute(
                 "INSERT INTO fact_sources (fact_id, raw_id) SELECT * FROM unnest($1::uuid[], $2::uuid[])"
-                " ON CONFLICT DO NOTHING", [p[0] for p in pairs], [p[1] for p in pairs])
+                " ON CONFLICT DO NOTHING",
+                [p[0] for p in pairs],
+                [p[1] for p in pairs],
+            )
 
     async def memory_document(self, rows: list[dict]) -> None:
         """A retained document's text follows its memories: renamed, skipped or replaced as they were."""
@@ -300,9 +347,14 @@ class _Importer:
         olds = [r["id"] for r in rows]
         fresh, here = await self._place("documents", rows)
         self.skipped["document"] += len(here)
-        existing = {r["source_name"]: r["id"] for r in await self.conn.fetch(
-            "SELECT id, source_name FROM documents WHERE bank_id = $1 AND source_name = ANY($2::text[])",
-            self.bank_id, [r["source_name"] for r in fresh])}
+        existing = {
+            r["source_name"]: r["id"]
+            for r in await self.conn.fetch(
+                "SELECT id, source_name FROM documents WHERE bank_id = $1 AND source_name = ANY($2::text[])",
+                self.bank_id,
+                [r["source_name"] for r in fresh],
+            )
+        }
         keep = []
         for r in fresh:
             if r["source_name"] in existing:
@@ -334,9 +386,14 @@ class _Importer:
         self.imported["chunk"] += len(fresh)
 
     async def mental_model(self, rows: list[dict]) -> None:
-        existing = {r["id"]: r["source_query"] for r in await self.conn.fetch(
-            "SELECT id, source_query FROM mental_models WHERE bank_id = $1 AND id = ANY($2::text[])",
-            self.bank_id, [r["id"] for r in rows])}
+        existing = {
+            r["id"]: r["source_query"]
+            for r in await self.conn.fetch(
+                "SELECT id, source_query FROM mental_models WHERE bank_id = $1 AND id = ANY($2::text[])",
+                self.bank_id,
+                [r["id"] for r in rows],
+            )
+        }
         keep = []
         for r in rows:
             old = r["id"]
@@ -345,7 +402,9 @@ class _Importer:
                     self.skipped["mental_model"] += 1
                     continue
                 if self.policy == "replace":
-                    await self.conn.execute("DELETE FROM mental_models WHERE bank_id = $1 AND id = $2", self.bank_id, old)
+                    await self.conn.execute(
+                        "DELETE FROM mental_models WHERE bank_id = $1 AND id = $2", self.bank_id, old
+                    )
                     self.replaced["mental_model"] += 1
                 else:
                     r["id"] = re.sub(r"-+$", "", old[: 64 - len(self.id_suffix)]) + self.id_suffix
@@ -387,8 +446,12 @@ async def import_bank(engine, bank_id: str, fileobj: IO[bytes], on_conflict: OnC
                 await conn.execute(
                     "UPDATE banks SET name = $2, mission = $3, disposition = coalesce($4::jsonb, disposition),"
                     " config = coalesce($5::jsonb, config) WHERE id = $1",
-                    bank_id, b.get("name"), b.get("mission"), json.dumps(b["disposition"]) if b.get("disposition") else None,
-                    json.dumps(b["config"]) if isinstance(b.get("config"), dict) else None)
+                    bank_id,
+                    b.get("name"),
+                    b.get("mission"),
+                    json.dumps(b["disposition"]) if b.get("disposition") else None,
+                    json.dumps(b["config"]) if isinstance(b.get("config"), dict) else None,
+                )
             imp = _Importer(engine, conn, bank_id, on_conflict, header)
             await imp.prepare()
             while True:
@@ -413,7 +476,14 @@ async def import_bank(engine, bank_id: str, fileobj: IO[bytes], on_conflict: OnC
                 for kind, rows in groups:
                     try:
                         await getattr(imp, kind)(rows)
-                    except (asyncpg.PostgresError, asyncpg.DataError, KeyError, TypeError, ValueError, AttributeError) as exc:
+                    except (
+                        asyncpg.PostgresError,
+                        asyncpg.DataError,
+                        KeyError,
+                        TypeError,
+                        ValueError,
+                        AttributeError,
+                    ) as exc:
                         # a hand-edited or damaged file: say where, roll everything back
                         detail = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0]
                         raise _bad(f"invalid {kind} record before line {reader.line_no}: {detail}") from None
@@ -423,6 +493,12 @@ async def import_bank(engine, bank_id: str, fileobj: IO[bytes], on_conflict: OnC
             if any(expected.get(k, 0) != imp.seen[k] for k in KINDS):
                 raise _bad(f"counts differ from the end line ({dict(imp.seen)} vs {expected}); nothing was imported")
     return ImportResult(
-        bank_id=bank_id, created_bank=bool(created), re_embedded=imp.re_embed, source_model=imp.source_model,
-        imported=dict(imp.imported), skipped=dict(imp.skipped), renamed=dict(imp.renamed), replaced=dict(imp.replaced),
+        bank_id=bank_id,
+        created_bank=bool(created),
+        re_embedded=imp.re_embed,
+        source_model=imp.source_model,
+        imported=dict(imp.imported),
+        skipped=dict(imp.skipped),
+        renamed=dict(imp.renamed),
+        replaced=dict(imp.replaced),
     )

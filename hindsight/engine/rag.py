@@ -8,6 +8,7 @@ by several phrases and arms rises), deduplicated and cut to `top_k`. `search_doc
 search with every option of relevance.SearchOptions (mode, threshold, filter), in the result shape
 of the RAG-over-MCP search tools.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -42,15 +43,18 @@ def parse_caller(headers) -> Caller:
         try:
             tags = json.loads(raw)
         except ValueError:
-            raise InvalidArgument('x-session-tags: must be a JSON array of strings, e.g. ["department:sales"]',
-                                  "x-session-tags") from None
+            raise InvalidArgument(
+                'x-session-tags: must be a JSON array of strings, e.g. ["department:sales"]', "x-session-tags"
+            ) from None
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
             raise InvalidArgument("x-session-tags: must be a JSON array of strings", "x-session-tags")
     return Caller(user_id=headers.get("x-user-id") or None, session_tags=tags)
 
 
-ACCESS_SQL = ("((cardinality(d.tags) = 0 AND cardinality(d.allowed_users) = 0)"
-              " OR d.tags && $TAGS::text[] OR $USER::text = ANY(d.allowed_users))")
+ACCESS_SQL = (
+    "((cardinality(d.tags) = 0 AND cardinality(d.allowed_users) = 0)"
+    " OR d.tags && $TAGS::text[] OR $USER::text = ANY(d.allowed_users))"
+)
 
 
 def _access(first: int) -> str:
@@ -116,8 +120,15 @@ class ChunkHit:
         return list(range(lo, (hi or lo) + 1)) if lo is not None else []
 
 
-async def search_chunks(engine, bank_id: str, phrases: list[str], caller: Caller, opts: SearchOptions,
-                        top_k: int, default_strictness: int = 0) -> list[ChunkHit]:
+async def search_chunks(
+    engine,
+    bank_id: str,
+    phrases: list[str],
+    caller: Caller,
+    opts: SearchOptions,
+    top_k: int,
+    default_strictness: int = 0,
+) -> list[ChunkHit]:
     """Every phrase x arm (semantic, keyword; or one of them per `mode`) on its own connection,
     restricted to documents the caller may see and to `opts.filter`; fused with RRF."""
     filt = compile_filter(opts.filter, CHUNK_FIELDS, 5)
@@ -130,21 +141,39 @@ async def search_chunks(engine, bank_id: str, phrases: list[str], caller: Caller
     lists: list[tuple[str, Any]] = []
     for phrase, vec in zip(phrases, vectors):
         if opts.mode != "keyword":
-            lists.append(("semantic", fetch_ids(
-                pool,
-                "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id"
-                f" WHERE c.bank_id = $1 AND {access}{fsql} ORDER BY c.embedding <=> $2 LIMIT {PER_ARM}",
-                bank_id, vec, caller.session_tags, caller.user_id, *fparams,
-            )))
+            lists.append(
+                (
+                    "semantic",
+                    fetch_ids(
+                        pool,
+                        "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id"
+                        f" WHERE c.bank_id = $1 AND {access}{fsql} ORDER BY c.embedding <=> $2 LIMIT {PER_ARM}",
+                        bank_id,
+                        vec,
+                        caller.session_tags,
+                        caller.user_id,
+                        *fparams,
+                    ),
+                )
+            )
         tsq = keyword_query(phrase)
         if tsq and opts.mode != "vector":
-            lists.append(("keyword", fetch_ids(
-                pool,
-                "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id, to_tsquery('english', $2) q"
-                f" WHERE c.bank_id = $1 AND c.tsv @@ q AND {access}{fsql}"
-                f" ORDER BY ts_rank_cd(c.tsv, q, 1) DESC LIMIT {PER_ARM}",
-                bank_id, tsq, caller.session_tags, caller.user_id, *fparams,
-            )))
+            lists.append(
+                (
+                    "keyword",
+                    fetch_ids(
+                        pool,
+                        "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id, to_tsquery('english', $2) q"
+                        f" WHERE c.bank_id = $1 AND c.tsv @@ q AND {access}{fsql}"
+                        f" ORDER BY ts_rank_cd(c.tsv, q, 1) DESC LIMIT {PER_ARM}",
+                        bank_id,
+                        tsq,
+                        caller.session_tags,
+                        caller.user_id,
+                        *fparams,
+                    ),
+                )
+            )
     scores: dict = {}
     found_by: dict = {}
     for (arm, _), ids in zip(lists, await asyncio.gather(*(f for _, f in lists))):
@@ -157,32 +186,55 @@ async def search_chunks(engine, bank_id: str, phrases: list[str], caller: Caller
         return []
     rel, rel_params = relevance_sql(opts.mode, "c.embedding", "c.tsv", 2, list(vectors), phrases)
     async with pool.acquire() as conn:
-        rows = {r["id"]: r for r in await conn.fetch(
-            "SELECT c.id, c.document_id, c.position, c.text, c.headline, c.page_start, c.page_end, d.source_name,"
-            f" d.source_type, d.source_url, {rel} AS relevance"
-            " FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ANY($1::uuid[])",
-            top, *rel_params,
-        )}
+        rows = {
+            r["id"]: r
+            for r in await conn.fetch(
+                "SELECT c.id, c.document_id, c.position, c.text, c.headline, c.page_start, c.page_end, d.source_name,"
+                f" d.source_type, d.source_url, {rel} AS relevance"
+                " FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ANY($1::uuid[])",
+                top,
+                *rel_params,
+            )
+        }
     floor = opts.threshold(default_strictness)
-    hits = [ChunkHit(row=r, score=round(scores[cid], 6), relevance=round(float(r["relevance"]), 4),
-                     arms=sorted(found_by[cid], key=["semantic", "keyword"].index))
-            for cid in top if (r := rows.get(cid)) is not None]
+    hits = [
+        ChunkHit(
+            row=r,
+            score=round(scores[cid], 6),
+            relevance=round(float(r["relevance"]), 4),
+            arms=sorted(found_by[cid], key=["semantic", "keyword"].index),
+        )
+        for cid in top
+        if (r := rows.get(cid)) is not None
+    ]
     return [h for h in hits if h.relevance >= floor][:top_k]
 
 
-async def rag_search(engine, bank_id: str, phrases: list[str], caller: Caller, top_k: int = 10,
-                     opts: SearchOptions | None = None) -> RagSearchResult:
+async def rag_search(
+    engine, bank_id: str, phrases: list[str], caller: Caller, top_k: int = 10, opts: SearchOptions | None = None
+) -> RagSearchResult:
     phrases = check_phrases(phrases)
     if not 1 <= top_k <= MAX_TOP_K:
         raise InvalidArgument(f"top_k: must be between 1 and {MAX_TOP_K}", "top_k")
     hits = await search_chunks(engine, bank_id, phrases, caller, opts or SearchOptions(), top_k)
-    return RagSearchResult(segments=[
-        Segment(segment_uid=str(h.row["id"]), source_file_name=h.row["source_name"],
-                source_file_type=h.row["source_type"], headline=h.row["headline"],
-                segment_summary=summary(h.row["text"]), raw_text=h.row["text"], source_url=h.row["source_url"],
-                page_start=h.row["page_start"], page_end=h.row["page_end"], score=h.relevance, arms=h.arms)
-        for h in hits
-    ])
+    return RagSearchResult(
+        segments=[
+            Segment(
+                segment_uid=str(h.row["id"]),
+                source_file_name=h.row["source_name"],
+                source_file_type=h.row["source_type"],
+                headline=h.row["headline"],
+                segment_summary=summary(h.row["text"]),
+                raw_text=h.row["text"],
+                source_url=h.row["source_url"],
+                page_start=h.row["page_start"],
+                page_end=h.row["page_end"],
+                score=h.relevance,
+                arms=h.arms,
+            )
+            for h in hits
+        ]
+    )
 
 
 class ChunkResult(BaseModel):
@@ -219,21 +271,34 @@ DEFAULT_TOP_K = 5
 DEFAULT_STRICTNESS = 1
 
 
-async def search_documents(engine, bank_id: str, query: str, caller: Caller, opts: SearchOptions) -> DocumentSearchResult:
+async def search_documents(
+    engine, bank_id: str, query: str, caller: Caller, opts: SearchOptions
+) -> DocumentSearchResult:
     """The knowledge-base search with every option: mode, top_k (default 5), strictness (default 1),
     min_score, filter."""
     phrases = check_phrases([query], "query")
     hits = await search_chunks(engine, bank_id, phrases, caller, opts, opts.top_k or DEFAULT_TOP_K, DEFAULT_STRICTNESS)
     results = [
-        ChunkResult(content=h.row["text"], file_path=h.row["source_name"], chunk_id=str(h.row["id"]),
-                    chunk_index=h.row["position"], document_id=str(h.row["document_id"]),
-                    source_type=h.row["source_type"], source_url=h.row["source_url"], headline=h.row["headline"],
-                    score=h.relevance, page_numbers=h.pages,
-                    vector_type="dense" if "semantic" in h.arms else "sparse", arms=h.arms)
+        ChunkResult(
+            content=h.row["text"],
+            file_path=h.row["source_name"],
+            chunk_id=str(h.row["id"]),
+            chunk_index=h.row["position"],
+            document_id=str(h.row["document_id"]),
+            source_type=h.row["source_type"],
+            source_url=h.row["source_url"],
+            headline=h.row["headline"],
+            score=h.relevance,
+            page_numbers=h.pages,
+            vector_type="dense" if "semantic" in h.arms else "sparse",
+            arms=h.arms,
+        )
         for h in hits
     ]
-    return DocumentSearchResult(results=results, metadata=SearchMetadata(
-        results_number=len(results), search_type=SEARCH_TYPES[opts.mode], collection=bank_id))
+    return DocumentSearchResult(
+        results=results,
+        metadata=SearchMetadata(results_number=len(results), search_type=SEARCH_TYPES[opts.mode], collection=bank_id),
+    )
 
 
 async def verify_document_access(engine, bank_id: str, segment_uid: str, caller: Caller) -> AccessResult:
@@ -246,10 +311,15 @@ async def verify_document_access(engine, bank_id: str, segment_uid: str, caller:
         r = await conn.fetchrow(
             f"SELECT d.source_url, {_access(3)} AS ok FROM chunks c JOIN documents d ON d.id = c.document_id"
             " WHERE c.bank_id = $1 AND c.id = $2",
-            bank_id, sid, caller.session_tags, caller.user_id,
+            bank_id,
+            sid,
+            caller.session_tags,
+            caller.user_id,
         )
     if r is None:
         return AccessResult(has_access=False, error="segment not found: its document was deleted or re-imported")
     if not r["ok"]:
-        return AccessResult(has_access=False, error="access denied: the current session tags and user id do not grant access")
+        return AccessResult(
+            has_access=False, error="access denied: the current session tags and user id do not grant access"
+        )
     return AccessResult(has_access=True, refreshed_url=r["source_url"], access_level="view")

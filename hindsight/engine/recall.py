@@ -15,22 +15,22 @@ ranking words by rarity was the largest gain, so the keyword arm weighs most.
 `mode` narrows this to the semantic arm (vector) or the keyword arm (keyword), without neighbours;
 `filter` (filters.py) and the relevance threshold (relevance.py) apply in every mode.
 """
+
 from __future__ import annotations
 
 import asyncio
 import math
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-
+from ..metrics import RECALL_ARM_SECONDS, timed
+from .binder import Binder
 from .entities import canonical
 from .filters import MEMORY_FIELDS, compile_filter
 from .memories import COLUMNS, to_memory
 from .models import Memory, RecallRequest, RecallResult
 from .relevance import relevance_sql
-from ..metrics import RECALL_ARM_SECONDS, timed
-from .binder import Binder
 from .tags import tag_condition
 from .temporal import TimeWindow, find_time_windows
 from .text import estimate_tokens
@@ -45,11 +45,70 @@ NEIGHBOUR_PARENTS = 8
 NEIGHBOUR_DECAY = 0.5
 _WORD = re.compile(r"[A-Za-z0-9]+")
 _QUERY_STOP = {
-    "what", "when", "where", "who", "whom", "which", "why", "how", "did", "does", "do", "is",
-    "are", "was", "were", "the", "a", "an", "of", "to", "in", "on", "for", "and", "or", "with",
-    "has", "have", "had", "be", "been", "at", "by", "from", "about", "as", "it", "its", "that",
-    "this", "there", "their", "they", "he", "she", "his", "her", "him", "you", "your", "i", "me",
-    "my", "we", "our", "us", "can", "could", "would", "should", "will", "some", "any", "kind",
+    "what",
+    "when",
+    "where",
+    "who",
+    "whom",
+    "which",
+    "why",
+    "how",
+    "did",
+    "does",
+    "do",
+    "is",
+    "are",
+    "was",
+    "were",
+    "the",
+    "a",
+    "an",
+    "of",
+    "to",
+    "in",
+    "on",
+    "for",
+    "and",
+    "or",
+    "with",
+    "has",
+    "have",
+    "had",
+    "be",
+    "been",
+    "at",
+    "by",
+    "from",
+    "about",
+    "as",
+    "it",
+    "its",
+    "that",
+    "this",
+    "there",
+    "their",
+    "they",
+    "he",
+    "she",
+    "his",
+    "her",
+    "him",
+    "you",
+    "your",
+    "i",
+    "me",
+    "my",
+    "we",
+    "our",
+    "us",
+    "can",
+    "could",
+    "would",
+    "should",
+    "will",
+    "some",
+    "any",
+    "kind",
 }
 
 
@@ -61,7 +120,7 @@ class Filters:
     params: list = field(default_factory=list)
 
     @classmethod
-    def build(cls, req: RecallRequest, first_param: int) -> "Filters":
+    def build(cls, req: RecallRequest, first_param: int) -> Filters:
         parts = ["NOT m.superseded"]
         p = Binder(first=first_param)
         tagged = tag_condition("m.tags", req.tags, req.tags_match, p)
@@ -121,7 +180,13 @@ async def temporal_ids(pool, bank_id: str, qvec, f: Filters, window: TimeWindow)
         f" AND ((m.occurred_start < ${n + 1} AND m.occurred_end > ${n})"
         f"  OR (m.mentioned_at >= ${n} AND m.mentioned_at < ${n + 1})){f.sql}"
         " ORDER BY m.embedding <=> $2 LIMIT $3",
-        bank_id, qvec, ARM_LIMIT, *f.params, window.start, window.end, custom_plan=True,
+        bank_id,
+        qvec,
+        ARM_LIMIT,
+        *f.params,
+        window.start,
+        window.end,
+        custom_plan=True,
     )
 
 
@@ -150,7 +215,8 @@ async def keyword_ids(pool, bank_id: str, words: list[str], f: Filters) -> list:
             " LEFT JOIN bank_lexemes b ON b.bank_id = $1"
             "  AND b.lexeme = (tsvector_to_array(to_tsvector('english', u.w)))[1]"
             " LEFT JOIN bank_lexemes t ON t.bank_id = $1 AND t.lexeme = ''",
-            bank_id, words,
+            bank_id,
+            words,
         )
         present = sorted((r["n"], r["w"]) for r in stats if r["n"] > 0)
         if not present:
@@ -175,16 +241,24 @@ async def keyword_ids(pool, bank_id: str, words: list[str], f: Filters) -> list:
         else:
             own = ""
             matches, limits = _seed_matches(present)
-            candidates = "(" + " UNION ".join(
-                f"(SELECT m.id, m.tsv FROM memories m WHERE m.bank_id = $1"
-                f" AND m.tsv @@ to_tsquery('english', ${n + i}){f.sql} LIMIT {limit})"
-                for i, limit in enumerate(limits)
-            ) + ") c"
+            candidates = (
+                "("
+                + " UNION ".join(
+                    f"(SELECT m.id, m.tsv FROM memories m WHERE m.bank_id = $1"
+                    f" AND m.tsv @@ to_tsquery('english', ${n + i}){f.sql} LIMIT {limit})"
+                    for i, limit in enumerate(limits)
+                )
+                + ") c"
+            )
         rows = await conn.fetch(
             "WITH q AS MATERIALIZED (SELECT array_agg(to_tsquery('english', w) ORDER BY i) AS tq"
             f"  FROM unnest($2::text[]) WITH ORDINALITY u(w, i)){own}"
             f" SELECT c.id FROM q, {candidates} ORDER BY {score} DESC LIMIT {ARM_LIMIT}",
-            bank_id, [w for _, w in present], idf, *f.params, *matches,
+            bank_id,
+            [w for _, w in present],
+            idf,
+            *f.params,
+            *matches,
         )
     return [r[0] for r in rows]
 
@@ -223,9 +297,9 @@ async def _timed(arm: str, query):
 
 async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
     pool = engine.pool
-    base = req.query_timestamp or datetime.now(timezone.utc)
+    base = req.query_timestamp or datetime.now(UTC)
     if base.tzinfo is None:
-        base = base.replace(tzinfo=timezone.utc)
+        base = base.replace(tzinfo=UTC)
     f = Filters.build(req, 4)
 
     arms: dict[str, asyncio.Future] = {}
@@ -243,23 +317,36 @@ async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
             arm.cancel()
         raise
     if req.mode != "keyword":
-        arms["semantic"] = _timed("semantic", fetch_ids(
-            pool,
-            "SELECT id FROM (SELECT m.id, m.embedding <=> $2 AS d FROM memories m"
-            f" WHERE m.bank_id = $1{f.sql} ORDER BY m.embedding <=> $2 LIMIT $3) s ORDER BY d",
-            bank_id, qvec, ARM_LIMIT, *f.params,
-        ))
+        arms["semantic"] = _timed(
+            "semantic",
+            fetch_ids(
+                pool,
+                "SELECT id FROM (SELECT m.id, m.embedding <=> $2 AS d FROM memories m"
+                f" WHERE m.bank_id = $1{f.sql} ORDER BY m.embedding <=> $2 LIMIT $3) s ORDER BY d",
+                bank_id,
+                qvec,
+                ARM_LIMIT,
+                *f.params,
+            ),
+        )
     if hybrid:
-        arms["entity"] = _timed("entity", fetch_ids(
-            pool,
-            "SELECT m.id FROM entities e JOIN memory_entities me ON me.entity_id = e.id"
-            " JOIN memories m ON m.id = me.memory_id"
-            f" WHERE e.bank_id = $1 AND e.canonical = ANY($2::text[]){f.sql}"
-            " GROUP BY m.id, m.embedding ORDER BY sum(ln(1 + (SELECT n FROM bank_lexemes WHERE bank_id = $1"
-            "  AND lexeme = '') / greatest(e.mention_count, 1)::float8)) DESC,"
-            f" m.embedding <=> ${4 + len(f.params)} LIMIT $3",
-            bank_id, entity_candidates(req.query), ARM_LIMIT, *f.params, qvec,
-        ))
+        arms["entity"] = _timed(
+            "entity",
+            fetch_ids(
+                pool,
+                "SELECT m.id FROM entities e JOIN memory_entities me ON me.entity_id = e.id"
+                " JOIN memories m ON m.id = me.memory_id"
+                f" WHERE e.bank_id = $1 AND e.canonical = ANY($2::text[]){f.sql}"
+                " GROUP BY m.id, m.embedding ORDER BY sum(ln(1 + (SELECT n FROM bank_lexemes WHERE bank_id = $1"
+                "  AND lexeme = '') / greatest(e.mention_count, 1)::float8)) DESC,"
+                f" m.embedding <=> ${4 + len(f.params)} LIMIT $3",
+                bank_id,
+                entity_candidates(req.query),
+                ARM_LIMIT,
+                *f.params,
+                qvec,
+            ),
+        )
     windows = find_time_windows(req.query, base) if hybrid else []
     if windows:
         arms["temporal"] = _timed("temporal", temporal_ids(pool, bank_id, qvec, f, windows[0]))
@@ -305,7 +392,11 @@ async def _details(pool, bank_id, order, f: Filters, scores, found_by, req: Reca
             f"   WHERE true{f.sql})"
             f" SELECT {COLUMNS}, {rel} AS relevance FROM memories m"
             f" WHERE m.bank_id = $1 AND m.id IN (SELECT id FROM hits UNION SELECT id FROM nb)",
-            bank_id, order, parents, *f.params, *rel_params,
+            bank_id,
+            order,
+            parents,
+            *f.params,
+            *rel_params,
         )
     by_id = {r["id"]: r for r in rows}
     by_pos = {(r["source_id"], r["position"]): r["id"] for r in rows}
@@ -320,8 +411,12 @@ async def _details(pool, bank_id, order, f: Filters, scores, found_by, req: Reca
                 scored[nid] = scores[parent] * NEIGHBOUR_DECAY
                 found_by.setdefault(nid, []).append("neighbour")
     return [
-        to_memory(by_id[mid], score=round(scored[mid], 6), arms=found_by.get(mid, []),
-                  relevance=round(float(by_id[mid]["relevance"]), 4))
+        to_memory(
+            by_id[mid],
+            score=round(scored[mid], 6),
+            arms=found_by.get(mid, []),
+            relevance=round(float(by_id[mid]["relevance"]), 4),
+        )
         for mid in sorted(scored, key=scored.get, reverse=True)
     ]
 

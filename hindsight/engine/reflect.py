@@ -4,6 +4,7 @@ The LLM sees each memory and mental model with its id and must cite the ones it 
 not among those given are dropped, so `based_on` never points at something the model invented.
 Offline (no LLM), reflect is extractive: the best memories, and a note saying no LLM is set.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -36,8 +37,8 @@ class ReflectRequest(BaseModel):
     tags_match: TagsMatch = "any"
     max_tokens: int | None = Field(None, ge=64, le=32_768, description="Longest answer, in tokens (LLM only).")
     response_schema: dict[str, Any] | None = Field(
-        None, description="A JSON Schema: with an LLM, the answer is also returned as `structured_output` "
-        "valid against it.",
+        None,
+        description="A JSON Schema: with an LLM, the answer is also returned as `structured_output` valid against it.",
     )
 
     _tags = field_validator("tags", mode="before")(_clean_tags)
@@ -100,8 +101,12 @@ def empty_bank_reflection(bank_id: str, req: ReflectRequest) -> ReflectResult:
     """Reflect on a bank that was never written: nothing to reason over, so no LLM call (whose
     usage could not be recorded against a bank that does not exist either)."""
     return ReflectResult(
-        bank_id=bank_id, query=req.query, answer="This bank holds no memories yet.", based_on=BasedOn(),
-        mode="extractive", note="The bank has not been written to; retain creates it.",
+        bank_id=bank_id,
+        query=req.query,
+        answer="This bank holds no memories yet.",
+        based_on=BasedOn(),
+        mode="extractive",
+        note="The bank has not been written to; retain creates it.",
         structured_output_error="the bank holds no memories yet" if req.response_schema is not None else None,
     )
 
@@ -117,12 +122,25 @@ def _persona(bank: Any) -> str:
 
 
 async def reflect(
-    engine, bank_id: str, req: ReflectRequest, *, operation: str = "reflect", operation_id=None,
-    exclude_model: str | None = None, max_answer_tokens: int | None = None,
+    engine,
+    bank_id: str,
+    req: ReflectRequest,
+    *,
+    operation: str = "reflect",
+    operation_id=None,
+    exclude_model: str | None = None,
+    max_answer_tokens: int | None = None,
 ) -> ReflectResult:
-    recalled = await recall(engine, bank_id, RecallRequest(
-        query=req.query, max_tokens=BUDGET_TOKENS[req.budget], tags=req.tags, tags_match=req.tags_match,
-    ))
+    recalled = await recall(
+        engine,
+        bank_id,
+        RecallRequest(
+            query=req.query,
+            max_tokens=BUDGET_TOKENS[req.budget],
+            tags=req.tags,
+            tags_match=req.tags_match,
+        ),
+    )
     qvec = await asyncio.to_thread(engine.embedder.embed_query, req.query)
     async with engine.pool.acquire() as conn:
         bank = await conn.fetchrow("SELECT mission, disposition FROM banks WHERE id = $1", bank_id)
@@ -130,15 +148,23 @@ async def reflect(
             "SELECT id, name, content FROM mental_models WHERE bank_id = $1 AND content IS NOT NULL"
             " AND embedding IS NOT NULL AND id IS DISTINCT FROM $3 AND 1 - (embedding <=> $2) >= $4"
             " ORDER BY embedding <=> $2 LIMIT $5",
-            bank_id, qvec, exclude_model, MODEL_MIN_SIMILARITY, MODEL_LIMIT,
+            bank_id,
+            qvec,
+            exclude_model,
+            MODEL_MIN_SIMILARITY,
+            MODEL_LIMIT,
         )
     memories = recalled.results
     if not engine.llm.configured("reflect"):
         top = memories[:10]
         lines = [f"- {m.text}" for m in top] or ["- (no memories match this question)"]
         return ReflectResult(
-            bank_id=bank_id, query=req.query, answer="Most relevant memories:\n" + "\n".join(lines),
-            based_on=BasedOn(memories=[m.id for m in top]), mode="extractive", note=OFFLINE_NOTE,
+            bank_id=bank_id,
+            query=req.query,
+            answer="Most relevant memories:\n" + "\n".join(lines),
+            based_on=BasedOn(memories=[m.id for m in top]),
+            mode="extractive",
+            note=OFFLINE_NOTE,
             structured_output_error=NO_LLM_STRUCTURED if req.response_schema is not None else None,
         )
 
@@ -152,33 +178,61 @@ async def reflect(
     body += [f"[mental_model {r['id']}] {r['name']}: {r['content']}" for r in models] or ["(none)"]
     body.append("MEMORIES:")
     for m in memories:
-        when = f" ({m.occurred_start.date()})" if m.occurred_start else (f" (said {m.mentioned_at.date()})" if m.mentioned_at else "")
+        when = (
+            f" ({m.occurred_start.date()})"
+            if m.occurred_start
+            else (f" (said {m.mentioned_at.date()})" if m.mentioned_at else "")
+        )
         body.append(f"[memory {m.id}] {m.text}{when}")
     usage = Usage()
     out = await engine.llm.json(
-        "reflect", [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n".join(body)}],
-        ReflectOutput, bank_id=bank_id, operation=operation, operation_id=operation_id,
-        max_tokens=max_answer_tokens or req.max_tokens, usage=usage,
+        "reflect",
+        [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n".join(body)}],
+        ReflectOutput,
+        bank_id=bank_id,
+        operation=operation,
+        operation_id=operation_id,
+        max_tokens=max_answer_tokens or req.max_tokens,
+        usage=usage,
     )
     known_m = {m.id for m in memories}
     known_mm = {r["id"] for r in models}
     result = ReflectResult(
-        bank_id=bank_id, query=req.query, answer=out.answer.strip(), mode="llm", model=engine.llm.model_name("reflect"),
+        bank_id=bank_id,
+        query=req.query,
+        answer=out.answer.strip(),
+        mode="llm",
+        model=engine.llm.model_name("reflect"),
         based_on=BasedOn(
             memories=[i for i in dict.fromkeys(out.memory_ids) if i in known_m],
             mental_models=[i for i in dict.fromkeys(out.mental_model_ids) if i in known_mm],
         ),
     )
     if req.response_schema is not None:
-        prompt = "\n".join([f"QUESTION: {req.query}", f"ANSWER: {result.answer}",
-                            f"SCHEMA: {json.dumps(req.response_schema)}", *body[body.index("MEMORIES:"):]])
+        prompt = "\n".join(
+            [
+                f"QUESTION: {req.query}",
+                f"ANSWER: {result.answer}",
+                f"SCHEMA: {json.dumps(req.response_schema)}",
+                *body[body.index("MEMORIES:") :],
+            ]
+        )
         try:
             result.structured_output = await engine.llm.json_schema(
-                "reflect", [{"role": "system", "content": STRUCTURED}, {"role": "user", "content": prompt}],
-                "response", req.response_schema, bank_id=bank_id, operation=operation, operation_id=operation_id,
+                "reflect",
+                [{"role": "system", "content": STRUCTURED}, {"role": "user", "content": prompt}],
+                "response",
+                req.response_schema,
+                bank_id=bank_id,
+                operation=operation,
+                operation_id=operation_id,
                 usage=usage,
             )
         except LLMError as exc:
             result.structured_output_error = str(exc)
-    result.usage = {"calls": usage.calls, "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
+    result.usage = {
+        "calls": usage.calls,
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+    }
     return result

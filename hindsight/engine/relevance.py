@@ -7,6 +7,7 @@ set once: the cosine similarity to the query for `vector`, the share of the quer
 the text contains for `keyword`, and 0.7 x similarity + 0.3 x word share for `hybrid`.
 `strictness` 0-5 picks a threshold from STRICTNESS; `min_score` sets it directly.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -25,11 +26,17 @@ class SearchOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    mode: Mode = Field("hybrid", description="hybrid (all arms, fused), vector (semantic only) or keyword (full text only).")
+    mode: Mode = Field(
+        "hybrid", description="hybrid (all arms, fused), vector (semantic only) or keyword (full text only)."
+    )
     top_k: int | None = Field(None, ge=1, le=MAX_TOP_K, description="At most this many results (1-50).")
-    strictness: int | None = Field(None, ge=0, le=5, description="Relevance threshold 0-5 (0: none; 1: 0.2 ... 5: 0.6).")
+    strictness: int | None = Field(
+        None, ge=0, le=5, description="Relevance threshold 0-5 (0: none; 1: 0.2 ... 5: 0.6)."
+    )
     min_score: float | None = Field(None, ge=0.0, le=1.0, description="Relevance threshold 0-1; instead of strictness.")
-    filter: str | None = Field(None, max_length=2_000, description='Filter expression, e.g. tags contains "work" and type = "world".')
+    filter: str | None = Field(
+        None, max_length=2_000, description='Filter expression, e.g. tags contains "work" and type = "world".'
+    )
 
     @model_validator(mode="after")
     def _one_threshold(self):
@@ -43,8 +50,9 @@ class SearchOptions(BaseModel):
         return STRICTNESS[self.strictness if self.strictness is not None else default_strictness]
 
 
-def relevance_sql(mode: str, embedding: str, tsv: str, first_param: int, vectors: list,
-                  phrases: list[str]) -> tuple[str, list]:
+def relevance_sql(
+    mode: str, embedding: str, tsv: str, first_param: int, vectors: list, phrases: list[str]
+) -> tuple[str, list]:
     """SQL for a row's relevance and its bind parameters (numbered from `first_param`): the best
     similarity over the query vectors and the best word share over the phrases. Words are the
     phrase's own lexemes from PostgreSQL's parser (the one that indexed the text), so codes such
@@ -67,7 +75,9 @@ def relevance_sql(mode: str, embedding: str, tsv: str, first_param: int, vectors
         shares = []
         for i in range(1, len(phrases) + 1):
             lex = f"(SELECT tsvector_to_array(to_tsvector('english', ({p}::text[])[{i}])))"
-            shares.append(f"(length({tsv}) - length(ts_delete({tsv}, {lex})))::float8 / greatest(1, cardinality({lex}))")
+            shares.append(
+                f"(length({tsv}) - length(ts_delete({tsv}, {lex})))::float8 / greatest(1, cardinality({lex}))"
+            )
         parts.append(f"{w_kw} * greatest({', '.join(shares)})")
         params.append(list(phrases))
     return " + ".join(parts), params

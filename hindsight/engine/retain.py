@@ -6,6 +6,7 @@ committed whole or not at all. That transaction holds the bank's write lock (ban
 so two concurrent retains of one document_id cannot interleave their units. A large call is
 embedded in steps of PIPELINE_UNITS, each step while the previous one is stored.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -15,7 +16,7 @@ import re
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import asyncpg
 from pydantic import BaseModel
@@ -31,8 +32,21 @@ from .text import split_units
 
 _FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|me|my|mine|myself|we|we're|our|us)\b")
 COPY_COLUMNS = [
-    "id", "bank_id", "text", "kind", "context", "embedding", "occurred_start", "occurred_end",
-    "mentioned_at", "tags", "metadata", "document_id", "source_id", "position", "given_entities",
+    "id",
+    "bank_id",
+    "text",
+    "kind",
+    "context",
+    "embedding",
+    "occurred_start",
+    "occurred_end",
+    "mentioned_at",
+    "tags",
+    "metadata",
+    "document_id",
+    "source_id",
+    "position",
+    "given_entities",
 ]
 
 
@@ -61,9 +75,7 @@ def check_items(items: list[RetainItem], max_items: int, max_chars: int) -> None
     for i, it in enumerate(items):
         if len(it.content) > max_chars:
             where = "content" if len(items) == 1 else f"items[{i}].content"
-            raise InvalidArgument(
-                f"{where}: {len(it.content)} characters exceed the limit of {max_chars}", where
-            )
+            raise InvalidArgument(f"{where}: {len(it.content)} characters exceed the limit of {max_chars}", where)
 
 
 def prepare_units(items: list[RetainItem], unit_max_chars: int) -> list[Unit]:
@@ -93,17 +105,30 @@ def prepare_units(items: list[RetainItem], unit_max_chars: int) -> list[Unit]:
 
 async def store_units(conn: asyncpg.Connection, bank_id: str, units: list[Unit], vectors) -> None:
     """Write units, their entities and links; the caller holds the transaction."""
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     records = []
     for u, vec in zip(units, vectors):
         it = u.item
         given = it.given_entities()
-        records.append((
-            u.id, bank_id, u.text, u.kind, it.context, vec,
-            u.occurred[0] if u.occurred else None, u.occurred[1] if u.occurred else None,
-            None if it.timeless else (it.timestamp or now), it.tags, json.dumps(it.metadata, default=str),
-            it.document_id, u.source_id, u.position, json.dumps(given) if given else None,
-        ))
+        records.append(
+            (
+                u.id,
+                bank_id,
+                u.text,
+                u.kind,
+                it.context,
+                vec,
+                u.occurred[0] if u.occurred else None,
+                u.occurred[1] if u.occurred else None,
+                None if it.timeless else (it.timestamp or now),
+                it.tags,
+                json.dumps(it.metadata, default=str),
+                it.document_id,
+                u.source_id,
+                u.position,
+                json.dumps(given) if given else None,
+            )
+        )
     await conn.copy_records_to_table("memories", records=records, columns=COPY_COLUMNS)
 
     mentions: Counter[str] = Counter()
@@ -123,7 +148,10 @@ async def store_units(conn: asyncpg.Connection, bank_id: str, units: list[Unit],
         " ON CONFLICT (bank_id, canonical) DO UPDATE SET mention_count = entities.mention_count + EXCLUDED.mention_count"
         " RETURNING id, canonical",
         bank_id,
-        [names[k][0] for k in keys], keys, [names[k][1] for k in keys], [mentions[k] for k in keys],
+        [names[k][0] for k in keys],
+        keys,
+        [names[k][1] for k in keys],
+        [mentions[k] for k in keys],
     )
     ids = {r["canonical"]: r["id"] for r in rows}
     ent_ids, mem_ids = [], []
@@ -134,7 +162,8 @@ async def store_units(conn: asyncpg.Connection, bank_id: str, units: list[Unit],
     await conn.execute(
         "INSERT INTO memory_entities (entity_id, memory_id)"
         " SELECT * FROM unnest($1::bigint[], $2::uuid[]) ON CONFLICT DO NOTHING",
-        ent_ids, mem_ids,
+        ent_ids,
+        mem_ids,
     )
 
 
@@ -146,12 +175,15 @@ async def delete_documents(conn: asyncpg.Connection, bank_id: str, document_ids:
         "       JOIN memories m ON m.id = me.memory_id"
         "       WHERE m.bank_id = $1 AND m.document_id = ANY($2::text[]) GROUP BY me.entity_id) x"
         " WHERE e.id = x.entity_id",
-        bank_id, document_ids,
+        bank_id,
+        document_ids,
     )
     status = await conn.execute(
         "DELETE FROM memories WHERE bank_id = $1 AND document_id = ANY($2::text[])", bank_id, document_ids
     )
-    await conn.execute("DELETE FROM memory_documents WHERE bank_id = $1 AND id = ANY($2::text[])", bank_id, document_ids)
+    await conn.execute(
+        "DELETE FROM memory_documents WHERE bank_id = $1 AND id = ANY($2::text[])", bank_id, document_ids
+    )
     return int(status.split()[-1])
 
 
@@ -168,12 +200,21 @@ async def store_documents(conn: asyncpg.Connection, bank_id: str, items: list[Re
         metadata: dict = {}
         for it in its:
             metadata.update(it.metadata)
-        rows.append((bank_id, doc_id, text, hashlib.sha256(text.encode()).hexdigest(),
-                     sorted({t for it in its for t in it.tags}), json.dumps(metadata, default=str)))
+        rows.append(
+            (
+                bank_id,
+                doc_id,
+                text,
+                hashlib.sha256(text.encode()).hexdigest(),
+                sorted({t for it in its for t in it.tags}),
+                json.dumps(metadata, default=str),
+            )
+        )
     if rows:
         await conn.executemany(
             "INSERT INTO memory_documents (bank_id, id, original_text, content_hash, tags, metadata)"
-            " VALUES ($1, $2, $3, $4, $5, $6::jsonb)", rows,
+            " VALUES ($1, $2, $3, $4, $5, $6::jsonb)",
+            rows,
         )
 
 
@@ -222,12 +263,19 @@ async def retain(engine, bank_id: str, items: list[RetainItem], wait: bool = Fal
             op_id = None
             if engine.llm.configured("retain"):
                 op_id = await ops.enqueue(
-                    conn, bank_id, "retain_extract", {"raw_ids": [str(u.id) for u in units]},
+                    conn,
+                    bank_id,
+                    "retain_extract",
+                    {"raw_ids": [str(u.id) for u in units]},
                     max_attempts=s.operation_max_attempts,
                 )
             result = RetainResult(
-                bank_id=bank_id, memory_ids=[str(u.id) for u in units], items=len(items), units=len(units),
-                operation_id=str(op_id) if op_id else None, extraction="queued" if op_id else "none",
+                bank_id=bank_id,
+                memory_ids=[str(u.id) for u in units],
+                items=len(items),
+                units=len(units),
+                operation_id=str(op_id) if op_id else None,
+                extraction="queued" if op_id else "none",
             )
             if on_commit is not None:
                 await on_commit(conn, result)

@@ -10,9 +10,11 @@ No tags in the request means no filter, except for `exact`. A mental model with 
 from the memories that carry all of them (`all_strict`), as the reference does.
 Before 2026-11 our `any` and `all` were what are now `any_strict` and `all_strict`.
 """
+
 from __future__ import annotations
 
-from typing import Callable, Literal
+from collections.abc import Callable
+from typing import Literal
 
 TagsMatch = Literal["any", "all", "any_strict", "all_strict", "exact"]
 TAGS_MATCH_VALUES: tuple[str, ...] = ("any", "all", "any_strict", "all_strict", "exact")

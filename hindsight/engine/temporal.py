@@ -6,12 +6,13 @@ Relative expressions are resolved here because they denote windows (a day, a wee
 instants, which is what `dateparser` returns; absolute dates go to `dateparser`. A cheap regex
 gate runs first so that text without a time word costs almost nothing on the retain path.
 """
+
 from __future__ import annotations
 
 import calendar
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_name) if m}
 MONTHS.update({m.lower(): i for i, m in enumerate(calendar.month_abbr) if m})
@@ -20,11 +21,30 @@ MONTHS["may"] = 5
 WEEKDAYS = {d.lower(): i for i, d in enumerate(calendar.day_name)}
 _MONTH_RE = r"(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)"
 _WEEKDAY_RE = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
-_NUM_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-              "seven": 7, "eight": 8, "nine": 9, "ten": 10, "couple of": 2, "few": 3, "several": 3}
+_NUM_WORDS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "couple of": 2,
+    "few": 3,
+    "several": 3,
+}
 
 _GATE = re.compile(
-    r"\b(yesterday|today|tonight|tomorrow|ago|last|next|this|in|\d{4}|" + _MONTH_RE[1:-1] + "|" + _WEEKDAY_RE[1:-1] + r")\b",
+    r"\b(yesterday|today|tonight|tomorrow|ago|last|next|this|in|\d{4}|"
+    + _MONTH_RE[1:-1]
+    + "|"
+    + _WEEKDAY_RE[1:-1]
+    + r")\b",
     re.I,
 )
 _PATTERNS: list[tuple[str, re.Pattern]] = [
@@ -33,7 +53,13 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
     ("month_day_year", re.compile(r"\b" + _MONTH_RE + r"\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b", re.I)),
     ("month_year", re.compile(r"\b" + _MONTH_RE + r"\.?,?\s+(?:of\s+)?(\d{4})\b", re.I)),
     ("rel_day", re.compile(r"\b(yesterday|today|tonight|tomorrow)\b", re.I)),
-    ("ago", re.compile(r"\b(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|couple of|few|several)\s+(day|week|month|year)s?\s+ago\b", re.I)),
+    (
+        "ago",
+        re.compile(
+            r"\b(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|couple of|few|several)\s+(day|week|month|year)s?\s+ago\b",
+            re.I,
+        ),
+    ),
     ("rel_unit", re.compile(r"\b(last|this|next|past)\s+(week|weekend|month|year)\b", re.I)),
     ("rel_weekday", re.compile(r"\b(last|this|next|on)\s+" + _WEEKDAY_RE + r"\b", re.I)),
     ("rel_month", re.compile(r"\b(last|this|next|in|since|during)\s+" + _MONTH_RE + r"\b(?!\s+\d)", re.I)),
@@ -148,9 +174,9 @@ def find_time_windows(text: str, base: datetime | None, anchored: bool = True) -
     has no day to count back from."""
     if not text or not _GATE.search(text):
         return []
-    base = base or datetime.now(timezone.utc)
+    base = base or datetime.now(UTC)
     if base.tzinfo is None:
-        base = base.replace(tzinfo=timezone.utc)
+        base = base.replace(tzinfo=UTC)
     taken: list[tuple[int, int]] = []
     out: list[tuple[int, TimeWindow]] = []
     for kind, rx in _PATTERNS:

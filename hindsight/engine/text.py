@@ -3,6 +3,7 @@
 Units are bounded so one embedding describes one thing: content is split at paragraph
 boundaries first, then sentences, and only a single over-long sentence is cut at whitespace.
 """
+
 from __future__ import annotations
 
 import re

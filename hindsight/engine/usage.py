@@ -1,4 +1,5 @@
 """LLM tokens and cost per bank, broken down by operation and model (from `llm_usage`)."""
+
 from __future__ import annotations
 
 
@@ -12,9 +13,16 @@ async def bank_usage(pool, bank_id: str) -> dict:
             bank_id,
         )
     by = [
-        {"operation": r["operation"], "model": r["model"], "calls": r["calls"],
-         "prompt_tokens": int(r["prompt_tokens"] or 0), "completion_tokens": int(r["completion_tokens"] or 0),
-         "cost_usd": r["cost_usd"], "first_call": r["first_call"], "last_call": r["last_call"]}
+        {
+            "operation": r["operation"],
+            "model": r["model"],
+            "calls": r["calls"],
+            "prompt_tokens": int(r["prompt_tokens"] or 0),
+            "completion_tokens": int(r["completion_tokens"] or 0),
+            "cost_usd": r["cost_usd"],
+            "first_call": r["first_call"],
+            "last_call": r["last_call"],
+        }
         for r in rows
     ]
     costs = [b["cost_usd"] for b in by if b["cost_usd"] is not None]

@@ -1,5 +1,6 @@
 """Turning untrusted input into engine models with errors that name the offending argument;
 shared by every face so REST and MCP word their errors the same way."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -5,6 +5,7 @@ tokens and cost of each call recorded per bank and operation.
 litellm is imported on first use only: it costs seconds and ~150 MB, which offline servers
 should not pay.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -93,24 +94,52 @@ class LLM:
             self._lib = await asyncio.to_thread(_litellm)
 
     async def json(
-        self, purpose: str, messages: list[dict], schema: type[BaseModel], *, bank_id: str | None,
-        operation: str, operation_id=None, max_tokens: int | None = None, check=None, usage: Usage | None = None,
+        self,
+        purpose: str,
+        messages: list[dict],
+        schema: type[BaseModel],
+        *,
+        bank_id: str | None,
+        operation: str,
+        operation_id=None,
+        max_tokens: int | None = None,
+        check=None,
+        usage: Usage | None = None,
     ) -> BaseModel:
         """Ask for JSON matching `schema`; `check(parsed)` may raise ValueError for answers that
         parse but are wrong (e.g. an unknown item index): both are re-asked with the error."""
+
         def parse(text: str) -> BaseModel:
             parsed = parse_json(text, schema)
             if check is not None:
                 check(parsed)
             return parsed
 
-        return await self._ask(purpose, messages, schema.__name__, schema.model_json_schema(), parse,
-                               bank_id=bank_id, operation=operation, operation_id=operation_id,
-                               max_tokens=max_tokens, usage=usage)
+        return await self._ask(
+            purpose,
+            messages,
+            schema.__name__,
+            schema.model_json_schema(),
+            parse,
+            bank_id=bank_id,
+            operation=operation,
+            operation_id=operation_id,
+            max_tokens=max_tokens,
+            usage=usage,
+        )
 
     async def json_schema(
-        self, purpose: str, messages: list[dict], name: str, schema: dict, *, bank_id: str | None,
-        operation: str, operation_id=None, max_tokens: int | None = None, usage: Usage | None = None,
+        self,
+        purpose: str,
+        messages: list[dict],
+        name: str,
+        schema: dict,
+        *,
+        bank_id: str | None,
+        operation: str,
+        operation_id=None,
+        max_tokens: int | None = None,
+        usage: Usage | None = None,
     ) -> Any:
         """Ask for JSON valid against a caller's JSON Schema (reflect's `response_schema`)."""
         import jsonschema
@@ -125,11 +154,33 @@ class LLM:
                 raise ValueError(f"at {where}: {error.message}")
             return value
 
-        return await self._ask(purpose, messages, name, schema, parse, bank_id=bank_id, operation=operation,
-                               operation_id=operation_id, max_tokens=max_tokens, usage=usage)
+        return await self._ask(
+            purpose,
+            messages,
+            name,
+            schema,
+            parse,
+            bank_id=bank_id,
+            operation=operation,
+            operation_id=operation_id,
+            max_tokens=max_tokens,
+            usage=usage,
+        )
 
-    async def _ask(self, purpose: str, messages: list[dict], name: str, schema: dict, parse, *, bank_id: str | None,
-                   operation: str, operation_id, max_tokens: int | None, usage: Usage | None) -> Any:
+    async def _ask(
+        self,
+        purpose: str,
+        messages: list[dict],
+        name: str,
+        schema: dict,
+        parse,
+        *,
+        bank_id: str | None,
+        operation: str,
+        operation_id,
+        max_tokens: int | None,
+        usage: Usage | None,
+    ) -> Any:
         """The one retry loop: provider errors are retried with backoff, answers `parse` rejects
         (ValueError, pydantic's ValidationError) are re-asked with the reason."""
         model, api_key, base_url = self.settings.llm_for(purpose)
@@ -145,9 +196,15 @@ class LLM:
                 async with self.slots:
                     with timed(LLM_SECONDS, operation):
                         resp = await lib.acompletion(
-                            model=model, messages=messages, api_key=api_key, api_base=base_url,
-                            response_format=response_format, timeout=self.settings.llm_timeout,
-                            max_tokens=max_tokens, num_retries=0, temperature=0,
+                            model=model,
+                            messages=messages,
+                            api_key=api_key,
+                            api_base=base_url,
+                            response_format=response_format,
+                            timeout=self.settings.llm_timeout,
+                            max_tokens=max_tokens,
+                            num_retries=0,
+                            temperature=0,
                         )
             except Exception as exc:  # provider errors, timeouts, connection failures
                 last_error = f"{type(exc).__name__}: {str(exc)[:300]}"
@@ -166,8 +223,11 @@ class LLM:
                 log.warning("LLM output rejected (attempt %d): %s", attempt + 1, last_error)
                 messages = base + [
                     {"role": "assistant", "content": text[:4000]},
-                    {"role": "user", "content": f"That answer was rejected: {str(exc)[:500]}. "
-                                                "Reply with only a JSON object that follows the schema."},
+                    {
+                        "role": "user",
+                        "content": f"That answer was rejected: {str(exc)[:500]}. "
+                        "Reply with only a JSON object that follows the schema.",
+                    },
                 ]
         raise LLMError(f"{model}: no usable answer after {self.settings.llm_max_retries + 1} attempts ({last_error})")
 
@@ -191,5 +251,11 @@ class LLM:
             await conn.execute(
                 "INSERT INTO llm_usage (bank_id, operation, operation_id, model, prompt_tokens, completion_tokens, cost_usd)"
                 " VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                bank_id, operation, operation_id, model, prompt, completion, cost,
+                bank_id,
+                operation,
+                operation_id,
+                model,
+                prompt,
+                completion,
+                cost,
             )

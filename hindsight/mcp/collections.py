@@ -4,6 +4,7 @@ delete_collection, search_rag; list_documents and delete_document are the bank t
 `collection_id` in multi-bank mode). Multi-bank surface only: a collection *is* a bank, so on a
 bank URL there is nothing to choose.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,7 +22,6 @@ from ..engine.rag import DocumentSearchResult, parse_caller
 from ..engine.relevance import SearchOptions
 from ..engine.validation import validated
 from .tools import Call, tool
-
 
 
 def collection_slug(name: str) -> str:
@@ -77,22 +77,37 @@ async def list_collections(call: Call) -> CollectionList:
     """List the document collections (banks) this API key may access, with document counts."""
     banks = await call.engine.list_banks(call.who)
     counts = await documents.counts(call.engine, [b.bank_id for b in banks])
-    out = [Collection(collection_id=b.bank_id, name=b.name or b.bank_id, description=b.mission,
-                      document_count=counts.get(b.bank_id, 0), memory_count=b.memory_count or 0,
-                      created_at=b.created_at) for b in banks]
+    out = [
+        Collection(
+            collection_id=b.bank_id,
+            name=b.name or b.bank_id,
+            description=b.mission,
+            document_count=counts.get(b.bank_id, 0),
+            memory_count=b.memory_count or 0,
+            created_at=b.created_at,
+        )
+        for b in banks
+    ]
     return CollectionList(collections=out, total_count=len(out))
 
 
 @tool(scope="global", idempotent=True)
-async def create_collection(call: Call, name: str, description: str = "", chunk_size: int | None = None) -> CollectionCreated:
+async def create_collection(
+    call: Call, name: str, description: str = "", chunk_size: int | None = None
+) -> CollectionCreated:
     """Create a new, empty collection (a bank). Its id is `name` when that is a valid bank id
     (1-128 of A-Z a-z 0-9 _ - . : @), else a slug of it ("Team Docs!" -> "team-docs"); `description`
     becomes the bank's mission; `chunk_size` (200-20,000 characters) is its default chunk size.
     Returns {collection_id}."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidArgument("name: give the collection a name", "name")
-    req = validated(BankCreate, bank_id=collection_slug(name.strip()), name=name.strip(), mission=description or None,
-                    document_chunk_size=chunk_size)
+    req = validated(
+        BankCreate,
+        bank_id=collection_slug(name.strip()),
+        name=name.strip(),
+        mission=description or None,
+        document_chunk_size=chunk_size,
+    )
     bank, created = await call.engine.create_bank(call.who, req)
     return CollectionCreated(collection_id=bank.bank_id, created=created)
 
@@ -129,7 +144,10 @@ async def delete_collection(call: Call, collection_id: str, confirm: bool = Fals
 
 @tool(scope="global", read_only=True, idempotent=True)
 async def search_rag(
-    call: Call, collectionId: str, query: str, top_k: int = Field(5, ge=1, le=50),
+    call: Call,
+    collectionId: str,
+    query: str,
+    top_k: int = Field(5, ge=1, le=50),
     min_similarity: float = Field(0.5, ge=0.0, le=1.0),
 ) -> DocumentSearchResult:
     """Search a collection for relevant information and return matching chunks with citations.

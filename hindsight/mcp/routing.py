@@ -7,6 +7,7 @@ and a bank-scoped key is refused at the door for a bank path or X-Bank-Id header
 missing or `*/*` Accept header is treated as accepting JSON and SSE, and a GET (Claude Code sends
 one before initialize) gets the SDK's 405, which clients read as "no standalone stream".
 """
+
 from __future__ import annotations
 
 import json
@@ -20,11 +21,14 @@ _ACCEPT = b"application/json, text/event-stream"
 
 async def send_json(send, status: int, body: dict, headers: list | None = None) -> None:
     data = json.dumps(body).encode()
-    await send({
-        "type": "http.response.start", "status": status,
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
-        + (headers or []),
-    })
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+            + (headers or []),
+        }
+    )
     await send({"type": "http.response.body", "body": data})
 
 
@@ -48,17 +52,27 @@ class MCPRouter:
             return await send_json(send, 404, {"error": "not_found", "message": f"no MCP endpoint at {scope['path']}"})
         bank_id = parts[0] if parts else None
         if bank_id is not None and not valid_bank_id(bank_id):
-            return await send_json(send, 404, {
-                "error": "not_found", "message": f"invalid bank id {bank_id!r} in the URL; use {BANK_ID_RULE}",
-            })
+            return await send_json(
+                send,
+                404,
+                {
+                    "error": "not_found",
+                    "message": f"invalid bank id {bank_id!r} in the URL; use {BANK_ID_RULE}",
+                },
+            )
         try:
             who = await self.engine.authenticate(_header(scope, b"authorization"))
             header_bank = (_header(scope, b"x-bank-id") or "").strip() or None
             if header_bank is not None and not valid_bank_id(header_bank):
-                return await send_json(send, 400, {
-                    "error": "invalid_argument", "field": "X-Bank-Id",
-                    "message": f"X-Bank-Id: invalid bank id {header_bank!r}",
-                })
+                return await send_json(
+                    send,
+                    400,
+                    {
+                        "error": "invalid_argument",
+                        "field": "X-Bank-Id",
+                        "message": f"X-Bank-Id: invalid bank id {header_bank!r}",
+                    },
+                )
             if bank_id is not None:
                 who.require_bank(bank_id)
             elif header_bank is not None:
@@ -69,9 +83,15 @@ class MCPRouter:
 
         if scope["method"] in ("GET", "DELETE"):
             # Stateless server: no standalone SSE stream to open and no session to end.
-            return await send_json(send, 405, {
-                "error": "method_not_allowed", "message": "this MCP endpoint is stateless: POST JSON-RPC messages",
-            }, [(b"allow", b"POST")])
+            return await send_json(
+                send,
+                405,
+                {
+                    "error": "method_not_allowed",
+                    "message": "this MCP endpoint is stateless: POST JSON-RPC messages",
+                },
+                [(b"allow", b"POST")],
+            )
         headers = [(k, v) for k, v in scope["headers"] if k != b"accept"]
         accept = _header(scope, b"accept")
         if not accept or accept.strip() in ("*/*", "application/*"):
@@ -81,7 +101,9 @@ class MCPRouter:
         headers.append((b"accept", accept.encode()))
         scope = dict(scope, headers=headers, path="/mcp", raw_path=b"/mcp")
         scope[SCOPE_KEY] = {
-            "who": who, "bank_id": bank_id, "header_bank": header_bank,
+            "who": who,
+            "bank_id": bank_id,
+            "header_bank": header_bank,
             # what RAG callers send about the end user (rag_search filters on them)
             "caller": {"x-user-id": _header(scope, b"x-user-id"), "x-session-tags": _header(scope, b"x-session-tags")},
         }

@@ -6,6 +6,7 @@ shared per data directory), acting for one bank only: a principal scoped to that
 can reach another. There are no HTTP headers on stdio, so the rag_search caller (user id and
 session tags) comes from the command line.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,9 @@ from ..engine.keys import Principal
 from .surfaces import build_server
 
 
-async def serve_stdio(settings, bank_id: str, user_id: str | None = None, session_tags: list[str] | None = None) -> None:
+async def serve_stdio(
+    settings, bank_id: str, user_id: str | None = None, session_tags: list[str] | None = None
+) -> None:
     engine = Engine(settings)
     await engine.start()
     try:
@@ -24,8 +27,12 @@ async def serve_stdio(settings, bank_id: str, user_id: str | None = None, sessio
             caller["x-user-id"] = user_id
         if session_tags:
             caller["x-session-tags"] = json.dumps(session_tags)
-        state = {"who": Principal("bank", banks=frozenset({bank_id})), "bank_id": bank_id, "header_bank": None,
-                 "caller": caller}
+        state = {
+            "who": Principal("bank", banks=frozenset({bank_id})),
+            "bank_id": bank_id,
+            "header_bank": None,
+            "caller": caller,
+        }
         await build_server(engine, multi=False, local_state=state).run_stdio_async()
     finally:
         await engine.close()

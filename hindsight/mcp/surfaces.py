@@ -4,6 +4,7 @@ Both run stateless with JSON responses: any server process can answer any reques
 affinity behind a load balancer), and the bank and caller come from the HTTP request, which the
 routing layer has already authenticated and resolved into the ASGI scope.
 """
+
 from __future__ import annotations
 
 import functools
@@ -46,9 +47,11 @@ class HindsightMCPServer(MCPServer):
         if self._tool_manager.get_tool(params.name) is None:
             raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}")
         try:
-            result = await self.call_tool(params.name, params.arguments or {}, Context(
-                request_context=ctx, mcp_server=self, input_params=params, subscriptions=self._subscriptions
-            ))
+            result = await self.call_tool(
+                params.name,
+                params.arguments or {},
+                Context(request_context=ctx, mcp_server=self, input_params=params, subscriptions=self._subscriptions),
+            )
             if params.name in TOP_LEVEL_RESULT and isinstance(result, CallToolResult) and result.structured_content:
                 # RAG-over-MCP clients read `status`/`segments` (or `has_access`) at the top of `result`;
                 # the SDK re-validates results against the spec, so the router lifts them (routing.py).
@@ -58,7 +61,6 @@ class HindsightMCPServer(MCPServer):
             if isinstance(exc.__cause__, ValidationError):
                 raise MCPError(INVALID_PARAMS, describe_validation(exc.__cause__)) from None
             return CallToolResult(content=[{"type": "text", "text": str(exc)}], is_error=True)
-
 
 
 def request_state(ctx: Context) -> dict:
@@ -73,7 +75,9 @@ def request_state(ctx: Context) -> dict:
 def resolve_bank(argument: str | None, alias: str | None, header: str | None, default: str) -> tuple[str, str]:
     """Multi-bank mode: argument (bank_id, or its synonym collection_id) > X-Bank-Id > default."""
     if argument and alias and argument != alias:
-        raise InvalidArgument("collection_id: is a synonym of bank_id; give one of them (or the same value)", "collection_id")
+        raise InvalidArgument(
+            "collection_id: is a synonym of bank_id; give one of them (or the same value)", "collection_id"
+        )
     if argument or alias:
         return check_bank_id(argument or alias, "bank_id" if argument else "collection_id"), "argument"
     if header:
@@ -86,13 +90,11 @@ def _wrap(td: ToolDef, engine, multi: bool, local_state: dict | None = None):
     params = list(sig.parameters.values())[1:]  # drop `call`
     extra = []
     if multi and td.scope == "bank":
-        extra.append(inspect.Parameter(
-            "bank_id", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=str | None
-        ))
+        extra.append(inspect.Parameter("bank_id", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=str | None))
         if td.collection_alias:
-            extra.append(inspect.Parameter(
-                "collection_id", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=str | None
-            ))
+            extra.append(
+                inspect.Parameter("collection_id", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=str | None)
+            )
     ctx_param = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)
     positional = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params]
 
@@ -105,11 +107,18 @@ def _wrap(td: ToolDef, engine, multi: bool, local_state: dict | None = None):
             source = "url"
             if td.scope == "bank":
                 if multi:
-                    bank_id, source = resolve_bank(bank_id, alias, state.get("header_bank"), engine.settings.mcp_bank_id)
+                    bank_id, source = resolve_bank(
+                        bank_id, alias, state.get("header_bank"), engine.settings.mcp_bank_id
+                    )
                 else:
                     bank_id = state["bank_id"]
-            call = Call(engine=engine, who=state["who"], bank_id=bank_id or "", headers=state.get("caller") or {},
-                        bank_source=source)
+            call = Call(
+                engine=engine,
+                who=state["who"],
+                bank_id=bank_id or "",
+                headers=state.get("caller") or {},
+                bank_source=source,
+            )
             with timed(MCP_SECONDS, td.name):
                 result = await td.fn(call, **kwargs)
             MCP_CALLS.labels(td.name, "ok").inc()
@@ -135,8 +144,12 @@ def build_server(engine, multi: bool, local_state: dict | None = None) -> Hindsi
         instructions=(
             "Hindsight memory. Call recall before answering questions about the user or past work; "
             "call retain to store facts, preferences, decisions and events worth remembering."
-            + (" Tools take an optional bank_id; without it the X-Bank-Id header or the server "
-               "default selects the bank." if multi else "")
+            + (
+                " Tools take an optional bank_id; without it the X-Bank-Id header or the server "
+                "default selects the bank."
+                if multi
+                else ""
+            )
         ),
         log_level=engine.settings.log_level.upper(),
     )
@@ -145,7 +158,9 @@ def build_server(engine, multi: bool, local_state: dict | None = None) -> Hindsi
             continue
         description = td.description
         if multi and td.scope == "bank":
-            description += "\n\n`bank_id` (optional) selects the bank; default: X-Bank-Id header, then the server default."
+            description += (
+                "\n\n`bank_id` (optional) selects the bank; default: X-Bank-Id header, then the server default."
+            )
             if td.collection_alias:
                 description += " `collection_id` is a synonym of `bank_id` (a collection is a bank)."
         server.add_tool(

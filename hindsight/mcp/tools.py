@@ -5,29 +5,41 @@ other parameters are its MCP arguments. `surfaces.py` turns each into the single
 from the URL) and the multi-bank form (optional `bank_id` argument, else X-Bank-Id header, else
 HINDSIGHT_MCP_BANK_ID). `scope="global"` tools (bank management) exist only in multi-bank mode.
 """
+
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ..engine.documents import Document, FileIn, ImportAccepted, ImportRequest
 from ..engine.errors import InvalidArgument, parse_uuid
-from ..engine.validation import parse_retain_items, validated
 from ..engine.keys import Principal
 from ..engine.mental_models import (
-    MentalModel, MentalModelCreate, MentalModelOperation, MentalModelUpdate, check_model_id,
+    MentalModel,
+    MentalModelCreate,
+    MentalModelOperation,
+    MentalModelUpdate,
+    check_model_id,
 )
 from ..engine.models import (
-    Bank, BankCreate, RecallRequest, RecallResult, RetainItem, RetainResult, _clean_tags,
+    Bank,
+    BankCreate,
+    RecallRequest,
+    RecallResult,
+    RetainItem,
+    RetainResult,
+    _clean_tags,
 )
 from ..engine.operations import Operation, Status
-from ..engine.documents import Document, FileIn, ImportAccepted, ImportRequest
 from ..engine.rag import AccessResult, DocumentSearchResult, RagSearchResult, parse_caller
 from ..engine.reflect import ReflectRequest, ReflectResult
 from ..engine.relevance import Mode, SearchOptions
 from ..engine.tags import TagsMatch
+from ..engine.validation import parse_retain_items, validated
 
 
 @dataclass
@@ -56,14 +68,33 @@ class ToolDef:
 TOOLS: list[ToolDef] = []
 
 
-def tool(*, scope: str = "bank", read_only: bool = False, destructive: bool = False, idempotent: bool = False,
-         top_level_result: bool = False, collection_alias: bool = False):
+def tool(
+    *,
+    scope: str = "bank",
+    read_only: bool = False,
+    destructive: bool = False,
+    idempotent: bool = False,
+    top_level_result: bool = False,
+    collection_alias: bool = False,
+):
     """Register an MCP tool. scope: "bank" (both surfaces; multi-bank adds `bank_id`) or "global"
     (multi-bank only). collection_alias: the multi-bank form also takes `collection_id`, a synonym
     of `bank_id`, for clients written against the RAG collection tools."""
+
     def deco(fn: Callable) -> Callable:
-        TOOLS.append(ToolDef(fn, fn.__name__, inspect.cleandoc(fn.__doc__ or ""), scope, read_only, destructive,
-                             idempotent, top_level_result, collection_alias))
+        TOOLS.append(
+            ToolDef(
+                fn,
+                fn.__name__,
+                inspect.cleandoc(fn.__doc__ or ""),
+                scope,
+                read_only,
+                destructive,
+                idempotent,
+                top_level_result,
+                collection_alias,
+            )
+        )
         return fn
 
     return deco
@@ -99,8 +130,13 @@ async def retain(
     facts are extracted in the background (`operation_id`); `wait=true` returns once they are
     stored, with their ids."""
     item = validated(
-        RetainItem, content=content, context=context, timestamp=timestamp, tags=tags,
-        metadata=metadata, document_id=document_id,
+        RetainItem,
+        content=content,
+        context=context,
+        timestamp=timestamp,
+        tags=tags,
+        metadata=metadata,
+        document_id=document_id,
     )
     return await call.engine.retain(call.who, call.bank_id, [item], wait=wait)
 
@@ -143,9 +179,18 @@ async def recall(
     document_id, tags, entities, created_at, mentioned_at, occurred_start, occurred_end,
     metadata.<key>)."""
     req = validated(
-        RecallRequest, query=query, max_tokens=max_tokens, tags=tags, tags_match=tags_match,
-        types=types, query_timestamp=query_timestamp, mode=mode, top_k=top_k, strictness=strictness,
-        min_score=min_score, filter=filter,
+        RecallRequest,
+        query=query,
+        max_tokens=max_tokens,
+        tags=tags,
+        tags_match=tags_match,
+        types=types,
+        query_timestamp=query_timestamp,
+        mode=mode,
+        top_k=top_k,
+        strictness=strictness,
+        min_score=min_score,
+        filter=filter,
     )
     return await call.engine.recall(call.who, call.bank_id, req)
 
@@ -168,7 +213,10 @@ async def create_bank(call: Call, bank_id: str, name: str | None = None, mission
 
 @tool(read_only=True)
 async def reflect(
-    call: Call, query: str, context: str | None = None, budget: Literal["low", "mid", "high"] = "low",
+    call: Call,
+    query: str,
+    context: str | None = None,
+    budget: Literal["low", "mid", "high"] = "low",
 ) -> ReflectResult:
     """Generate thoughtful analysis by synthesizing stored memories with the bank's personality.
 
@@ -196,8 +244,12 @@ def _model_id(value: Any) -> str:
 
 @tool()
 async def create_mental_model(
-    call: Call, name: str, source_query: str, mental_model_id: str | None = None,
-    tags: list[str] | None = None, max_tokens: int = 2048,
+    call: Call,
+    name: str,
+    source_query: str,
+    mental_model_id: str | None = None,
+    tags: list[str] | None = None,
+    max_tokens: int = 2048,
 ) -> MentalModelOperation:
     """Create a mental model: a living document that stays current with your memories.
 
@@ -205,20 +257,30 @@ async def create_mental_model(
     memories (matching `tags`, when given) arrive. `mental_model_id` is lowercase letters, digits
     and hyphens (generated from the name when omitted). Content is generated asynchronously; the
     response includes the `operation_id` to track it."""
-    req = validated(MentalModelCreate, name=name, source_query=source_query, mental_model_id=mental_model_id,
-                    tags=tags, max_tokens=max_tokens)
+    req = validated(
+        MentalModelCreate,
+        name=name,
+        source_query=source_query,
+        mental_model_id=mental_model_id,
+        tags=tags,
+        max_tokens=max_tokens,
+    )
     return await call.engine.create_mental_model(call.who, call.bank_id, req)
 
 
 @tool(read_only=True, idempotent=True)
-async def list_mental_models(call: Call, tags: list[str] | None = None, tags_match: TagsMatch = "any") -> MentalModelList:
+async def list_mental_models(
+    call: Call, tags: list[str] | None = None, tags_match: TagsMatch = "any"
+) -> MentalModelList:
     """List all mental models in the bank, optionally filtered by their tags (`tags_match`: any
     or all also list untagged models; any_strict, all_strict or exact only tagged ones)."""
     try:
         clean = _clean_tags(tags) if tags is not None else None
     except ValueError as exc:
         raise InvalidArgument(f"tags: {exc}", "tags") from None
-    return MentalModelList(mental_models=await call.engine.list_mental_models(call.who, call.bank_id, clean, tags_match))
+    return MentalModelList(
+        mental_models=await call.engine.list_mental_models(call.who, call.bank_id, clean, tags_match)
+    )
 
 
 @tool(read_only=True, idempotent=True)
@@ -229,8 +291,12 @@ async def get_mental_model(call: Call, mental_model_id: str) -> MentalModel:
 
 @tool(idempotent=True)
 async def update_mental_model(
-    call: Call, mental_model_id: str, name: str | None = None, source_query: str | None = None,
-    tags: list[str] | None = None, max_tokens: int | None = None,
+    call: Call,
+    mental_model_id: str,
+    name: str | None = None,
+    source_query: str | None = None,
+    tags: list[str] | None = None,
+    max_tokens: int | None = None,
 ) -> MentalModel:
     """Update a mental model's name, source query, tags or max tokens. Changing the query, tags or
     size queues a refresh."""
@@ -265,7 +331,10 @@ async def get_operation(call: Call, operation_id: str) -> Operation:
 
 @tool(read_only=True, idempotent=True)
 async def list_operations(
-    call: Call, status: Status | None = None, type: str | None = None, limit: int = Field(50, ge=1, le=500),
+    call: Call,
+    status: Status | None = None,
+    type: str | None = None,
+    limit: int = Field(50, ge=1, le=500),
 ) -> OperationList:
     """List the bank's operations, newest first, optionally by status or type."""
     found, _ = await call.engine.list_operations(call.who, call.bank_id, status, type, limit)
@@ -295,7 +364,9 @@ async def import_documents(
     `allowed_users` are x-user-id values that may always see them; `chunk_size` (characters)
     overrides the server default. Re-importing unchanged content is a no-op; changed content or a
     new chunk size replaces the document's chunks."""
-    req = validated(ImportRequest, urls=urls, files=files, tags=tags, allowed_users=allowed_users, chunk_size=chunk_size)
+    req = validated(
+        ImportRequest, urls=urls, files=files, tags=tags, allowed_users=allowed_users, chunk_size=chunk_size
+    )
     return await call.engine.import_documents(call.who, call.bank_id, req, wait)
 
 
@@ -306,7 +377,9 @@ class DocumentList(BaseModel):
 
 @tool(read_only=True, idempotent=True, collection_alias=True)
 async def list_documents(
-    call: Call, limit: int = Field(100, ge=1, le=1000), offset: int = Field(0, ge=0),
+    call: Call,
+    limit: int = Field(100, ge=1, le=1000),
+    offset: int = Field(0, ge=0),
 ) -> DocumentList:
     """List the documents in the bank's knowledge base (name, type, URL, hash, size, tags, chunk
     count), by name."""
@@ -345,7 +418,9 @@ async def delete_document(call: Call, doc_id: str, confirm: bool = False) -> Doc
 @tool(read_only=True, idempotent=True, top_level_result=True)
 async def rag_search(
     call: Call,
-    search_phrases: list[str] = Field(description="1-5 search phrases for semantic retrieval", min_length=1, max_length=5),
+    search_phrases: list[str] = Field(
+        description="1-5 search phrases for semantic retrieval", min_length=1, max_length=5
+    ),
     top_k: int = Field(10, ge=1, le=20, description="Segments to return (at most 20)."),
 ) -> RagSearchResult:
     """Searches the knowledge base for relevant information using semantic search.

@@ -2,6 +2,7 @@
 work against this server unchanged: one router per concept over the same engine calls as our
 `/v1/banks/...` API, never a second engine. Shapes follow hindsight-client 1.1.0 (README,
 "Hindsight clients")."""
+
 from __future__ import annotations
 
 from fastapi import FastAPI

@@ -1,5 +1,6 @@
 """Banks in the reference's shape: PUT creates or updates, the profile carries the disposition
 traits (1-5) and the mission reflect answers in the light of."""
+
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Query
@@ -17,14 +18,16 @@ router = APIRouter(prefix="/v1/default/banks", tags=["Hindsight-compatible: bank
 @router.get("", response_model=M.BankList, summary="List the banks this key may use")
 async def list_banks(
     q: str | None = Query(None, description="Substring of the bank id or name (any case)."),
-    limit: int = Query(100, ge=0), offset: int = Query(0, ge=0),
-    who: Principal = Depends(principal), eng=Depends(engine),
+    limit: int = Query(100, ge=0),
+    offset: int = Query(0, ge=0),
+    who: Principal = Depends(principal),
+    eng=Depends(engine),
 ):
     banks = await eng.list_banks(who)
     if q:
         needle = q.lower()
         banks = [b for b in banks if needle in b.bank_id.lower() or needle in (b.name or "").lower()]
-    page = banks[offset: offset + limit]
+    page = banks[offset : offset + limit]
     return M.BankList(banks=[convert.bank_item(b) for b in page], total=len(banks), limit=limit, offset=offset)
 
 
@@ -43,15 +46,17 @@ async def _apply(eng, who: Principal, bank_id: str, body: M.BankIn, bank) -> M.B
 
 
 @router.put("/{bank_id}", response_model=M.BankProfile, summary="Create a bank, or update it if it exists")
-async def put_bank(body: M.BankIn, bank_id: str = Depends(bank_path), who: Principal = Depends(principal),
-                   eng=Depends(engine)):
+async def put_bank(
+    body: M.BankIn, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+):
     bank, _ = await eng.create_bank(who, validated(BankCreate, bank_id=bank_id))
     return await _apply(eng, who, bank_id, body, bank)
 
 
 @router.patch("/{bank_id}", response_model=M.BankProfile, summary="Update an existing bank")
-async def patch_bank(body: M.BankIn, bank_id: str = Depends(bank_path), who: Principal = Depends(principal),
-                     eng=Depends(engine)):
+async def patch_bank(
+    body: M.BankIn, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+):
     return await _apply(eng, who, bank_id, body, await eng.get_bank(who, bank_id))
 
 

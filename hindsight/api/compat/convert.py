@@ -1,4 +1,5 @@
 """Engine models to and from the `/v1/default` shapes (one place for every mapping)."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,13 @@ from ...engine.validation import parse_retain_items
 from . import models as M
 
 # Our operation states in the reference's words, and back (either word is accepted in filters).
-STATUS_OUT = {"queued": "pending", "running": "processing", "succeeded": "completed",
-              "failed": "failed", "cancelled": "cancelled"}
+STATUS_OUT = {
+    "queued": "pending",
+    "running": "processing",
+    "succeeded": "completed",
+    "failed": "failed",
+    "cancelled": "cancelled",
+}
 STATUS_IN = {**{v: k for k, v in STATUS_OUT.items()}, **{k: k for k in STATUS_OUT}}
 KNOWN_TYPES = ("world", "experience")
 
@@ -30,27 +36,51 @@ def string_values(meta: dict[str, Any] | None) -> dict[str, str]:
 
 def recall_result(m: Memory) -> M.RecallResultOut:
     return M.RecallResultOut(
-        id=m.id, text=m.text, type=m.type, entities=m.entities, context=m.context,
-        occurred_start=iso(m.occurred_start), occurred_end=iso(m.occurred_end), mentioned_at=iso(m.mentioned_at),
-        document_id=m.document_id, metadata=string_values(m.metadata), tags=m.tags,
+        id=m.id,
+        text=m.text,
+        type=m.type,
+        entities=m.entities,
+        context=m.context,
+        occurred_start=iso(m.occurred_start),
+        occurred_end=iso(m.occurred_end),
+        mentioned_at=iso(m.mentioned_at),
+        document_id=m.document_id,
+        metadata=string_values(m.metadata),
+        tags=m.tags,
     )
 
 
 def reflect_fact(m: Memory) -> M.ReflectFact:
     return M.ReflectFact(
-        id=m.id, text=m.text, type=m.type, context=m.context, occurred_start=iso(m.occurred_start),
-        occurred_end=iso(m.occurred_end), mentioned_at=iso(m.mentioned_at), document_id=m.document_id,
-        tags=m.tags, metadata=string_values(m.metadata),
+        id=m.id,
+        text=m.text,
+        type=m.type,
+        context=m.context,
+        occurred_start=iso(m.occurred_start),
+        occurred_end=iso(m.occurred_end),
+        mentioned_at=iso(m.mentioned_at),
+        document_id=m.document_id,
+        tags=m.tags,
+        metadata=string_values(m.metadata),
     )
 
 
 def memory_unit(m: Memory) -> M.MemoryUnit:
     when = m.occurred_start or m.mentioned_at
     return M.MemoryUnit(
-        id=m.id, text=m.text, context=m.context, date=when.strftime("%Y-%m-%d %H:%M") if when else "N/A",
-        fact_type=m.type, type=m.type, document_id=m.document_id, mentioned_at=iso(m.mentioned_at),
-        occurred_start=iso(m.occurred_start), occurred_end=iso(m.occurred_end),
-        entities=", ".join(m.entities) if m.entities else "None", tags=m.tags, metadata=m.metadata,
+        id=m.id,
+        text=m.text,
+        context=m.context,
+        date=when.strftime("%Y-%m-%d %H:%M") if when else "N/A",
+        fact_type=m.type,
+        type=m.type,
+        document_id=m.document_id,
+        mentioned_at=iso(m.mentioned_at),
+        occurred_start=iso(m.occurred_start),
+        occurred_end=iso(m.occurred_end),
+        entities=", ".join(m.entities) if m.entities else "None",
+        tags=m.tags,
+        metadata=m.metadata,
         created_at=iso(m.created_at),
     )
 
@@ -67,14 +97,24 @@ def disposition(d: dict[str, Any] | None) -> M.Disposition:
 
 
 def profile(b: Bank) -> M.BankProfile:
-    return M.BankProfile(bank_id=b.bank_id, name=b.name or b.bank_id, disposition=disposition(b.disposition),
-                         mission=b.mission or "", background=b.mission or "")
+    return M.BankProfile(
+        bank_id=b.bank_id,
+        name=b.name or b.bank_id,
+        disposition=disposition(b.disposition),
+        mission=b.mission or "",
+        background=b.mission or "",
+    )
 
 
 def bank_item(b: Bank) -> M.BankListItem:
     return M.BankListItem(
-        bank_id=b.bank_id, name=b.name or b.bank_id, disposition=disposition(b.disposition), mission=b.mission,
-        created_at=iso(b.created_at), updated_at=iso(b.updated_at), fact_count=b.memory_count,
+        bank_id=b.bank_id,
+        name=b.name or b.bank_id,
+        disposition=disposition(b.disposition),
+        mission=b.mission,
+        created_at=iso(b.created_at),
+        updated_at=iso(b.updated_at),
+        fact_count=b.memory_count,
         last_write_at=iso(b.last_memory_at),
     )
 
@@ -82,20 +122,34 @@ def bank_item(b: Bank) -> M.BankListItem:
 def operation(op: Operation) -> M.OperationOut:
     payload = op.payload or {}
     return M.OperationOut(
-        id=op.operation_id, operation_id=op.operation_id, task_type=op.type, operation_type=op.type,
+        id=op.operation_id,
+        operation_id=op.operation_id,
+        task_type=op.type,
+        operation_type=op.type,
         items_count=len(payload.get("items") or payload.get("raw_ids") or payload.get("files") or []),
-        mental_model_id=payload.get("mental_model_id"), created_at=op.created_at.isoformat(),
-        updated_at=iso(op.updated_at), status=STATUS_OUT[op.status], error_message=op.error,
-        retry_count=max(0, op.attempts - 1), next_retry_at=iso(op.run_after) if op.status == "queued" else None,
+        mental_model_id=payload.get("mental_model_id"),
+        created_at=op.created_at.isoformat(),
+        updated_at=iso(op.updated_at),
+        status=STATUS_OUT[op.status],
+        error_message=op.error,
+        retry_count=max(0, op.attempts - 1),
+        next_retry_at=iso(op.run_after) if op.status == "queued" else None,
     )
 
 
 def operation_status(op: Operation) -> M.OperationStatus:
     return M.OperationStatus(
-        operation_id=op.operation_id, id=op.operation_id, status=STATUS_OUT[op.status], operation_type=op.type,
-        task_type=op.type, mental_model_id=(op.payload or {}).get("mental_model_id"),
-        created_at=iso(op.created_at), updated_at=iso(op.updated_at), completed_at=iso(op.finished_at),
-        error_message=op.error, retry_count=max(0, op.attempts - 1),
+        operation_id=op.operation_id,
+        id=op.operation_id,
+        status=STATUS_OUT[op.status],
+        operation_type=op.type,
+        task_type=op.type,
+        mental_model_id=(op.payload or {}).get("mental_model_id"),
+        created_at=iso(op.created_at),
+        updated_at=iso(op.updated_at),
+        completed_at=iso(op.finished_at),
+        error_message=op.error,
+        retry_count=max(0, op.attempts - 1),
         next_retry_at=iso(op.run_after) if op.status == "queued" else None,
         result_metadata=op.result if isinstance(op.result, dict) else None,
     )
@@ -103,10 +157,16 @@ def operation_status(op: Operation) -> M.OperationStatus:
 
 def mental_model(m: MentalModel, with_content: bool = True) -> M.MentalModelOut:
     return M.MentalModelOut(
-        id=m.mental_model_id, bank_id=m.bank_id, name=m.name, source_query=m.source_query,
-        content=(m.content or "") if with_content else None, tags=m.tags, max_tokens=m.max_tokens,
+        id=m.mental_model_id,
+        bank_id=m.bank_id,
+        name=m.name,
+        source_query=m.source_query,
+        content=(m.content or "") if with_content else None,
+        tags=m.tags,
+        max_tokens=m.max_tokens,
         last_refreshed_at=iso(m.last_refreshed_at),
-        last_refresh_failed_at=iso(m.updated_at) if m.last_error else None, created_at=iso(m.created_at),
+        last_refresh_failed_at=iso(m.updated_at) if m.last_error else None,
+        created_at=iso(m.created_at),
         is_stale=m.pending_operation_id is not None,
     )
 
@@ -142,7 +202,8 @@ def retain_items(body: M.RetainIn) -> list[RetainItem]:
         if it.update_mode not in (None, "replace"):
             raise InvalidArgument(
                 f"{where}.update_mode: only 'replace' is supported (a document_id retained again replaces "
-                "its memories)", f"{where}.update_mode",
+                "its memories)",
+                f"{where}.update_mode",
             )
         item: dict[str, Any] = {"content": _text_of(it.content, where)}
         if isinstance(it.timestamp, str) and it.timestamp.strip().lower() == "unset":

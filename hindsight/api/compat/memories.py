@@ -1,6 +1,7 @@
 """Retain, recall, reflect and memory browsing in the reference's shape, over the same engine calls
 as our own API. What the reference does that we do not (observations, budgets on recall,
 chunks and entity observations in recall) is accepted and left out of the answer."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,44 +21,67 @@ from . import models as M
 router = APIRouter(prefix="/v1/default/banks/{bank_id}", tags=["Hindsight-compatible: memories"])
 
 
-@router.post("/memories", response_model=M.RetainOut, response_model_by_alias=True,
-             summary="Retain items (async: queued as an operation; else stored, and with an LLM, extracted)")
-async def retain(body: M.RetainIn, bank_id: str = Depends(bank_path), who: Principal = Depends(principal),
-                 eng=Depends(engine)):
+@router.post(
+    "/memories",
+    response_model=M.RetainOut,
+    response_model_by_alias=True,
+    summary="Retain items (async: queued as an operation; else stored, and with an LLM, extracted)",
+)
+async def retain(
+    body: M.RetainIn, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+):
     items = convert.retain_items(body)
     if body.is_async:
         accepted = await eng.retain_later(who, bank_id, items)
-        return M.RetainOut(bank_id=bank_id, items_count=accepted.items, is_async=True, operation_id=accepted.operation_id)
+        return M.RetainOut(
+            bank_id=bank_id, items_count=accepted.items, is_async=True, operation_id=accepted.operation_id
+        )
     result = await eng.retain(who, bank_id, items, wait=True)
     return M.RetainOut(bank_id=bank_id, items_count=result.items, is_async=False, operation_id=result.operation_id)
 
 
 @router.post("/memories/recall", response_model=M.RecallOut, summary="Recall memories for a query")
-async def recall(body: M.RecallIn, bank_id: str = Depends(bank_path), who: Principal = Depends(principal),
-                 eng=Depends(engine)):
+async def recall(
+    body: M.RecallIn, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+):
     known = [t for t in body.types if t in convert.KNOWN_TYPES] if body.types else None
     if body.types and not known:  # only observations asked for: we keep none
         validated(RecallRequest, query=body.query)
         eng.require(who, bank_id)
         return M.RecallOut(results=[])
     req = validated(
-        RecallRequest, query=body.query, max_tokens=body.max_tokens, tags=convert.as_list(body.tags) or None,
-        tags_match=body.tags_match, types=known, query_timestamp=body.query_timestamp,
+        RecallRequest,
+        query=body.query,
+        max_tokens=body.max_tokens,
+        tags=convert.as_list(body.tags) or None,
+        tags_match=body.tags_match,
+        types=known,
+        query_timestamp=body.query_timestamp,
     )
     result = await eng.recall(who, bank_id, req)
     trace = None
     if body.trace:
-        trace = {"results": [{"id": m.id, "arms": m.arms, "score": m.score, "relevance": m.relevance}
-                             for m in result.results], "total_tokens": result.total_tokens}
+        trace = {
+            "results": [
+                {"id": m.id, "arms": m.arms, "score": m.score, "relevance": m.relevance} for m in result.results
+            ],
+            "total_tokens": result.total_tokens,
+        }
     return M.RecallOut(results=[convert.recall_result(m) for m in result.results], trace=trace)
 
 
 @router.post("/reflect", response_model=M.ReflectOut, summary="Answer a question from the bank's memories")
-async def reflect(body: M.ReflectIn, bank_id: str = Depends(bank_path), who: Principal = Depends(principal),
-                  eng=Depends(engine)):
+async def reflect(
+    body: M.ReflectIn, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+):
     req = validated(
-        ReflectRequest, query=body.query, context=body.context, budget=body.budget,
-        tags=convert.as_list(body.tags) or None, tags_match=body.tags_match, max_tokens=body.max_tokens,
+        ReflectRequest,
+        query=body.query,
+        context=body.context,
+        budget=body.budget,
+        tags=convert.as_list(body.tags) or None,
+        tags_match=body.tags_match,
+        max_tokens=body.max_tokens,
         response_schema=body.response_schema,
     )
     res = await eng.reflect(who, bank_id, req)
@@ -67,36 +91,56 @@ async def reflect(body: M.ReflectIn, bank_id: str = Depends(bank_path), who: Pri
         models = [await eng.get_mental_model(who, bank_id, i) for i in res.based_on.mental_models]
         based_on = M.ReflectBasedOn(
             memories=[convert.reflect_fact(m) for m in facts],
-            mental_models=[M.ReflectMentalModel(id=m.mental_model_id, text=m.content or "", context=m.name)
-                           for m in models],
+            mental_models=[
+                M.ReflectMentalModel(id=m.mental_model_id, text=m.content or "", context=m.name) for m in models
+            ],
         )
     usage = None
     if res.usage:
         pt, ct = res.usage["prompt_tokens"], res.usage["completion_tokens"]
         usage = M.TokenUsage(input_tokens=pt, output_tokens=ct, total_tokens=pt + ct)
-    return M.ReflectOut(text=res.answer, based_on=based_on, structured_output=res.structured_output,
-                        structured_output_error=res.structured_output_error, usage=usage)
+    return M.ReflectOut(
+        text=res.answer,
+        based_on=based_on,
+        structured_output=res.structured_output,
+        structured_output_error=res.structured_output_error,
+        usage=usage,
+    )
 
 
 @router.get("/memories/list", response_model=M.MemoryUnitList, summary="List memories, newest first")
 async def list_memories(
     bank_id: str = Depends(bank_path),
-    type: str | None = None, q: str | None = None, document_id: str | None = None,
-    tags: list[str] | None = Query(None), tags_match: TagsMatch = "any",
-    limit: int = Query(100, ge=0, le=1000), offset: int = Query(0, ge=0),
-    who: Principal = Depends(principal), eng=Depends(engine),
+    type: str | None = None,
+    q: str | None = None,
+    document_id: str | None = None,
+    tags: list[str] | None = Query(None),
+    tags_match: TagsMatch = "any",
+    limit: int = Query(100, ge=0, le=1000),
+    offset: int = Query(0, ge=0),
+    who: Principal = Depends(principal),
+    eng=Depends(engine),
 ):
     if type is not None and type not in convert.KNOWN_TYPES:
         return M.MemoryUnitList(items=[], total=0, limit=limit, offset=offset)
-    query = validated(MemoryQuery, type=type, q=q, document_id=document_id, tags=tags, tags_match=tags_match,
-                      limit=limit, offset=offset)
+    query = validated(
+        MemoryQuery,
+        type=type,
+        q=q,
+        document_id=document_id,
+        tags=tags,
+        tags_match=tags_match,
+        limit=limit,
+        offset=offset,
+    )
     found, total = await eng.list_memories(who, bank_id, query)
     return M.MemoryUnitList(items=[convert.memory_unit(m) for m in found], total=total, limit=limit, offset=offset)
 
 
 @router.get("/memories/{memory_id}", summary="One memory")
-async def get_memory(memory_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal),
-                     eng=Depends(engine)) -> dict[str, Any]:
+async def get_memory(
+    memory_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+) -> dict[str, Any]:
     m = await eng.get_memory(who, bank_id, memory_id)
     unit = convert.memory_unit(m).model_dump()
     return {**unit, "entities": m.entities, "chunk_id": None, "history": []}
@@ -104,33 +148,67 @@ async def get_memory(memory_id: str, bank_id: str = Depends(bank_path), who: Pri
 
 @router.get("/documents", response_model=M.DocumentList, summary="Retained documents, most recently written first")
 async def list_documents(
-    bank_id: str = Depends(bank_path), q: str | None = None, tags: list[str] | None = Query(None),
-    tags_match: TagsMatch = "any", limit: int = Query(100, ge=0, le=1000), offset: int = Query(0, ge=0),
-    who: Principal = Depends(principal), eng=Depends(engine),
+    bank_id: str = Depends(bank_path),
+    q: str | None = None,
+    tags: list[str] | None = Query(None),
+    tags_match: TagsMatch = "any",
+    limit: int = Query(100, ge=0, le=1000),
+    offset: int = Query(0, ge=0),
+    who: Principal = Depends(principal),
+    eng=Depends(engine),
 ):
     query = validated(DocumentQuery, q=q, tags=tags, tags_match=tags_match, limit=limit, offset=offset)
     found, total = await eng.list_retained_documents(who, bank_id, query)
-    return M.DocumentList(items=[M.DocumentItem(
-        id=d.id, bank_id=d.bank_id, content_hash=d.content_hash, created_at=d.created_at.isoformat(),
-        updated_at=d.updated_at.isoformat(), text_length=len(d.original_text), memory_unit_count=d.memory_count,
-        document_metadata=d.metadata, tags=d.tags) for d in found], total=total, limit=limit, offset=offset)
+    return M.DocumentList(
+        items=[
+            M.DocumentItem(
+                id=d.id,
+                bank_id=d.bank_id,
+                content_hash=d.content_hash,
+                created_at=d.created_at.isoformat(),
+                updated_at=d.updated_at.isoformat(),
+                text_length=len(d.original_text),
+                memory_unit_count=d.memory_count,
+                document_metadata=d.metadata,
+                tags=d.tags,
+            )
+            for d in found
+        ],
+        total=total,
+        limit=limit,
+        offset=offset,
+    )
 
 
-@router.delete("/documents/{document_id:path}", response_model=M.DocumentDeleted,
-               summary="Delete a retained document and its memories")
-async def delete_document(document_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal),
-                          eng=Depends(engine)):
+@router.delete(
+    "/documents/{document_id:path}",
+    response_model=M.DocumentDeleted,
+    summary="Delete a retained document and its memories",
+)
+async def delete_document(
+    document_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+):
     n = await eng.delete_retained_document(who, bank_id, document_id)
-    return M.DocumentDeleted(message=f"document {document_id!r} deleted", document_id=document_id, memory_units_deleted=n)
+    return M.DocumentDeleted(
+        message=f"document {document_id!r} deleted", document_id=document_id, memory_units_deleted=n
+    )
 
 
-@router.get("/documents/{document_id:path}", response_model=M.DocumentOut,
-            summary="The text retained under a document_id")
-async def get_document(document_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal),
-                       eng=Depends(engine)):
+@router.get(
+    "/documents/{document_id:path}", response_model=M.DocumentOut, summary="The text retained under a document_id"
+)
+async def get_document(
+    document_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+):
     d = await eng.get_retained_document(who, bank_id, document_id)
     return M.DocumentOut(
-        id=d.id, bank_id=d.bank_id, original_text=d.original_text, content_hash=d.content_hash,
-        created_at=d.created_at.isoformat(), updated_at=d.updated_at.isoformat(), memory_unit_count=d.memory_count,
-        tags=d.tags, document_metadata=d.metadata,
+        id=d.id,
+        bank_id=d.bank_id,
+        original_text=d.original_text,
+        content_hash=d.content_hash,
+        created_at=d.created_at.isoformat(),
+        updated_at=d.updated_at.isoformat(),
+        memory_unit_count=d.memory_count,
+        tags=d.tags,
+        document_metadata=d.metadata,
     )

@@ -1,6 +1,7 @@
 """Mental models in the reference's shape (`id`, `items` lists, `detail` levels). Triggers and
 refresh modes are accepted and ignored: our scheduler refreshes a model when memories carrying
 its tags arrive, and every refresh is a full one."""
+
 from __future__ import annotations
 
 from typing import Literal
@@ -21,57 +22,103 @@ Detail = Literal["metadata", "content", "full"]
 
 @router.get("", response_model=M.MentalModelList, summary="List mental models (content with detail=content|full)")
 async def list_models(
-    bank_id: str = Depends(bank_path), tags: list[str] | None = Query(None), tags_match: TagsMatch = "any",
-    detail: Detail = "metadata", limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0),
-    who: Principal = Depends(principal), eng=Depends(engine),
+    bank_id: str = Depends(bank_path),
+    tags: list[str] | None = Query(None),
+    tags_match: TagsMatch = "any",
+    detail: Detail = "metadata",
+    limit: int = Query(100, ge=1, le=1000),
+    offset: int = Query(0, ge=0),
+    who: Principal = Depends(principal),
+    eng=Depends(engine),
 ):
     models = await eng.list_mental_models(who, bank_id, convert.as_list(tags) or None, tags_match)
-    page = models[offset: offset + limit]
-    return M.MentalModelList(items=[convert.mental_model(m, detail != "metadata") for m in page],
-                             total=len(models), limit=limit, offset=offset)
+    page = models[offset : offset + limit]
+    return M.MentalModelList(
+        items=[convert.mental_model(m, detail != "metadata") for m in page],
+        total=len(models),
+        limit=limit,
+        offset=offset,
+    )
 
 
-@router.post("", response_model=M.MentalModelCreated, summary="Create a mental model; its content is generated in the background")
-async def create_model(body: M.MentalModelIn, bank_id: str = Depends(bank_path), who: Principal = Depends(principal),
-                       eng=Depends(engine)):
-    req = validated(MentalModelCreate, name=body.name, source_query=body.source_query, mental_model_id=body.id,
-                    tags=convert.as_list(body.tags) or None, max_tokens=body.max_tokens)
+@router.post(
+    "", response_model=M.MentalModelCreated, summary="Create a mental model; its content is generated in the background"
+)
+async def create_model(
+    body: M.MentalModelIn, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+):
+    req = validated(
+        MentalModelCreate,
+        name=body.name,
+        source_query=body.source_query,
+        mental_model_id=body.id,
+        tags=convert.as_list(body.tags) or None,
+        max_tokens=body.max_tokens,
+    )
     created = await eng.create_mental_model(who, bank_id, req)
     return M.MentalModelCreated(mental_model_id=created.mental_model_id, operation_id=created.operation_id)
 
 
 @router.get("/{model_id}", response_model=M.MentalModelOut, summary="One mental model")
-async def get_model(model_id: str, detail: Detail = "full", bank_id: str = Depends(bank_path),
-                    who: Principal = Depends(principal), eng=Depends(engine)):
+async def get_model(
+    model_id: str,
+    detail: Detail = "full",
+    bank_id: str = Depends(bank_path),
+    who: Principal = Depends(principal),
+    eng=Depends(engine),
+):
     return convert.mental_model(await eng.get_mental_model(who, bank_id, model_id), detail != "metadata")
 
 
 @router.patch("/{model_id}", response_model=M.MentalModelOut, summary="Update a mental model")
-async def update_model(model_id: str, body: M.MentalModelPatch, bank_id: str = Depends(bank_path),
-                       who: Principal = Depends(principal), eng=Depends(engine)):
-    req = validated(MentalModelUpdate, name=body.name, source_query=body.source_query, max_tokens=body.max_tokens,
-                    tags=convert.as_list(body.tags) if body.tags is not None else None)
+async def update_model(
+    model_id: str,
+    body: M.MentalModelPatch,
+    bank_id: str = Depends(bank_path),
+    who: Principal = Depends(principal),
+    eng=Depends(engine),
+):
+    req = validated(
+        MentalModelUpdate,
+        name=body.name,
+        source_query=body.source_query,
+        max_tokens=body.max_tokens,
+        tags=convert.as_list(body.tags) if body.tags is not None else None,
+    )
     return convert.mental_model(await eng.update_mental_model(who, bank_id, model_id, req))
 
 
 @router.delete("/{model_id}", summary="Delete a mental model")
-async def delete_model(model_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal),
-                       eng=Depends(engine)) -> dict:
+async def delete_model(
+    model_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+) -> dict:
     await eng.delete_mental_model(who, bank_id, model_id)
     return {"status": "deleted"}
 
 
 @router.post("/{model_id}/refresh", response_model=M.Submitted, summary="Refresh a mental model in the background")
-async def refresh_model(model_id: str, bank_id: str = Depends(bank_path), _body: dict | None = Body(None),
-                        who: Principal = Depends(principal), eng=Depends(engine)):
+async def refresh_model(
+    model_id: str,
+    bank_id: str = Depends(bank_path),
+    _body: dict | None = Body(None),
+    who: Principal = Depends(principal),
+    eng=Depends(engine),
+):
     op = await eng.refresh_mental_model(who, bank_id, model_id)
     return M.Submitted(operation_id=op.operation_id)
 
 
 @router.get("/{model_id}/history", summary="A mental model's contents, most recent first")
-async def history(model_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal),
-                  eng=Depends(engine)) -> list[dict]:
+async def history(
+    model_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+) -> list[dict]:
     versions = await eng.mental_model_history(who, bank_id, model_id)
-    return [{"version": v.version, "content": v.content, "changed_at": v.created_at.isoformat(),
-             "previous_content": versions[i + 1].content if i + 1 < len(versions) else None}
-            for i, v in enumerate(versions)]
+    return [
+        {
+            "version": v.version,
+            "content": v.content,
+            "changed_at": v.created_at.isoformat(),
+            "previous_content": versions[i + 1].content if i + 1 < len(versions) else None,
+        }
+        for i, v in enumerate(versions)
+    ]

@@ -6,6 +6,7 @@ payload never fails. Responses carry every field the client's generated models r
 the types they validate strictly: times as ISO strings, metadata values as strings.
 Field names follow `hindsight_client_api.models` (hindsight-client 1.1.0).
 """
+
 from __future__ import annotations
 
 from datetime import datetime

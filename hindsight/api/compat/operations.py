@@ -1,4 +1,5 @@
 """Operations in the reference's words: pending, processing, completed, failed, cancelled."""
+
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Query
@@ -15,29 +16,39 @@ router = APIRouter(prefix="/v1/default/banks/{bank_id}/operations", tags=["Hinds
 
 @router.get("", response_model=M.OperationList, summary="The bank's operations, newest first")
 async def list_operations(
-    bank_id: str = Depends(bank_path), status: str | None = None, type: str | None = None,
-    limit: int = Query(20, ge=1, le=100), offset: int = Query(0, ge=0),
-    who: Principal = Depends(principal), eng=Depends(engine),
+    bank_id: str = Depends(bank_path),
+    status: str | None = None,
+    type: str | None = None,
+    limit: int = Query(20, ge=1, le=100),
+    offset: int = Query(0, ge=0),
+    who: Principal = Depends(principal),
+    eng=Depends(engine),
 ):
     if status is not None and status not in convert.STATUS_IN:
         raise InvalidArgument(f"status: one of {', '.join(convert.STATUS_OUT.values())}", "status")
     found, total = await eng.list_operations(who, bank_id, convert.STATUS_IN.get(status), type, limit, offset)
-    return M.OperationList(bank_id=bank_id, total=total, limit=limit, offset=offset,
-                           operations=[convert.operation(o) for o in found])
+    return M.OperationList(
+        bank_id=bank_id, total=total, limit=limit, offset=offset, operations=[convert.operation(o) for o in found]
+    )
 
 
 @router.get("/{operation_id}", response_model=M.OperationStatus, summary="One operation's status")
-async def get_operation(operation_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal),
-                        eng=Depends(engine)):
+async def get_operation(
+    operation_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+):
     return convert.operation_status(await eng.get_operation(who, bank_id, operation_id))
 
 
 @router.delete("/{operation_id}", response_model=M.Cancelled, summary="Cancel a pending or running operation")
-async def cancel_operation(operation_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal),
-                           eng=Depends(engine)):
+async def cancel_operation(
+    operation_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+):
     before = await eng.get_operation(who, bank_id, operation_id)
     if before.status in TERMINAL:
         raise Conflict(f"operation {operation_id} already ended ({convert.STATUS_OUT[before.status]})", "operation_id")
     op = await eng.cancel_operation(who, bank_id, operation_id)
-    return M.Cancelled(success=op.status == "cancelled", operation_id=operation_id,
-                       message=f"operation {operation_id} is {convert.STATUS_OUT[op.status]}")
+    return M.Cancelled(
+        success=op.status == "cancelled",
+        operation_id=operation_id,
+        message=f"operation {operation_id} is {convert.STATUS_OUT[op.status]}",
+    )

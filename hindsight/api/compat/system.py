@@ -1,4 +1,5 @@
 """Version and health probes where Hindsight's clients look for them."""
+
 from __future__ import annotations
 
 import time
@@ -16,9 +17,13 @@ router = APIRouter(tags=["Hindsight-compatible: system"])
 @router.get("/version", response_model=M.Version, summary="API version and features")
 @router.get("/v1/version", response_model=M.Version, include_in_schema=False)
 async def version(eng=Depends(engine)):
-    return M.Version(api_version=__version__, features=M.Features(
-        mcp=eng.settings.mcp_enabled, worker=eng.settings.worker_concurrency > 0,
-    ))
+    return M.Version(
+        api_version=__version__,
+        features=M.Features(
+            mcp=eng.settings.mcp_enabled,
+            worker=eng.settings.worker_concurrency > 0,
+        ),
+    )
 
 
 @router.get("/health/live", response_model=M.Liveness, summary="Liveness: the process answers (no database access)")

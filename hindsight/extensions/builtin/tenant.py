@@ -4,6 +4,7 @@
 (`hindsight_api.extensions.builtin.tenant:ApiKeyTenantExtension` there,
 `hindsight.extensions.builtin.tenant:ApiKeyTenantExtension` here; both spellings are accepted).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -43,7 +44,7 @@ def load_extension(spec: str | None, settings, pool) -> TenantExtension:
         return TenantExtension(settings, pool)
     module, _, cls = spec.partition(":")
     if module.startswith("hindsight_api."):
-        module = "hindsight." + module[len("hindsight_api."):]
+        module = "hindsight." + module[len("hindsight_api.") :]
     try:
         klass = getattr(importlib.import_module(module), cls)
     except (ImportError, AttributeError, ValueError):
