@@ -11,7 +11,7 @@ import difflib
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeGuard, cast
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -27,7 +27,7 @@ BANK_ID_RULE = "1-128 characters of A-Z a-z 0-9 _ - . : @, not dots alone"
 _BANK_ID = re.compile(BANK_ID_PATTERN)
 
 
-def valid_bank_id(value: object) -> bool:
+def valid_bank_id(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and bool(_BANK_ID.fullmatch(value)) and value.strip(".") != ""
 
 
@@ -246,7 +246,7 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
             if key.upper() == var:
                 values[name] = val
     try:
-        return Settings(**values)
+        return Settings(**cast(dict[str, Any], values))
     except ValidationError as exc:
         problems = []
         for err in exc.errors():

@@ -12,6 +12,7 @@ import ctypes
 import ctypes.util
 
 _M_ARENA_MAX = -8
+_libc: ctypes.CDLL | None
 try:
     _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
     _libc.malloc_trim, _libc.mallopt  # noqa: B018 - both must exist (glibc)

@@ -14,9 +14,14 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 # Recall and retain take milliseconds to seconds; LLM calls seconds to minutes.
@@ -102,9 +107,9 @@ def timed(histogram: Histogram, *labels: str):
         histogram.labels(*labels).observe(time.perf_counter() - t0)
 
 
-async def scrape(engine) -> tuple[bytes, str]:
+async def scrape(engine: Engine) -> tuple[bytes, str]:
     """The exposition text, with the database-state gauges read now."""
-    if engine.pool is not None:
+    if engine.started:
         async with engine.pool.acquire() as conn:
             # queued and running only: the partial indexes of migration 002 answer this; finished
             # operations pile up for ever and would make every scrape slower.

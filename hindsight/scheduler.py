@@ -7,17 +7,22 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from .engine import mental_models
 from .worker import Worker
 
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
 log = logging.getLogger("hindsight.scheduler")
 
 
 class Scheduler:
-    def __init__(self, engine, worker: Worker):
+    def __init__(self, engine: Engine, worker: Worker):
         self.engine = engine
         self.worker = worker
         self._aps = AsyncIOScheduler(timezone="UTC")

@@ -122,7 +122,9 @@ class StubLLM:
     def structured(self, prompt: str) -> str:
         if "[[structured-invalid]]" in prompt:
             return "[]"
-        schema = json.loads(re.search(r"^SCHEMA: (.*)$", prompt, re.M).group(1))
+        found = re.search(r"^SCHEMA: (.*)$", prompt, re.M)
+        assert found, "a structured_output prompt carries its SCHEMA line"
+        schema = json.loads(found.group(1))
         answer = re.search(r"^ANSWER: (.*)$", prompt, re.M)
         return json.dumps(_example(schema, answer.group(1) if answer else ""))
 
@@ -133,8 +135,8 @@ class StubLLM:
         self.requests.append(body)
         system = " ".join(m["content"] for m in body["messages"] if m["role"] == "system")
         prompt = "\n".join(m["content"] for m in body["messages"] if m["role"] != "system")
-        task = re.search(r"TASK: (\w+)", system)
-        task = task.group(1) if task else "chat"
+        found = re.search(r"TASK: (\w+)", system)
+        task = found.group(1) if found else "chat"
         self.calls[task] += 1
         if "[[error-once]]" in prompt and self._once("e:" + prompt):
             return JSONResponse({"error": {"message": "stub: injected server error", "type": "server_error"}}, 500)
@@ -197,7 +199,7 @@ class StubLLM:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def stop(self) -> None:
-        if self._server:
+        if self._server and self._thread:
             self._server.should_exit = True
             self._thread.join(10)
 

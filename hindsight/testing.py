@@ -88,6 +88,7 @@ class Server:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
+        assert self.proc is not None, "stop() before start()"
         return self.proc.returncode
 
     def http(self, key: str | None = None, **headers) -> httpx.Client:

@@ -9,9 +9,14 @@ import logging
 import os
 import socket
 import uuid
+from typing import TYPE_CHECKING
 
 from .engine import operations as ops
 from .engine.operations import HANDLERS, NEEDS_LLM
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
 
 log = logging.getLogger("hindsight.worker")
 
@@ -30,7 +35,7 @@ class Job:
 
 
 class Worker:
-    def __init__(self, engine):
+    def __init__(self, engine: Engine):
         self.engine = engine
         s = engine.settings
         self.concurrency = s.worker_concurrency
@@ -51,7 +56,7 @@ class Worker:
             if room <= 0:
                 return
             llm = self.engine.llm
-            types = [t for t in HANDLERS if NEEDS_LLM[t] is None or (llm and llm.configured(NEEDS_LLM[t]))]
+            types = [t for t, purpose in NEEDS_LLM.items() if purpose is None or llm.configured(purpose)]
             rows = await ops.claim(self.engine.pool, self.id, room, self.lease, types)
             for row in rows:
                 job = Job(row, self.id)
@@ -71,6 +76,7 @@ class Worker:
     async def _run(self, job: Job) -> None:
         pool = self.engine.pool
         task = asyncio.current_task()
+        assert task is not None  # _run is always a task of its own
         beat = asyncio.create_task(self._heartbeat(job, task))
         try:
             fn = HANDLERS.get(job.type)

@@ -32,7 +32,7 @@ def create_app(settings: Settings) -> RootApp:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
-        if engine.pool is None:  # `hindsight serve` starts it earlier; plain ASGI hosts start it here
+        if not engine.started:  # `hindsight serve` starts it earlier; plain ASGI hosts start it here
             await engine.start()
         async with contextlib.AsyncExitStack() as stack:
             if settings.mcp_enabled:
@@ -75,14 +75,14 @@ def create_app(settings: Settings) -> RootApp:
             "status": "ok",
             "version": __version__,
             "database": "external" if settings.database_url else "embedded",
-            "embedding_model": engine.embedder.name if engine.embedder else None,
+            "embedding_model": engine.embedder.name if engine.started else None,
             "mcp": settings.mcp_enabled,
             "auth": settings.auth_enabled,
-            "llm": {p: engine.llm.model_name(p) for p in ("retain", "reflect")} if engine.llm else None,
-            "mode": "llm" if engine.llm and engine.llm.enabled else "offline (no LLM configured)",
+            "llm": {p: engine.llm.model_name(p) for p in ("retain", "reflect")} if engine.started else None,
+            "mode": "llm" if engine.started and engine.llm.enabled else "offline (no LLM configured)",
             "worker": {
                 "concurrency": settings.worker_concurrency,
-                "running": len(engine.worker.running) if engine.worker else 0,
+                "running": len(engine.worker.running) if engine.started else 0,
             },
         }
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -14,7 +16,7 @@ from ..engine.errors import HindsightError
 log = logging.getLogger("hindsight.api")
 
 
-def describe(errors: list[dict]) -> str:
+def describe(errors: Sequence[Any]) -> str:
     parts = []
     for e in errors:
         loc = [str(p) for p in e.get("loc", ()) if p not in ("body",)]

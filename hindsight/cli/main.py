@@ -18,7 +18,7 @@ from .llm_commands import register as register_llm_commands
 
 
 @click.group()
-@click.version_option(package_name="hindsight")
+@click.version_option(package_name="hindsight-memory")
 def cli() -> None:
     """Hindsight: memory banks for AI agents."""
 

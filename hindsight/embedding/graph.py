@@ -180,6 +180,8 @@ def _fuse_attention(model: onnx.ModelProto) -> int:
             and add.op_type == "Add"
             and scores
             and out
+            and mixed
+            and back
             and mixed.input[0] == softmax.output[0]
             and list(_attr(back, "perm")) == [0, 2, 1, 3]
         ):
@@ -190,7 +192,7 @@ def _fuse_attention(model: onnx.ModelProto) -> int:
             _projection(idx, mixed.input[1]),
         )
         hidden = _bias_width(idx, q)
-        if None in (q, k, v, hidden) or v_scale != 1.0:
+        if q is None or k is None or v is None or hidden is None or v_scale != 1.0:
             continue
         head = round(1 / (q_scale * k_scale) ** 2)
         if head < 1 or hidden % head or not math.isclose(q_scale * k_scale, head**-0.5, rel_tol=1e-4):

@@ -104,6 +104,7 @@ class Embedder:
             out[idx] = vecs
         if len(texts) > self.batch:
             malloc.trim()
+        assert out is not None  # texts is not empty
         return out
 
     def embed_query(self, text: str) -> np.ndarray:

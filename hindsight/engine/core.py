@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import TYPE_CHECKING
 
 import asyncpg
 
@@ -47,20 +48,30 @@ from .retain import retain as _retain
 from .tags import TagsMatch
 from .usage import bank_usage
 
+if TYPE_CHECKING:
+    from ..embedding import Embedder
+    from ..extensions.builtin.tenant import TenantExtension
+    from ..llm import LLM
+    from ..scheduler import Scheduler
+    from ..worker import Worker
+
 log = logging.getLogger("hindsight")
 
 
 class Engine:
+    # Set by start(); a method that needs them is only called on a started engine (`started`).
+    pool: asyncpg.Pool
+    embedder: Embedder
+    tenant: TenantExtension
+    llm: LLM
+    worker: Worker
+
     def __init__(self, settings: Settings):
         self.settings = settings
-        self.pool = None
-        self.embedder = None
+        self.started = False
         self.embedded: EmbeddedPostgres | None = None
+        self.scheduler: Scheduler | None = None
         self.database_label = ""
-        self.tenant = None
-        self.llm = None
-        self.worker = None
-        self.scheduler = None
         # Embedding batches saturate the cores; more than two at once only adds queueing.
         self.cpu_slots = asyncio.Semaphore(2)
         self.started_at = time.time()
@@ -68,6 +79,9 @@ class Engine:
     # ---- life cycle -------------------------------------------------------------------
     async def start(self, run_scheduler: bool = True) -> None:
         from ..extensions.builtin.tenant import load_extension
+        from ..llm import LLM
+        from ..scheduler import Scheduler
+        from ..worker import Worker
 
         s = self.settings
         if s.database_url:
@@ -93,21 +107,19 @@ class Engine:
         log.info("embedding model %s (%d dimensions)", self.embedder.name, self.embedder.dim)
         await embedding_model.reconcile(self.pool, self.embedder, self.cpu_slots)
         self.tenant = load_extension(s.tenant_extension, s, self.pool)
-        from ..llm import LLM
-        from ..scheduler import Scheduler
-        from ..worker import Worker
-
         self.llm = LLM(s, self.pool)
         await self.llm.warm()
         log.warning("LLM: %s", self.llm_label)
         self.worker = Worker(self)
+        self.started = True
         if run_scheduler:
             self.scheduler = Scheduler(self, self.worker)
             self.scheduler.start()
 
     @property
     def llm_label(self) -> str:
-        if not self.llm or not self.llm.enabled:
+        llm = getattr(self, "llm", None)  # also asked while start() runs
+        if llm is None or not llm.enabled:
             return "offline mode (no LLM configured): retain stores text units, reflect is extractive"
         return f"retain with {self.llm.model_name('retain') or 'no LLM'}, reflect with {self.llm.model_name('reflect') or 'no LLM'}"
 
@@ -115,15 +127,15 @@ class Engine:
         if self.scheduler is not None:
             await self.scheduler.stop()
             self.scheduler = None
-        if self.pool is not None:
+        if self.started:
             await self.pool.close()
-            self.pool = None
+            self.started = False
         if self.embedded is not None:
             await asyncio.to_thread(self.embedded.stop)
             self.embedded = None
 
     async def ready(self) -> bool:
-        if self.pool is None:
+        if not self.started:
             return False
         async with self.pool.acquire() as conn:
             return await conn.fetchval("SELECT 1") == 1
@@ -307,10 +319,10 @@ class Engine:
         return portable.export_bank(self, bank_id)
 
     async def import_bank(
-        self, who: Principal, bank_id: str, fileobj, on_conflict: str = "rename"
+        self, who: Principal, bank_id: str, fileobj, on_conflict: portable.OnConflict = "rename"
     ) -> portable.ImportResult:
         self.require(who, bank_id, write=True)
-        if on_conflict not in ("rename", "skip", "replace"):
+        if on_conflict not in ("rename", "skip", "replace"):  # typed for callers, checked for the CLI's strings
             raise InvalidArgument("on_conflict: must be rename, skip or replace", "on_conflict")
         return await portable.import_bank(self, bank_id, fileobj, on_conflict)
 

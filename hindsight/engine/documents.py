@@ -16,7 +16,7 @@ import json
 import socket
 import uuid
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlparse
 
 import httpx
@@ -28,6 +28,11 @@ from . import operations as ops
 from .banks import ensure_bank
 from .errors import InvalidArgument, NotFound, parse_uuid
 from .models import _clean_tags
+
+if TYPE_CHECKING:
+    from ..worker import Job
+    from .core import Engine
+
 
 IMPORT = "document_import"
 MAX_USERS = 256
@@ -133,7 +138,7 @@ def _decode_files(req: ImportRequest, max_bytes: int) -> list[tuple[str, bytes, 
             data = f.text.encode("utf-8")
         else:
             try:
-                data = base64.b64decode(f.content_base64, validate=True)
+                data = base64.b64decode(f.content_base64 or "", validate=True)
             except (binascii.Error, ValueError):
                 raise InvalidArgument(f"{where}.content_base64: not valid base64", where) from None
         if len(data) > max_bytes:
@@ -144,7 +149,7 @@ def _decode_files(req: ImportRequest, max_bytes: int) -> list[tuple[str, bytes, 
     return out
 
 
-async def start_import(engine, bank_id: str, req: ImportRequest, wait: bool) -> ImportAccepted:
+async def start_import(engine: Engine, bank_id: str, req: ImportRequest, wait: bool) -> ImportAccepted:
     s = engine.settings
     if not req.files and not req.urls:
         raise InvalidArgument("files: give at least one file or URL", "files")
@@ -193,7 +198,7 @@ def _public_host(host: str) -> bool:
     return True
 
 
-async def fetch_url(engine, url: str) -> tuple[str, bytes, str | None]:
+async def fetch_url(engine: Engine, url: str) -> tuple[str, bytes, str | None]:
     s = engine.settings
     host = urlparse(url).hostname or ""
     if not s.allow_private_urls and not await asyncio.to_thread(_public_host, host):
@@ -218,7 +223,7 @@ async def fetch_url(engine, url: str) -> tuple[str, bytes, str | None]:
 
 
 async def ingest(
-    engine, bank_id: str, name: str, data: bytes, source_type: str, url: str | None, payload: dict
+    engine: Engine, bank_id: str, name: str, data: bytes, source_type: str, url: str | None, payload: dict
 ) -> FileOutcome:
     chunk_size = payload.get("chunk_size") or payload.get("bank_chunk_size") or engine.settings.document_chunk_chars
     digest = hashlib.sha256(data).hexdigest()
@@ -301,7 +306,7 @@ async def ingest(
 
 
 @ops.handler(IMPORT)
-async def run_import(engine, job) -> dict:
+async def run_import(engine: Engine, job: Job) -> dict:
     p = job.payload
     async with engine.pool.acquire() as conn:
         uploads = await conn.fetch(
@@ -347,7 +352,7 @@ async def run_import(engine, job) -> dict:
     }
 
 
-async def list_(engine, bank_id: str, limit: int, offset: int) -> list[Document]:
+async def list_(engine: Engine, bank_id: str, limit: int, offset: int) -> list[Document]:
     async with engine.pool.acquire() as conn:
         rows = await conn.fetch(
             f"SELECT {_COLUMNS} FROM documents WHERE bank_id = $1 ORDER BY source_name LIMIT $2 OFFSET $3",
@@ -362,7 +367,7 @@ def parse_document_id(document_id: str) -> uuid.UUID:
     return parse_uuid(document_id, "document_id", "a document")
 
 
-async def get(engine, bank_id: str, document_id: str) -> Document:
+async def get(engine: Engine, bank_id: str, document_id: str) -> Document:
     did = parse_document_id(document_id)
     async with engine.pool.acquire() as conn:
         r = await conn.fetchrow(f"SELECT {_COLUMNS} FROM documents WHERE bank_id = $1 AND id = $2", bank_id, did)
@@ -371,7 +376,7 @@ async def get(engine, bank_id: str, document_id: str) -> Document:
     return to_document(r)
 
 
-async def find_bank(engine, document_id: str, only: set[str] | None) -> str | None:
+async def find_bank(engine: Engine, document_id: str, only: set[str] | None) -> str | None:
     did = parse_document_id(document_id)
     async with engine.pool.acquire() as conn:
         return await conn.fetchval(
@@ -381,7 +386,7 @@ async def find_bank(engine, document_id: str, only: set[str] | None) -> str | No
         )
 
 
-async def counts(engine, bank_ids: list[str]) -> dict[str, int]:
+async def counts(engine: Engine, bank_ids: list[str]) -> dict[str, int]:
     async with engine.pool.acquire() as conn:
         rows = await conn.fetch(
             "SELECT bank_id, count(*) AS n FROM documents WHERE bank_id = ANY($1::text[]) GROUP BY bank_id", bank_ids
@@ -389,7 +394,7 @@ async def counts(engine, bank_ids: list[str]) -> dict[str, int]:
     return {r["bank_id"]: r["n"] for r in rows}
 
 
-async def delete(engine, bank_id: str, document_id: str) -> None:
+async def delete(engine: Engine, bank_id: str, document_id: str) -> None:
     did = parse_document_id(document_id)
     async with engine.pool.acquire() as conn:
         done = await conn.fetchval("DELETE FROM documents WHERE bank_id = $1 AND id = $2 RETURNING id", bank_id, did)

@@ -33,7 +33,7 @@ class Target(NamedTuple):
     table: str
     key: tuple[tuple[str, str], ...]
     text: str
-    index: str | None
+    vector_index: str | None
 
 
 TARGETS = (
@@ -94,9 +94,11 @@ async def _record(conn: asyncpg.Connection, embedder) -> None:
 async def _reembed(conn: asyncpg.Connection, t: Target, embedder, cpu_slots: asyncio.Semaphore) -> int:
     # The index is rebuilt once at the end, from its own definition: updating every row through
     # it costs far more.
-    index_sql = await conn.fetchval("SELECT pg_get_indexdef(to_regclass($1))", t.index) if t.index else None
+    index_sql = (
+        await conn.fetchval("SELECT pg_get_indexdef(to_regclass($1))", t.vector_index) if t.vector_index else None
+    )
     if index_sql:
-        await conn.execute(f"DROP INDEX {t.index}")
+        await conn.execute(f"DROP INDEX {t.vector_index}")
     col = await column(conn, t.table)
     if col["dim"] != embedder.dim:
         # The old vectors cannot be cast to the new dimension; the rows get new ones below.

@@ -18,7 +18,7 @@ import asyncio
 import json
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -32,6 +32,11 @@ from .operations import handler
 from .retain import Unit, store_units
 from .temporal import find_time_windows
 from .text import estimate_tokens
+
+if TYPE_CHECKING:
+    from ..worker import Job
+    from .core import Engine
+
 
 MAX_ITEMS_PER_CALL = 40
 
@@ -63,7 +68,9 @@ class ExtractedFacts(BaseModel):
 
 def batches(rows: list, budget: int) -> list[list]:
     """Pack items into LLM calls up to the token budget (an oversized item goes alone)."""
-    out, cur, used = [], [], 0
+    out: list[list] = []
+    cur: list = []
+    used = 0
     for r in rows:
         t = estimate_tokens(r["text"]) + 30
         if cur and (used + t > budget or len(cur) >= MAX_ITEMS_PER_CALL):
@@ -132,14 +139,14 @@ def to_units(group: list, facts: list[ExtractedFact]) -> list[tuple[Unit, uuid.U
             item=item,
             source_id=raw["source_id"],
             position=raw["position"],
-            occurred=(start, end) if start else None,
+            occurred=(start, end) if start and end else None,
             entities=entities,
         )
         units.append((unit, raw["id"]))
     return units
 
 
-async def _store(engine, bank_id: str, pairs: list[tuple[Unit, uuid.UUID]], vectors, raw_ids: list) -> dict:
+async def _store(engine: Engine, bank_id: str, pairs: list[tuple[Unit, uuid.UUID]], vectors, raw_ids: list) -> dict:
     threshold = engine.settings.fact_dedup_threshold
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
@@ -152,7 +159,10 @@ async def _store(engine, bank_id: str, pairs: list[tuple[Unit, uuid.UUID]], vect
                     raw_ids,
                 )
             }
-            new_units, new_vecs, links, kept = [], [], [], []
+            new_units: list[Unit] = []
+            new_vecs: list = []
+            links: list[tuple[uuid.UUID, uuid.UUID]] = []
+            kept: list[tuple[Unit, Any]] = []
             for (unit, raw_id), vec in zip(pairs, vectors):
                 if raw_id not in alive:  # deleted or replaced meanwhile, or done by an earlier attempt
                     continue
@@ -194,7 +204,7 @@ async def _store(engine, bank_id: str, pairs: list[tuple[Unit, uuid.UUID]], vect
     }
 
 
-async def _extract_group(engine, job, group: list, usage: Usage) -> dict:
+async def _extract_group(engine: Engine, job: Job, group: list, usage: Usage) -> dict:
     def check(parsed: ExtractedFacts) -> None:
         for f in parsed.facts:
             if not 0 <= f.item < len(group):
@@ -211,16 +221,15 @@ async def _extract_group(engine, job, group: list, usage: Usage) -> dict:
         usage=usage,
     )
     pairs = to_units(group, parsed.facts)
+    vectors: Any = []
     if pairs:
         async with engine.cpu_slots:
             vectors = await asyncio.to_thread(engine.embedder.embed, [u.text for u, _ in pairs])
-    else:
-        vectors = []
     return await _store(engine, job.bank_id, pairs, vectors, [r["id"] for r in group])
 
 
 @handler("retain_extract", needs_llm="retain")
-async def run(engine, job) -> dict:
+async def run(engine: Engine, job: Job) -> dict:
     raw_ids = [uuid.UUID(x) for x in job.payload["raw_ids"]]
     async with engine.pool.acquire() as conn:
         rows = await conn.fetch(
@@ -236,6 +245,7 @@ async def run(engine, job) -> dict:
     errors = [d for d in done if isinstance(d, BaseException)]
     if errors:  # groups that succeeded are committed; a retry redoes only the rest
         raise errors[0]
+    stored = [d for d in done if isinstance(d, dict)]
     async with engine.pool.acquire() as conn:
         # Everything this retain now contributes to recall: its facts, and raw units that gave none.
         visible = await conn.fetch(
@@ -245,8 +255,8 @@ async def run(engine, job) -> dict:
         )
     return {
         "memory_ids": sorted(str(r["id"]) for r in visible),
-        "new_facts": sum(len(d["new"]) for d in done),
-        "merged_facts": sum(d["merged"] for d in done),
+        "new_facts": sum(len(d["new"]) for d in stored),
+        "merged_facts": sum(d["merged"] for d in stored),
         "items": len(rows),
         "llm_calls": usage.calls,
         "prompt_tokens": usage.prompt_tokens,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NoReturn
 
 from .errors import InvalidArgument
 
@@ -115,7 +115,7 @@ class _Parser:
                     f"unexpected character {text[pos:].lstrip()[:1]!r}",
                     pos + len(text[pos:]) - len(text[pos:].lstrip()),
                 )
-            kind = m.lastgroup
+            kind = m.lastgroup or ""
             raw = m.group(kind)
             start = m.start(kind)
             if kind == "str":
@@ -130,7 +130,7 @@ class _Parser:
             pos = m.end()
         return out
 
-    def fail(self, msg: str, pos: int | None = None):
+    def fail(self, msg: str, pos: int | None = None) -> NoReturn:
         where = f" at position {pos}" if pos is not None else ""
         raise InvalidArgument(f"filter: {msg}{where}", "filter")
 
@@ -213,7 +213,7 @@ class _Parser:
         if kind == "kw" and value in ("true", "false"):
             return value == "true"
         if kind == "punct" and value == "[" and allow_list:
-            items = []
+            items: list[Any] = []
             if self.peek()[:2] == ("punct", "]"):
                 self.take()
                 return items

@@ -17,7 +17,7 @@ import json
 import re
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -28,6 +28,11 @@ from .errors import Conflict, InvalidArgument, NotFound
 from .models import _clean_tags
 from .reflect import ReflectRequest, reflect
 from .tags import MENTAL_MODEL_MATCH, TagsMatch, tag_condition
+
+if TYPE_CHECKING:
+    from ..worker import Job
+    from .core import Engine
+
 
 MODEL_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
 _MODEL_ID = re.compile(MODEL_ID_PATTERN)
@@ -128,7 +133,7 @@ def to_model(r, pending: str | None = None) -> MentalModel:
     )
 
 
-async def _queue_refresh(engine, conn, bank_id: str, model_id: str, reason: str) -> uuid.UUID:
+async def _queue_refresh(engine: Engine, conn, bank_id: str, model_id: str, reason: str) -> uuid.UUID:
     return await ops.enqueue(
         conn,
         bank_id,
@@ -139,7 +144,7 @@ async def _queue_refresh(engine, conn, bank_id: str, model_id: str, reason: str)
     )
 
 
-async def create(engine, bank_id: str, req: MentalModelCreate) -> MentalModelOperation:
+async def create(engine: Engine, bank_id: str, req: MentalModelCreate) -> MentalModelOperation:
     vec = await asyncio.to_thread(engine.embedder.embed_query, req.source_query)
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
@@ -191,7 +196,9 @@ async def _pending(conn, bank_id: str, ids: list[str]) -> dict[str, str]:
     return {r["dedup_key"].rsplit(":", 1)[1]: str(r["id"]) for r in rows}
 
 
-async def list_(engine, bank_id: str, tags: list[str] | None, tags_match: TagsMatch = "any") -> list[MentalModel]:
+async def list_(
+    engine: Engine, bank_id: str, tags: list[str] | None, tags_match: TagsMatch = "any"
+) -> list[MentalModel]:
     """Models filtered by their own tags, matched as memories are (engine/tags.py)."""
     p = Binder(bank_id)
     cond = tag_condition("tags", tags, tags_match, p)
@@ -205,7 +212,7 @@ async def list_(engine, bank_id: str, tags: list[str] | None, tags_match: TagsMa
     return [to_model(r, pending.get(r["id"])) for r in rows]
 
 
-async def get(engine, bank_id: str, model_id: str) -> MentalModel:
+async def get(engine: Engine, bank_id: str, model_id: str) -> MentalModel:
     check_model_id(model_id)
     async with engine.pool.acquire() as conn:
         r = await conn.fetchrow(
@@ -217,7 +224,7 @@ async def get(engine, bank_id: str, model_id: str) -> MentalModel:
     return to_model(r, pending.get(model_id))
 
 
-async def history(engine, bank_id: str, model_id: str) -> list[MentalModelVersion]:
+async def history(engine: Engine, bank_id: str, model_id: str) -> list[MentalModelVersion]:
     await get(engine, bank_id, model_id)
     async with engine.pool.acquire() as conn:
         rows = await conn.fetch(
@@ -234,7 +241,7 @@ async def history(engine, bank_id: str, model_id: str) -> list[MentalModelVersio
     ]
 
 
-async def update(engine, bank_id: str, model_id: str, req: MentalModelUpdate) -> MentalModel:
+async def update(engine: Engine, bank_id: str, model_id: str, req: MentalModelUpdate) -> MentalModel:
     """A new source query, tags or size make the content stale: a refresh is queued."""
     check_model_id(model_id)
     fields = req.model_dump(exclude_unset=True, exclude_none=True)
@@ -266,7 +273,7 @@ async def update(engine, bank_id: str, model_id: str, req: MentalModelUpdate) ->
     return await get(engine, bank_id, model_id)
 
 
-async def delete(engine, bank_id: str, model_id: str) -> None:
+async def delete(engine: Engine, bank_id: str, model_id: str) -> None:
     check_model_id(model_id)
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
@@ -284,7 +291,7 @@ async def delete(engine, bank_id: str, model_id: str) -> None:
             )
 
 
-async def refresh(engine, bank_id: str, model_id: str) -> MentalModelOperation:
+async def refresh(engine: Engine, bank_id: str, model_id: str) -> MentalModelOperation:
     await get(engine, bank_id, model_id)
     async with engine.pool.acquire() as conn:
         op_id = await _queue_refresh(engine, conn, bank_id, model_id, "requested")
@@ -293,7 +300,7 @@ async def refresh(engine, bank_id: str, model_id: str) -> MentalModelOperation:
 
 
 @ops.handler(REFRESH)
-async def run_refresh(engine, job) -> dict:
+async def run_refresh(engine: Engine, job: Job) -> dict:
     model_id = job.payload["mental_model_id"]
     bank_id = job.bank_id
     async with engine.pool.acquire() as conn:
@@ -385,7 +392,7 @@ async def run_refresh(engine, job) -> dict:
     return outcome
 
 
-async def sweep(engine) -> int:
+async def sweep(engine: Engine) -> int:
     """Queue refreshes for stale models (see the module docstring); returns how many were queued."""
     debounce = engine.settings.mental_model_debounce
     async with engine.pool.acquire() as conn:

@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from itertools import islice
-from typing import IO, Literal
+from typing import IO, TYPE_CHECKING, Literal
 
 import asyncpg
 from pydantic import BaseModel, Field
@@ -46,6 +46,10 @@ from pydantic import BaseModel, Field
 from ..embedding import vector_literal
 from .banks import ensure_bank, lock_writes
 from .errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from .core import Engine
+
 
 FORMAT = "hindsight-bank"
 VERSION = 2
@@ -101,7 +105,7 @@ class ImportResult(BaseModel):
     replaced: dict[str, int]
 
 
-async def export_bank(engine, bank_id: str) -> AsyncIterator[bytes]:
+async def export_bank(engine: Engine, bank_id: str) -> AsyncIterator[bytes]:
     """Gzip bytes of the bank's archive, produced row by row from one consistent snapshot."""
     gz = zlib.compressobj(6, zlib.DEFLATED, 31)
     counts: Counter = Counter()
@@ -161,7 +165,7 @@ class _Reader:
 
 
 class _Importer:
-    def __init__(self, engine, conn, bank_id: str, on_conflict: OnConflict, header: dict):
+    def __init__(self, engine: Engine, conn, bank_id: str, on_conflict: OnConflict, header: dict):
         self.engine, self.conn, self.bank_id, self.policy = engine, conn, bank_id, on_conflict
         emb = header.get("embedding") or {}
         self.source_model = emb.get("model")
@@ -170,7 +174,10 @@ class _Importer:
         self.suffix = f" (imported {stamp:%Y-%m-%d %H:%M:%S} UTC)"
         self.id_suffix = f"-imported-{stamp:%Y%m%d%H%M%S}"
         self.ids: dict[str, dict] = {k: {} for k in ("entity", "memory", "document", "mental_model")}
-        self.imported, self.skipped, self.renamed, self.replaced = Counter(), Counter(), Counter(), Counter()
+        self.imported: Counter[str] = Counter()
+        self.skipped: Counter[str] = Counter()
+        self.renamed: Counter[str] = Counter()
+        self.replaced: Counter[str] = Counter()
         self.seen: Counter = Counter()
         self.columns: dict[str, list[str]] = {}
         self.memory_docs: set[str] = set()
@@ -427,7 +434,9 @@ class _Importer:
         await self._insert("mental_model_versions", keep, "ON CONFLICT DO NOTHING")
 
 
-async def import_bank(engine, bank_id: str, fileobj: IO[bytes], on_conflict: OnConflict = "rename") -> ImportResult:
+async def import_bank(
+    engine: Engine, bank_id: str, fileobj: IO[bytes], on_conflict: OnConflict = "rename"
+) -> ImportResult:
     reader = _Reader(fileobj)
     first = await reader.batch(1)
     if not first or first[0].get("kind") != "header" or first[0].get("format") != FORMAT:

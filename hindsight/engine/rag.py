@@ -16,7 +16,7 @@ import json
 import re
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -24,6 +24,10 @@ from .errors import InvalidArgument
 from .filters import CHUNK_FIELDS, compile_filter
 from .recall import fetch_ids, keyword_query
 from .relevance import SearchOptions, relevance_sql
+
+if TYPE_CHECKING:
+    from .core import Engine
+
 
 RRF_K = 60
 PER_ARM = 30
@@ -121,7 +125,7 @@ class ChunkHit:
 
 
 async def search_chunks(
-    engine,
+    engine: Engine,
     bank_id: str,
     phrases: list[str],
     caller: Caller,
@@ -181,7 +185,7 @@ async def search_chunks(
             scores[cid] = scores.get(cid, 0.0) + 1.0 / (RRF_K + rank + 1)
             found_by.setdefault(cid, set()).add(arm)
     # a threshold may drop some: look at more than we return
-    top = sorted(scores, key=scores.get, reverse=True)[: top_k * 3]
+    top = sorted(scores, key=scores.__getitem__, reverse=True)[: top_k * 3]
     if not top:
         return []
     rel, rel_params = relevance_sql(opts.mode, "c.embedding", "c.tsv", 2, list(vectors), phrases)
@@ -211,7 +215,7 @@ async def search_chunks(
 
 
 async def rag_search(
-    engine, bank_id: str, phrases: list[str], caller: Caller, top_k: int = 10, opts: SearchOptions | None = None
+    engine: Engine, bank_id: str, phrases: list[str], caller: Caller, top_k: int = 10, opts: SearchOptions | None = None
 ) -> RagSearchResult:
     phrases = check_phrases(phrases)
     if not 1 <= top_k <= MAX_TOP_K:
@@ -272,7 +276,7 @@ DEFAULT_STRICTNESS = 1
 
 
 async def search_documents(
-    engine, bank_id: str, query: str, caller: Caller, opts: SearchOptions
+    engine: Engine, bank_id: str, query: str, caller: Caller, opts: SearchOptions
 ) -> DocumentSearchResult:
     """The knowledge-base search with every option: mode, top_k (default 5), strictness (default 1),
     min_score, filter."""
@@ -301,7 +305,7 @@ async def search_documents(
     )
 
 
-async def verify_document_access(engine, bank_id: str, segment_uid: str, caller: Caller) -> AccessResult:
+async def verify_document_access(engine: Engine, bank_id: str, segment_uid: str, caller: Caller) -> AccessResult:
     """Checked with the caller's *current* headers; a deleted document or lost tag denies access."""
     try:
         sid = uuid.UUID(str(segment_uid))

@@ -21,8 +21,10 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from ..metrics import RECALL_ARM_SECONDS, timed
 from .binder import Binder
@@ -34,6 +36,10 @@ from .relevance import relevance_sql
 from .tags import tag_condition
 from .temporal import TimeWindow, find_time_windows
 from .text import estimate_tokens
+
+if TYPE_CHECKING:
+    from .core import Engine
+
 
 RRF_K = 20
 ARM_LIMIT = 60
@@ -268,7 +274,8 @@ def _seed_matches(present: list[tuple[int, str]]) -> tuple[list[str], list[int]]
     keyword arm's top ARM_LIMIT, up to ties, among those holding a seed: the rarest words (present
     is sorted by count) up to KEYWORD_SCAN_CAP rows. Words are content words ([A-Za-z0-9]+,
     present in the bank), so they need no quoting inside a tsquery."""
-    seeds, scanned = [], 0
+    seeds: list[str] = []
+    scanned = 0
     for count, w in present:
         if seeds and scanned + count > KEYWORD_SCAN_CAP:
             break
@@ -295,14 +302,14 @@ async def _timed(arm: str, query):
         return await query
 
 
-async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
+async def recall(engine: Engine, bank_id: str, req: RecallRequest) -> RecallResult:
     pool = engine.pool
     base = req.query_timestamp or datetime.now(UTC)
     if base.tzinfo is None:
         base = base.replace(tzinfo=UTC)
     f = Filters.build(req, 4)
 
-    arms: dict[str, asyncio.Future] = {}
+    arms: dict[str, Awaitable[list]] = {}
     hybrid = req.mode == "hybrid"
     words = content_words(req.query)
     if words and req.mode != "vector":
@@ -313,8 +320,9 @@ async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
     try:
         qvec = await asyncio.to_thread(engine.embedder.embed_query, req.query)
     except BaseException:
-        for arm in arms.values():
-            arm.cancel()
+        for started in arms.values():  # only the keyword arm runs this early
+            if isinstance(started, asyncio.Future):
+                started.cancel()
         raise
     if req.mode != "keyword":
         arms["semantic"] = _timed(
@@ -360,7 +368,7 @@ async def recall(engine, bank_id: str, req: RecallRequest) -> RecallResult:
         for rank, mid in enumerate(ids):
             scores[mid] = scores.get(mid, 0.0) + weight / (RRF_K + rank + 1)
             found_by.setdefault(mid, []).append(arm)
-    order = sorted(scores, key=scores.get, reverse=True)
+    order = sorted(scores, key=scores.__getitem__, reverse=True)
     budget_rows = max(1, min(len(order), req.max_tokens // 8 + NEIGHBOUR_PARENTS * 2))
     order = order[:budget_rows]
     results = await _details(pool, bank_id, order, f, scores, found_by, req, qvec)
@@ -417,7 +425,7 @@ async def _details(pool, bank_id, order, f: Filters, scores, found_by, req: Reca
             arms=found_by.get(mid, []),
             relevance=round(float(by_id[mid]["relevance"]), 4),
         )
-        for mid in sorted(scored, key=scored.get, reverse=True)
+        for mid in sorted(scored, key=scored.__getitem__, reverse=True)
     ]
 
 

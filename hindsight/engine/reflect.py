@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -17,6 +17,10 @@ from ..llm import LLMError, Usage
 from .models import RecallRequest, _clean_tags, not_blank
 from .recall import recall
 from .tags import TagsMatch
+
+if TYPE_CHECKING:
+    from .core import Engine
+
 
 # Recall tokens per budget: how much memory the answer may draw on.
 BUDGET_TOKENS = {"low": 2048, "mid": 4096, "high": 8192}
@@ -122,7 +126,7 @@ def _persona(bank: Any) -> str:
 
 
 async def reflect(
-    engine,
+    engine: Engine,
     bank_id: str,
     req: ReflectRequest,
     *,

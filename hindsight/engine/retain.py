@@ -17,6 +17,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import asyncpg
 from pydantic import BaseModel
@@ -29,6 +30,11 @@ from .errors import InvalidArgument
 from .models import RetainItem, RetainResult
 from .temporal import find_time_windows
 from .text import split_units
+
+if TYPE_CHECKING:
+    from ..worker import Job
+    from .core import Engine
+
 
 _FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|me|my|mine|myself|we|we're|our|us)\b")
 COPY_COLUMNS = [
@@ -225,7 +231,9 @@ RETAIN = "retain"
 PIPELINE_UNITS = 128
 
 
-async def retain(engine, bank_id: str, items: list[RetainItem], wait: bool = False, on_commit=None) -> RetainResult:
+async def retain(
+    engine: Engine, bank_id: str, items: list[RetainItem], wait: bool = False, on_commit=None
+) -> RetainResult:
     """Store `items` in one transaction. `on_commit(conn, result)` runs inside it, last: a
     background retain marks its operation done there, so a retry cannot store the items twice."""
     s = engine.settings
@@ -302,7 +310,7 @@ class RetainAccepted(BaseModel):
     operation_id: str
 
 
-async def retain_later(engine, bank_id: str, items: list[RetainItem]) -> RetainAccepted:
+async def retain_later(engine: Engine, bank_id: str, items: list[RetainItem]) -> RetainAccepted:
     """Accept now, store in the background: the items are durable once this returns."""
     s = engine.settings
     check_items(items, s.max_batch_items, s.max_content_chars)
@@ -316,7 +324,7 @@ async def retain_later(engine, bank_id: str, items: list[RetainItem]) -> RetainA
 
 
 @ops.handler(RETAIN)
-async def run_retain(engine, job) -> dict:
+async def run_retain(engine: Engine, job: Job) -> dict:
     items = [RetainItem.model_validate(d) for d in job.payload["items"]]
     done: dict = {}
 

@@ -15,13 +15,14 @@ import os
 import random
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from ..metrics import LLM_CALLS, LLM_COST, LLM_SECONDS, LLM_TOKENS, timed
 
 log = logging.getLogger("hindsight.llm")
+M = TypeVar("M", bound=BaseModel)
 
 
 class LLMError(Exception):
@@ -64,11 +65,6 @@ def loads_object(text: str) -> Any:
     return json.loads(cleaned)
 
 
-def parse_json(text: str, model: type[BaseModel]) -> BaseModel:
-    """Validate the answer against a pydantic model (after light repair)."""
-    return model.model_validate(loads_object(text))
-
-
 class LLM:
     def __init__(self, settings, pool):
         self.settings = settings
@@ -97,7 +93,7 @@ class LLM:
         self,
         purpose: str,
         messages: list[dict],
-        schema: type[BaseModel],
+        schema: type[M],
         *,
         bank_id: str | None,
         operation: str,
@@ -105,12 +101,12 @@ class LLM:
         max_tokens: int | None = None,
         check=None,
         usage: Usage | None = None,
-    ) -> BaseModel:
+    ) -> M:
         """Ask for JSON matching `schema`; `check(parsed)` may raise ValueError for answers that
         parse but are wrong (e.g. an unknown item index): both are re-asked with the error."""
 
-        def parse(text: str) -> BaseModel:
-            parsed = parse_json(text, schema)
+        def parse(text: str) -> M:
+            parsed = schema.model_validate(loads_object(text))
             if check is not None:
                 check(parsed)
             return parsed

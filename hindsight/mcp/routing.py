@@ -11,10 +11,15 @@ one before initialize) gets the SDK's 405, which clients read as "no standalone 
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from ..config import BANK_ID_RULE, valid_bank_id
 from ..engine.errors import HindsightError
 from .surfaces import SCOPE_KEY, TOP_LEVEL_META
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
 
 _ACCEPT = b"application/json, text/event-stream"
 
@@ -40,7 +45,7 @@ def _header(scope, name: bytes) -> str | None:
 
 
 class MCPRouter:
-    def __init__(self, engine, single, multi):
+    def __init__(self, engine: Engine, single, multi):
         self.engine = engine
         self.single = single  # session managers
         self.multi = multi
@@ -113,7 +118,9 @@ class MCPRouter:
 
 def _lift(message: dict) -> bool:
     result = message.get("result") if isinstance(message, dict) else None
-    meta = result.get("_meta") if isinstance(result, dict) else None
+    if not isinstance(result, dict):
+        return False
+    meta = result.get("_meta")
     if not isinstance(meta, dict) or not meta.pop(TOP_LEVEL_META, None):
         return False
     if not meta:

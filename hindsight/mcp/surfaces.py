@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -23,6 +23,10 @@ from ..engine.validation import describe_validation
 from ..metrics import MCP_CALLS, MCP_SECONDS, timed
 from . import collections as _collections  # noqa: F401  (registers the collection alias tools)
 from .tools import TOOLS, Call, ToolDef
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
 
 INVALID_PARAMS = -32602
 # JSON-RPC leaves -32000..-32099 to implementations; we use -32001 for authentication and
@@ -127,7 +131,7 @@ def _wrap(td: ToolDef, engine, multi: bool, local_state: dict | None = None):
             MCP_CALLS.labels(td.name, "error").inc()
             raise MCPError(error_code(exc), exc.message) from None
 
-    wrapper.__signature__ = sig.replace(parameters=positional + extra + [ctx_param])
+    cast(Any, wrapper).__signature__ = sig.replace(parameters=positional + extra + [ctx_param])
     hints = {p.name: p.annotation for p in positional + extra}
     hints["ctx"] = Context
     hints["return"] = sig.return_annotation
@@ -136,7 +140,7 @@ def _wrap(td: ToolDef, engine, multi: bool, local_state: dict | None = None):
     return wrapper
 
 
-def build_server(engine, multi: bool, local_state: dict | None = None) -> HindsightMCPServer:
+def build_server(engine: Engine, multi: bool, local_state: dict | None = None) -> HindsightMCPServer:
     """`local_state` replaces the per-request state for transports without HTTP (stdio)."""
     name = "hindsight" if multi else "hindsight-bank"
     server = HindsightMCPServer(
@@ -151,7 +155,7 @@ def build_server(engine, multi: bool, local_state: dict | None = None) -> Hindsi
                 else ""
             )
         ),
-        log_level=engine.settings.log_level.upper(),
+        log_level=cast(Any, engine.settings.log_level.upper()),
     )
     for td in TOOLS:
         if td.scope == "global" and not multi:

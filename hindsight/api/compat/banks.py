@@ -3,6 +3,8 @@ traits (1-5) and the mission reflect answers in the light of."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Depends, Query
 
 from ...engine.keys import Principal
@@ -33,7 +35,7 @@ async def list_banks(
 
 async def _apply(eng, who: Principal, bank_id: str, body: M.BankIn, bank) -> M.BankProfile:
     """Write what the body sets onto `bank` (disposition traits merge into the existing ones)."""
-    update = {}
+    update: dict[str, Any] = {}
     if body.name is not None:
         update["name"] = body.name
     if body.resolved_mission() is not None:

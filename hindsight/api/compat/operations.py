@@ -26,7 +26,8 @@ async def list_operations(
 ):
     if status is not None and status not in convert.STATUS_IN:
         raise InvalidArgument(f"status: one of {', '.join(convert.STATUS_OUT.values())}", "status")
-    found, total = await eng.list_operations(who, bank_id, convert.STATUS_IN.get(status), type, limit, offset)
+    ours = convert.STATUS_IN[status] if status is not None else None
+    found, total = await eng.list_operations(who, bank_id, ours, type, limit, offset)
     return M.OperationList(
         bank_id=bank_id, total=total, limit=limit, offset=offset, operations=[convert.operation(o) for o in found]
     )
