@@ -323,11 +323,30 @@ def recall(bank_id, query, max_tokens, tags, as_json, url, key):
 @cli.command("config")
 def config_table():
     """Print every setting with its default (Markdown)."""
-    from ..config import env_table
+    from ..docs import settings_table
 
-    click.echo("| Variable | Default | Meaning |\n|---|---|---|")
-    for var, default, desc in env_table():
-        click.echo(f"| `{var}` | `{default}` | {desc} |")
+    click.echo(settings_table(), nl=False)
+
+
+@cli.command("docs")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--check", is_flag=True, help="Exit 1 if the file differs from the code, instead of writing it.")
+def docs(path: str, check: bool) -> None:
+    """Regenerate the tables of settings and MCP tools between the file's generated markers."""
+    from pathlib import Path
+
+    from ..docs import update
+
+    f = Path(path)
+    text = f.read_text()
+    new = update(text)
+    if check:
+        if new != text:
+            raise click.ClickException(f"{path} is out of date with the code: run `hindsight docs {path}`")
+        return
+    if new != text:
+        f.write_text(new)
+        click.echo(f"{path}: tables updated")
 
 
 register_llm_commands(cli)

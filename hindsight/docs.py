@@ -1,0 +1,116 @@
+"""The README's reference tables, generated from the code so they cannot drift.
+
+`hindsight docs README.md` rewrites the text between `<!-- generated:NAME -->` and
+`<!-- /generated:NAME -->` markers; `--check` (and tests/test_docs.py, run by CI) fails when the
+README differs from what the code says. Tables: `settings` (every HINDSIGHT_API_* variable, from
+config.Settings) and `tools` (every MCP tool, from mcp.tools.TOOLS: its surfaces, arguments
+with their defaults and limits, annotations and summary).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import types
+import typing
+from typing import Any
+
+from pydantic.fields import FieldInfo
+
+from .config import env_table
+
+_MARKERS = re.compile(r"(<!-- generated:(\w+) -->\n)(.*?)(<!-- /generated:\2 -->)", re.S)
+
+
+def settings_table() -> str:
+    rows = ["| Variable | Default | Meaning |", "|---|---|---|"]
+    rows += [f"| `{var}` | `{default}` | {desc} |" for var, default, desc in env_table()]
+    return "\n".join(rows) + "\n"
+
+
+def _type(annotation: Any) -> str:
+    """A short, readable form of a parameter's type."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Literal:
+        return "\\|".join(f'"{a}"' for a in args)
+    if origin in (typing.Union, types.UnionType):
+        kept = [a for a in args if a is not type(None)]
+        return " \\| ".join(_type(a) for a in kept)
+    if origin in (list, dict):
+        return f"{origin.__name__}[{', '.join(_type(a) for a in args)}]" if args else origin.__name__
+    if annotation is Any:
+        return "any"
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def _limits(info: FieldInfo) -> str:
+    """A parameter's range (ge/le) or length (min/max), from its Field constraints."""
+    lo = hi = None
+    for m in info.metadata:
+        lo = getattr(m, "ge", getattr(m, "min_length", lo))
+        hi = getattr(m, "le", getattr(m, "max_length", hi))
+    return f" ({lo}-{hi})" if lo is not None and hi is not None else ""
+
+
+def _argument(p: inspect.Parameter) -> str:
+    default = p.default
+    limits = ""
+    if isinstance(default, FieldInfo):
+        limits = _limits(default)
+        default = default.get_default() if not default.is_required() else inspect.Parameter.empty
+    text = f"`{p.name}`: {_type(p.annotation)}{limits}"
+    if default is inspect.Parameter.empty:
+        return text
+    if default is None:
+        return text + " (optional)"
+    return f"{text} = `{default!r}`" if not isinstance(default, str) else f'{text} = `"{default}"`'
+
+
+def _returns(model: Any) -> str:
+    fields = getattr(model, "model_fields", None)
+    return "`{" + ", ".join(fields) + "}`" if fields else ""
+
+
+def _annotations(td) -> str:
+    hints = [
+        h
+        for h, on in (("read-only", td.read_only), ("destructive", td.destructive), ("idempotent", td.idempotent))
+        if on
+    ]
+    return ", ".join(hints) or "write"
+
+
+def tools_table() -> str:
+    from .mcp import surfaces  # noqa: F401  (registers the collection alias tools)
+    from .mcp.tools import TOOLS
+
+    rows = [
+        "| Tool | Surfaces | Arguments | Returns | Annotations | What it does |",
+        "|---|---|---|---|---|---|",
+    ]
+    for td in TOOLS:
+        sig = inspect.signature(td.fn, eval_str=True)
+        params = list(sig.parameters.values())[1:]
+        args = "; ".join(_argument(p) for p in params) or "none"
+        summary = td.description.split("\n\n", 1)[0].replace("\n", " ")
+        surface = "both" if td.scope == "bank" else "multi-bank"
+        rows.append(
+            f"| `{td.name}` | {surface} | {args} | {_returns(sig.return_annotation)} | {_annotations(td)} | {summary} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+TABLES = {"settings": settings_table, "tools": tools_table}
+
+
+def update(text: str) -> str:
+    """`text` with every generated table as the code has it now."""
+
+    def fill(m: re.Match) -> str:
+        make = TABLES.get(m.group(2))
+        if make is None:
+            raise ValueError(f"unknown generated table {m.group(2)!r}")
+        return m.group(1) + make() + m.group(4)
+
+    return _MARKERS.sub(fill, text)
