@@ -85,7 +85,8 @@ class Settings(BaseSettings):
     embedding_quantize: bool = Field(
         True,
         description="Run the embedding model's matrix products in int8 (made once at first start and "
-        "cached); ~3x faster, vectors within cosine ~0.99. Changing it re-embeds everything stored.",
+        "cached): ~3x less CPU a text with AVX-512 VNNI, ~1.4x with AVX2 only; vectors within cosine ~0.99. "
+        "Changing it re-embeds everything stored.",
     )
     max_content_chars: int = Field(
         100_000, ge=100, le=10_000_000, description="Largest `content` of one retained item."

@@ -1,10 +1,11 @@
-"""The README's reference tables, generated from the code so they cannot drift.
+"""The documentation's reference tables, generated from the code so they cannot drift.
 
-`hindsight docs README.md` rewrites the text between `<!-- generated:NAME -->` and
-`<!-- /generated:NAME -->` markers; `--check` (and tests/test_docs.py, run by CI) fails when the
-README differs from what the code says. Tables: `settings` (every HINDSIGHT_API_* variable, from
-config.Settings) and `tools` (every MCP tool, from mcp.tools.TOOLS: its surfaces, arguments
-with their defaults and limits, annotations and summary).
+`hindsight docs` rewrites the text between `<!-- generated:NAME -->` and
+`<!-- /generated:NAME -->` markers in README.md and docs/*.md; `--check` (and tests/test_docs.py,
+run by CI) fails when a file differs from what the code says. Tables: `settings` (every
+HINDSIGHT_API_* variable, from config.Settings, in the README) and `tools` (every MCP tool, from
+mcp.tools.TOOLS: its surfaces, arguments with their defaults and limits, annotations and
+summary, in docs/mcp.md).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import inspect
 import re
 import types
 import typing
+from pathlib import Path
 from typing import Any
 
 from pydantic.fields import FieldInfo
@@ -114,3 +116,13 @@ def update(text: str) -> str:
         return m.group(1) + make() + m.group(4)
 
     return _MARKERS.sub(fill, text)
+
+
+def tables_in(text: str) -> set[str]:
+    """The generated tables a file holds."""
+    return {m.group(2) for m in _MARKERS.finditer(text)}
+
+
+def documentation(root: Path) -> list[Path]:
+    """The files that may hold generated tables: the README and the user documentation."""
+    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]

@@ -3,7 +3,7 @@
 A person signs in with a key, finds a memory retained through the API, reads and deletes it,
 creates a mental model and sees it filled, imports a document (with its progress) and finds it,
 and follows the operations; what memories say is shown as text, never run as HTML.
-With HINDSIGHT_SCREENSHOTS=<folder>, the main pages are saved there (the README's pictures).
+With HINDSIGHT_SCREENSHOTS=<folder>, the main pages are saved there (the pictures of docs/console.md).
 """
 
 from __future__ import annotations

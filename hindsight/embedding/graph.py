@@ -3,7 +3,7 @@
 A one-text run of MiniLM spent about as long in the small nodes around the matrix products as in
 the products themselves (315 nodes, 36 of them products), so each node removed is time saved on
 every retain and every query. Three patterns of the torch exporter are rewritten (the graph goes
-to 117 nodes; timings are paired one-thread runs on LoCoMo turns, README):
+to 117 nodes; bench/README.md, "Embedder graph rewrites", has the paired one-thread timings):
 
 - `Where(IsNaN(softmax), 0, softmax)` after each attention softmax guards against a row whose keys
   are all masked. Every row keeps at least its own text's [CLS] and [SEP] keys, so the guard is an

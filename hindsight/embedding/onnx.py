@@ -1,19 +1,18 @@
 """all-MiniLM-L6-v2 (or any BERT-style ONNX folder) with mean pooling and L2 normalisation.
 
-Texts are sorted by length before batching so that padding (wasted compute) stays small; that is
-most of the difference between ~150 and ~400 texts/s on two cores.
+Texts are sorted by length before batching so that padding (wasted compute) stays small.
 
 The shipped model stores int8 weights that ONNX Runtime turns into float32 when it builds the
-session; it then holds both forms (155 MB). Folding them once into a temporary float32 file and
-loading that holds one (110 MB), for about a second more at start-up. By default the matrix
-products are then quantised to int8 (quantize.py).
+session; it then holds both forms. Folding them once into a temporary float32 file and loading
+that holds one, for about a second more at start-up. By default the matrix products are then
+quantised to int8 (quantize.py).
 
 Each run uses one core and a batch is spread over one run per core: small inputs parallelise
-poorly inside a run (two threads on one run embed ~20% fewer texts a second than two one-thread
-runs side by side, and spend more CPU per text), and a single query on one thread is only ~1 ms
-slower. Batches of 4 keep padding small and bound the attention scratch memory of long texts.
-An int8 model embeds one text per run: it quantises activations with one scale per run, so in a
-batch a text's vector would depend on its neighbours (cosine down to 0.98 against itself alone).
+poorly inside a run (two one-thread runs side by side embed more than one two-thread run), and a
+single query on one thread is barely slower. Batches of 4 keep padding small and bound the
+attention scratch memory of long texts. An int8 model embeds one text per run: it quantises
+activations with one scale per run, so in a batch a text's vector would depend on its
+neighbours. Figures: bench/README.md, "Embedder graph rewrites" and "Embedder: int8 quantisation".
 """
 
 from __future__ import annotations
@@ -51,7 +50,7 @@ class Embedder:
         opts.intra_op_num_threads = 1
         opts.inter_op_num_threads = 1
         # The arena keeps the peak activation memory of the largest batch for the process's
-        # lifetime (~150 MB); without it memory returns after each batch at no measurable cost.
+        # lifetime; without it memory returns after each batch at no measurable cost.
         opts.enable_cpu_mem_arena = False
         if fold:
             self.session = _folded_session(ort, Path(model_path), opts)
@@ -67,8 +66,7 @@ class Embedder:
 
     def _run(self, texts: list[str]) -> np.ndarray:
         # Not encode_batch: it hands even one text to the tokenizers' own thread pool, which then
-        # competes with our runs for the cores (the gain measured, ~0.1 ms of server CPU a turn,
-        # is within noise).
+        # competes with our runs for the cores (the gain measured is within noise).
         encs = [self.tokenizer.encode(t) for t in texts]
         width = max(len(e.ids) for e in encs)
         ids = np.zeros((len(encs), width), dtype=np.int64)
@@ -132,9 +130,9 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-# ONNX Runtime's CPU kernel for its fused SkipLayerNormalization (1.31) takes ~0.15 ms per node on a
-# 40-token text, more than the Add and LayerNormalization it replaces: without the fusion a text
-# embeds ~18% faster (paired runs on LoCoMo turns; README), with vectors that differ in rounding only.
+# ONNX Runtime's CPU kernel for its fused SkipLayerNormalization (1.31) is slower on short texts
+# than the Add and LayerNormalization it replaces, so the fusion is off; vectors differ in
+# rounding only (bench/README.md, "Embedder graph rewrites").
 UNFUSED = ["SkipLayerNormFusion"]
 
 

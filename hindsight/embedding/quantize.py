@@ -2,13 +2,15 @@
 
 The bundled MiniLM file stores int8 weights but computes in float32 (ONNX Runtime dequantises them
 when it builds the session). Re-quantising its matrix multiplications per output channel, with
-activations quantised at run time, lets ONNX Runtime use the CPU's int8 instructions (VNNI/AMX):
-on two cores it embeds ~2.4x as many LoCoMo turns a second and halves a query's CPU, for vectors
-within cosine ~0.99 of the float ones (LoCoMo evidence recall@10 0.664 against 0.671; README).
+activations quantised at run time, lets ONNX Runtime use the CPU's int8 instructions: much
+faster where the CPU has int8 dot products (AVX-512 VNNI, AMX), a little faster with AVX2 only,
+for vectors within cosine ~0.99 of the float ones and the same evidence recall (bench/README.md,
+"Embedder: int8 quantisation" and the AMD EPYC entry).
 
-`onnxruntime.quantization` needs the `onnx` package and ~400 MB for ~3 s. It runs in a child
-process so the server's own memory never holds the float model twice, and its output is cached
-under a key of the source file, the recipe and the ONNX Runtime version, so later starts just load it.
+`onnxruntime.quantization` needs the `onnx` package and a few hundred MB for a few seconds. It
+runs in a child process so the server's own memory never holds the float model twice, and its
+output is cached under a key of the source file, the recipe and the ONNX Runtime version, so
+later starts just load it.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ from .tags import TagsMatch, tag_condition
 
 # Entity names come from one primary-key lookup per link (a scalar subquery, which the planner
 # cannot turn into a join). Written as a join, a bank with a few hundred entities got a hash
-# join that scanned the whole entities table once per memory: 9 of a recall's 14 ms of details.
+# join that scanned the whole entities table once per memory, most of a recall's details
+# statement (bench/README.md, "Recall's PostgreSQL statements").
 COLUMNS = (
     "m.id, m.text, m.kind, m.context, m.occurred_start, m.occurred_end, m.mentioned_at,"
     " m.document_id, m.metadata, m.tags, m.created_at, m.source_id, m.position, m.superseded,"

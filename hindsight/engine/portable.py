@@ -13,7 +13,7 @@ still import. A file without its
 `end` line, or whose counts differ, is truncated: the import fails and changes nothing (it runs in
 one transaction).
 
-Import rules (documented in the README):
+Import rules (documented in docs/rest.md, "Export and import"):
 - the same object (its id already in the target bank) is skipped, so re-importing a file is a
   no-op;
 - an id taken in *another* bank gets a new id derived from (bank, old id), deterministically;

@@ -1,6 +1,6 @@
 """rag_search and verify_document_access: the RAG-over-MCP contract over a bank's documents.
 
-Access (documented in the README): a document with no access tags and no allowed users is public;
+Access (documented in docs/documents.md): a document with no access tags and no allowed users is public;
 otherwise the caller sees it when `x-user-id` is among its allowed users or `x-session-tags`
 shares at least one tag with it. Every phrase is embedded in one batch; each phrase's semantic and
 keyword searches run concurrently; all lists are fused with reciprocal rank fusion (a chunk found

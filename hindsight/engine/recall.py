@@ -10,7 +10,7 @@
   query ("last May", "in 2023"), ordered by similarity.
 Fusion is weighted reciprocal rank fusion; the top hits then bring their neighbouring units (same
 document or item, adjacent position) just below them, because in conversations the answer is
-often the next turn. The weights were set on LoCoMo (bench/locomo.py, figures in the README):
+often the next turn. The weights were set on LoCoMo (bench/README.md, "Keyword arm: rarity ranking"):
 ranking words by rarity was the largest gain, so the keyword arm weighs most.
 `mode` narrows this to the semantic arm (vector) or the keyword arm (keyword), without neighbours;
 `filter` (filters.py) and the relevance threshold (relevance.py) apply in every mode.
@@ -175,10 +175,10 @@ async def fetch_ids(pool, sql: str, *params, custom_plan: bool = False) -> list:
 async def temporal_ids(pool, bank_id: str, qvec, f: Filters, window: TimeWindow) -> list:
     """The temporal arm: memories in the window, nearest the query first.
 
-    Planned for each call's window: a generic plan cannot tell a day from a year. On the
-    100,000-memory bank the one PostgreSQL kept sorted every memory of a wide window by distance
-    ("in 2023": 74,000 memories, ~250 ms) where the custom plan walks the HNSW index (~1 ms);
-    over 60 windowed LoCoMo questions on one connection, p95 255 against 12 ms (README)."""
+    Planned for each call's window: a generic plan cannot tell a day from a year, and the one
+    PostgreSQL kept on a large bank sorted every memory of a wide window by distance where the
+    custom plan walks the HNSW index (bench/README.md, "Keyword and temporal arms: a custom plan
+    each call")."""
     n = 4 + len(f.params)
     return await fetch_ids(
         pool,
@@ -206,15 +206,15 @@ async def keyword_ids(pool, bank_id: str, words: list[str], f: Filters) -> list:
     bounds the work (a speaker's name in 30,000 memories) while barely changing what ranks on
     top; the common words still add their small weight to the candidates that have them. The
     arm's cost is about linear in the rows it reads, and it is the slowest arm at 100,000
-    memories, so the cap sets the latency of the whole recall: 3,000 against 5,000 saved a
-    median 2.2 ms per recall there for 0.001 of evidence recall@10 (0.629 against 0.630; 2,000
-    saved 4.2 ms for 0.005). A small bank reads all its own rows anyway, so every word is a seed.
+    memories, so the cap sets the latency of the whole recall; its value trades latency against
+    evidence recall (bench/README.md, "Keyword arm: seed cap and common seeds"). A small bank
+    reads all its own rows anyway, so every word is a seed.
 
     On a large bank, a seed found in more than SEED_FETCH_ALL memories is not fetched whole:
     its memories that hold only it all score the same, so any ARM_LIMIT of them will do, and
     those that hold it with another query word come from one full-text AND (the index
     intersects the postings). This returns the same scores as fetching every seed memory while
-    reading about a third as many rows (LoCoMo questions on a 100,000-memory bank: ~20 -> ~15 ms)."""
+    reading about a third as many rows (same entry)."""
     async with pool.acquire() as conn:
         stats = await conn.fetch(
             "SELECT u.w, coalesce(b.n, 0) AS n, t.n AS total FROM unnest($2::text[]) u(w)"
@@ -230,16 +230,15 @@ async def keyword_ids(pool, bank_id: str, words: list[str], f: Filters) -> list:
         total = max(stats[0]["total"] or 0, present[-1][0])
         idf = [math.log(1 + (total - n + 0.5) / (n + 0.5)) for n, _ in present]
         n = 4 + len(f.params)  # the filter's parameters start at $4
-        # A custom plan for every call: the generic one cannot see how common the words are; on
-        # a 100,000-memory bank it took 2-3x as long (48 against 18 ms), and on LoCoMo banks 4x
-        # (7 against 1.6 ms).
+        # A custom plan for every call: the generic one cannot see how common the words are, and
+        # took several times as long (bench/README.md, "... a custom plan each call").
         await conn.custom_plans()
         # One term per word, each query parsed once (MATERIALIZED): a per-row subquery over the
         # words re-parsed them for every candidate and took twice as long.
         score = " + ".join(f"(c.tsv @@ q.tq[{i}])::int * ($3::float8[])[{i}]" for i in range(1, len(present) + 1))
         # The full-text index is shared by all banks: for a small bank next to a big one, reading
-        # the big bank's postings costs more than testing the small bank's own rows (LoCoMo
-        # banks beside a 100k bank: 7.3 -> 2.6 ms).
+        # the big bank's postings costs more than testing the small bank's own rows
+        # (bench/README.md, "Keyword arm: seed cap and common seeds").
         if total <= SMALL_BANK:
             own = f", own AS MATERIALIZED (SELECT m.id, m.tsv FROM memories m WHERE m.bank_id = $1{f.sql})"
             candidates = f"(SELECT m.id, m.tsv FROM own m WHERE m.tsv @@ to_tsquery('english', ${n})) c"
@@ -384,7 +383,8 @@ async def _details(pool, bank_id, order, f: Filters, scores, found_by, req: Reca
     """One round trip: the fused hits, their relevance, plus the neighbours of the best of them.
 
     The hits and their neighbours are united by id and each row is read once: a UNION of whole
-    rows sorted them on every column, embedding included (~2 ms of a LoCoMo recall)."""
+    rows sorted them on every column, embedding included (bench/README.md, "Recall's PostgreSQL
+    statements")."""
     if not order:
         return []
     parents = order[:NEIGHBOUR_PARENTS] if req.mode == "hybrid" else []

@@ -71,7 +71,8 @@ def relevance_sql(
         # A phrase's lexemes are parsed once per statement (uncorrelated sub-selects run as
         # init plans), not once per row. The share is counted with ts_delete: the lexemes a
         # row holds are those deleting them removes. A per-row sub-select matching each lexeme
-        # as a tsquery gave the same figures for ~0.6 ms more per recall of 100 results.
+        # as a tsquery gave the same figures and cost more (bench/README.md, "Recall's
+        # PostgreSQL statements").
         shares = []
         for i in range(1, len(phrases) + 1):
             lex = f"(SELECT tsvector_to_array(to_tsvector('english', ({p}::text[])[{i}])))"

@@ -227,7 +227,8 @@ async def store_documents(conn: asyncpg.Connection, bank_id: str, items: list[Re
 RETAIN = "retain"
 
 # Units embedded per step of a large retain: a step's vectors are computed while the previous
-# step is stored, so the database work no longer leaves the cores idle (README, Benchmark).
+# step is stored, so the database work no longer leaves the cores idle (bench/README.md,
+# "Retain pipeline").
 PIPELINE_UNITS = 128
 
 

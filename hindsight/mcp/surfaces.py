@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 INVALID_PARAMS = -32602
 # JSON-RPC leaves -32000..-32099 to implementations; we use -32001 for authentication and
-# authorisation failures (a bank the key may not reach), documented in the README.
+# authorisation failures (a bank the key may not reach), documented in docs/mcp.md.
 ACCESS_DENIED = -32001
 SCOPE_KEY = "hindsight"
 

@@ -1,7 +1,6 @@
 """Hindsight's own REST API (`/v1/default/...`), so its official clients and their integrations
 work against this server unchanged: one router per concept over the same engine calls as our
-`/v1/banks/...` API, never a second engine. Shapes follow hindsight-client 1.1.0 (README,
-"Hindsight clients")."""
+`/v1/banks/...` API, never a second engine. Shapes follow hindsight-client 1.1.0 (docs/clients.md)."""
 
 from __future__ import annotations
 
