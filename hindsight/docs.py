@@ -10,7 +10,6 @@ summary, in docs/mcp.md).
 
 from __future__ import annotations
 
-import inspect
 import re
 import types
 import typing
@@ -34,6 +33,8 @@ def _type(annotation: Any) -> str:
     """A short, readable form of a parameter's type."""
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _type(args[0])
     if origin is typing.Literal:
         return "\\|".join(f'"{a}"' for a in args)
     if origin in (typing.Union, types.UnionType):
@@ -47,7 +48,7 @@ def _type(annotation: Any) -> str:
 
 
 def _limits(info: FieldInfo) -> str:
-    """A parameter's range (ge/le) or length (min/max), from its Field constraints."""
+    """A field's range (ge/le) or length (min/max), from its constraints."""
     lo = hi = None
     for m in info.metadata:
         lo = getattr(m, "ge", getattr(m, "min_length", lo))
@@ -55,18 +56,22 @@ def _limits(info: FieldInfo) -> str:
     return f" ({lo}-{hi})" if lo is not None and hi is not None else ""
 
 
-def _argument(p: inspect.Parameter) -> str:
-    default = p.default
-    limits = ""
-    if isinstance(default, FieldInfo):
-        limits = _limits(default)
-        default = default.get_default() if not default.is_required() else inspect.Parameter.empty
-    text = f"`{p.name}`: {_type(p.annotation)}{limits}"
-    if default is inspect.Parameter.empty:
+def _argument(name: str, info: FieldInfo) -> str:
+    text = f"`{name}`: {_type(info.annotation)}{_limits(info)}"
+    if info.is_required():
         return text
+    default = info.get_default(call_default_factory=True)
     if default is None:
         return text + " (optional)"
     return f"{text} = `{default!r}`" if not isinstance(default, str) else f'{text} = `"{default}"`'
+
+
+def _arguments(model: Any) -> str:
+    """A request model's fields as the MCP arguments they become: required ones first."""
+    if model is None:
+        return "none"
+    fields = sorted(model.model_fields.items(), key=lambda kv: not kv[1].is_required())
+    return "; ".join(_argument(info.alias or name, info) for name, info in fields)
 
 
 def _returns(model: Any) -> str:
@@ -92,13 +97,10 @@ def tools_table() -> str:
         "|---|---|---|---|---|---|",
     ]
     for td in TOOLS:
-        sig = inspect.signature(td.fn, eval_str=True)
-        params = list(sig.parameters.values())[1:]
-        args = "; ".join(_argument(p) for p in params) or "none"
         summary = td.description.split("\n\n", 1)[0].replace("\n", " ")
         surface = "both" if td.scope == "bank" else "multi-bank"
         rows.append(
-            f"| `{td.name}` | {surface} | {args} | {_returns(sig.return_annotation)} | {_annotations(td)} | {summary} |"
+            f"| `{td.name}` | {surface} | {_arguments(td.request)} | {_returns(td.response)} | {_annotations(td)} | {summary} |"
         )
     return "\n".join(rows) + "\n"
 

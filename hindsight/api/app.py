@@ -8,22 +8,17 @@ import time
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from .. import __version__
 from ..config import Settings
 from ..engine import Engine
 from ..mcp.routing import MCPRouter, send_json
-from ..mcp.surfaces import build_server
+from ..mcp.surfaces import build_server, http_session_manager
 from ..metrics import HTTP_REQUESTS, HTTP_SECONDS, scrape
 from . import banks, compat, documents, errors, keys, memories, mental_models
 from .console import console
 
 log = logging.getLogger("hindsight")
-
-
-def _manager(server) -> StreamableHTTPSessionManager:
-    return StreamableHTTPSessionManager(app=server._lowlevel_server, json_response=True, stateless=True)
 
 
 def create_app(settings: Settings) -> RootApp:
@@ -36,7 +31,8 @@ def create_app(settings: Settings) -> RootApp:
             await engine.start()
         async with contextlib.AsyncExitStack() as stack:
             if settings.mcp_enabled:
-                single, multi = _manager(build_server(engine, False)), _manager(build_server(engine, True))
+                single = http_session_manager(build_server(engine, False))
+                multi = http_session_manager(build_server(engine, True))
                 await stack.enter_async_context(single.run())
                 await stack.enter_async_context(multi.run())
                 holder["mcp"] = MCPRouter(engine, single, multi)

@@ -3,29 +3,16 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from ..engine.errors import HindsightError
+from ..engine.errors import HindsightError, InvalidArgument
+from ..engine.validation import describe
 
 log = logging.getLogger("hindsight.api")
-
-
-def describe(errors: Sequence[Any]) -> str:
-    parts = []
-    for e in errors:
-        loc = [str(p) for p in e.get("loc", ()) if p not in ("body",)]
-        if e.get("type") == "json_invalid":
-            parts.append("body: malformed JSON")
-            continue
-        where = ".".join(loc) or "body"
-        parts.append(f"{where}: {str(e.get('msg', 'invalid')).removeprefix('Value error, ')}")
-    return "; ".join(parts)
 
 
 def _json(request: Request, body: dict, status: int, headers: dict | None = None) -> JSONResponse:
@@ -46,7 +33,7 @@ def install(app: FastAPI) -> None:
     async def _validation(request: Request, exc: RequestValidationError):
         errors = exc.errors()
         status = 400 if any(e.get("type") == "json_invalid" for e in errors) else 422
-        return _json(request, {"error": "invalid_argument", "message": describe(errors)}, status)
+        return _json(request, InvalidArgument(*describe(errors, http=True)).to_dict(), status)
 
     @app.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException):

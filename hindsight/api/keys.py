@@ -3,7 +3,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 
 from ..engine.keys import Principal
-from ..engine.models import ApiKey, ApiKeyCreate
+from ..engine.models import ApiKey, ApiKeyCreate, ApiKeyList
 from .deps import engine, principal
 
 router = APIRouter(prefix="/v1/keys", tags=["keys"])
@@ -15,8 +15,8 @@ async def create_key(req: ApiKeyCreate, who: Principal = Depends(principal), eng
 
 
 @router.get("", summary="List API keys (admin); secrets are never returned")
-async def list_keys(who: Principal = Depends(principal), eng=Depends(engine)) -> dict:
-    return {"keys": [k.model_dump(mode="json") for k in await eng.list_keys(who)]}
+async def list_keys(who: Principal = Depends(principal), eng=Depends(engine)) -> ApiKeyList:
+    return await eng.list_keys(who)
 
 
 @router.delete("/{key_id}", summary="Revoke an API key (admin)")

@@ -2,27 +2,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Body, Depends, Query, Response
+from fastapi import APIRouter, Body, Depends, Path, Query, Response
 
 from ..engine.errors import InvalidArgument
 from ..engine.keys import Principal
-from ..engine.memories import EntityQuery, Lineage, MemoryQuery
-from ..engine.models import Memory, RecallRequest, RecallResult, RetainItem, RetainResult
-from ..engine.validation import parse_retain_items
-from .deps import bank_path, engine, principal
+from ..engine.memories import EntityList, EntityQuery, Lineage, MemoryDeleted, MemoryList, MemoryQuery
+from ..engine.models import Memory, RecallRequest, RecallResult, RetainBatchRequest, RetainItem, RetainResult
+from ..engine.validation import parse
+from .deps import engine, principal
 
 router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["memories"])
 
-_RETAIN_BODY = {
-    "oneOf": [
-        RetainItem.model_json_schema(),
-        {
-            "type": "object",
-            "properties": {"items": {"type": "array", "items": RetainItem.model_json_schema()}},
-            "required": ["items"],
-        },
-    ]
-}
+_RETAIN_BODY = {"oneOf": [RetainItem.model_json_schema(), RetainBatchRequest.model_json_schema()]}
 
 
 @router.post(
@@ -31,7 +22,7 @@ _RETAIN_BODY = {
     openapi_extra={"requestBody": {"content": {"application/json": {"schema": _RETAIN_BODY}}, "required": True}},
 )
 async def retain(
-    bank_id: str = Depends(bank_path),
+    bank_id: str = Path(),
     body: Any = Body(...),
     wait: bool = Query(False, description="With an LLM: return once facts are extracted, with their ids."),
     who: Principal = Depends(principal),
@@ -40,18 +31,13 @@ async def retain(
     if not isinstance(body, dict):
         raise InvalidArgument("body: expected a JSON object with 'content' or 'items'")
     if "items" in body:
-        if set(body) != {"items"}:
-            raise InvalidArgument('body: a batch is exactly {"items": [ ... ]}', "items")
-        items = parse_retain_items(body["items"])
-    else:
-        items = parse_retain_items([body], batch=False)
-    return await eng.retain(who, bank_id, items, wait=wait)
+        batch = parse(RetainBatchRequest, body)
+        return await eng.retain(who, bank_id, batch.items, wait=wait or batch.wait)
+    return await eng.retain(who, bank_id, [parse(RetainItem, body)], wait=wait)
 
 
 @router.post("/recall", summary="Recall memories for a query, cut to max_tokens", response_model=RecallResult)
-async def recall(
-    req: RecallRequest, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
-):
+async def recall(req: RecallRequest, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)):
     # Serialised once by pydantic: the hot path skips FastAPI's second validation of the result.
     result = await eng.recall(who, bank_id, req)
     return Response(result.model_dump_json(), media_type="application/json")
@@ -59,48 +45,40 @@ async def recall(
 
 @router.get("/memories", summary="List memories, newest first")
 async def list_memories(
-    bank_id: str = Depends(bank_path),
+    bank_id: str = Path(),
     query: MemoryQuery = Query(),
     who: Principal = Depends(principal),
     eng=Depends(engine),
-) -> dict:
-    items, total = await eng.list_memories(who, bank_id, query)
-    return {
-        "memories": [m.model_dump(mode="json") for m in items],
-        "total": total,
-        "limit": query.limit,
-        "offset": query.offset,
-    }
+) -> MemoryList:
+    return await eng.list_memories(who, bank_id, query)
 
 
 @router.get("/memories/{memory_id}", summary="Get one memory")
 async def get_memory(
-    memory_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+    memory_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
 ) -> Memory:
     return await eng.get_memory(who, bank_id, memory_id)
 
 
 @router.get("/memories/{memory_id}/lineage", summary="The raw units a fact came from, or the facts a raw unit gave")
 async def memory_lineage(
-    memory_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+    memory_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
 ) -> Lineage:
     return await eng.memory_lineage(who, bank_id, memory_id)
 
 
 @router.get("/entities", summary="The bank's entities, most mentioned first")
 async def list_entities(
-    bank_id: str = Depends(bank_path),
+    bank_id: str = Path(),
     query: EntityQuery = Query(),
     who: Principal = Depends(principal),
     eng=Depends(engine),
-) -> dict:
-    found, total = await eng.list_entities(who, bank_id, query)
-    return {"entities": [e.model_dump() for e in found], "total": total, "limit": query.limit, "offset": query.offset}
+) -> EntityList:
+    return await eng.list_entities(who, bank_id, query)
 
 
 @router.delete("/memories/{memory_id}", summary="Delete one memory")
 async def delete_memory(
-    memory_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
-) -> dict:
-    await eng.delete_memory(who, bank_id, memory_id)
-    return {"deleted": True, "memory_id": memory_id}
+    memory_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+) -> MemoryDeleted:
+    return await eng.delete_memory(who, bank_id, memory_id)

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Path, Query
 
 from ..engine.keys import Principal
 from ..engine.mental_models import (
     MentalModel,
     MentalModelCreate,
+    MentalModelDeleted,
+    MentalModelList,
     MentalModelOperation,
+    MentalModelQuery,
     MentalModelUpdate,
     MentalModelVersion,
 )
-from ..engine.operations import Operation, Status
+from ..engine.operations import Operation, OperationList, OperationQuery
 from ..engine.reflect import ReflectRequest, ReflectResult
-from ..engine.tags import TagsMatch
-from .deps import bank_path, engine, principal
+from .deps import engine, principal
 
 router = APIRouter(prefix="/v1/banks/{bank_id}")
 
@@ -24,7 +26,7 @@ router = APIRouter(prefix="/v1/banks/{bank_id}")
     "/reflect", tags=["reflect"], summary="Answer a question from the bank's memories (LLM, or extractive offline)"
 )
 async def reflect(
-    req: ReflectRequest, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+    req: ReflectRequest, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
 ) -> ReflectResult:
     return await eng.reflect(who, bank_id, req)
 
@@ -36,29 +38,24 @@ async def reflect(
     summary="Create a mental model; content is filled asynchronously",
 )
 async def create(
-    req: MentalModelCreate, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+    req: MentalModelCreate, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
 ) -> MentalModelOperation:
     return await eng.create_mental_model(who, bank_id, req)
 
 
 @router.get("/mental-models", tags=["mental models"], summary="List mental models (optionally sharing a tag)")
 async def list_(
-    bank_id: str = Depends(bank_path),
-    tags: list[str] | None = Query(None),
-    tags_match: TagsMatch = "any",
+    bank_id: str = Path(),
+    query: MentalModelQuery = Query(),
     who: Principal = Depends(principal),
     eng=Depends(engine),
-) -> dict:
-    return {
-        "mental_models": [
-            m.model_dump(mode="json") for m in await eng.list_mental_models(who, bank_id, tags, tags_match)
-        ]
-    }
+) -> MentalModelList:
+    return await eng.list_mental_models(who, bank_id, query)
 
 
 @router.get("/mental-models/{mental_model_id}", tags=["mental models"], summary="Get a mental model with its content")
 async def get(
-    mental_model_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+    mental_model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
 ) -> MentalModel:
     return await eng.get_mental_model(who, bank_id, mental_model_id)
 
@@ -67,7 +64,7 @@ async def get(
     "/mental-models/{mental_model_id}/history", tags=["mental models"], summary="Previous contents, newest first"
 )
 async def history(
-    mental_model_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+    mental_model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
 ) -> list[MentalModelVersion]:
     return await eng.mental_model_history(who, bank_id, mental_model_id)
 
@@ -78,7 +75,7 @@ async def history(
 async def update(
     req: MentalModelUpdate,
     mental_model_id: str,
-    bank_id: str = Depends(bank_path),
+    bank_id: str = Path(),
     who: Principal = Depends(principal),
     eng=Depends(engine),
 ) -> MentalModel:
@@ -87,48 +84,44 @@ async def update(
 
 @router.delete("/mental-models/{mental_model_id}", tags=["mental models"], summary="Delete a mental model")
 async def delete(
-    mental_model_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
-) -> dict:
-    await eng.delete_mental_model(who, bank_id, mental_model_id)
-    return {"deleted": True, "mental_model_id": mental_model_id}
+    mental_model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+) -> MentalModelDeleted:
+    return await eng.delete_mental_model(who, bank_id, mental_model_id)
 
 
 @router.post(
     "/mental-models/{mental_model_id}/refresh", status_code=202, tags=["mental models"], summary="Queue a refresh"
 )
 async def refresh(
-    mental_model_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+    mental_model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
 ) -> MentalModelOperation:
     return await eng.refresh_mental_model(who, bank_id, mental_model_id)
 
 
 @router.get("/operations", tags=["operations"], summary="List operations, newest first")
 async def list_operations(
-    bank_id: str = Depends(bank_path),
-    status: Status | None = None,
-    type: str | None = None,
-    limit: int = Query(50, ge=1, le=500),
+    bank_id: str = Path(),
+    query: OperationQuery = Query(),
     who: Principal = Depends(principal),
     eng=Depends(engine),
-) -> dict:
-    found, _ = await eng.list_operations(who, bank_id, status, type, limit)
-    return {"operations": [o.model_dump(mode="json") for o in found]}
+) -> OperationList:
+    return await eng.list_operations(who, bank_id, query)
 
 
 @router.get("/operations/{operation_id}", tags=["operations"], summary="Get one operation")
 async def get_operation(
-    operation_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+    operation_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
 ) -> Operation:
     return await eng.get_operation(who, bank_id, operation_id)
 
 
 @router.post("/operations/{operation_id}/cancel", tags=["operations"], summary="Cancel a queued or running operation")
 async def cancel_operation(
-    operation_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+    operation_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
 ) -> Operation:
     return await eng.cancel_operation(who, bank_id, operation_id)
 
 
 @router.get("/usage", tags=["operations"], summary="LLM calls, tokens and cost, by operation and model")
-async def usage(bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)) -> dict:
+async def usage(bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)) -> dict:
     return await eng.usage(who, bank_id)

@@ -25,12 +25,25 @@ from . import operations as ops
 from .banks import check_bank_id
 from .errors import InvalidArgument, NotFound
 from .keys import Principal
-from .mental_models import MentalModel, MentalModelCreate, MentalModelOperation, MentalModelUpdate, MentalModelVersion
+from .mental_models import (
+    MentalModel,
+    MentalModelCreate,
+    MentalModelDeleted,
+    MentalModelList,
+    MentalModelOperation,
+    MentalModelQuery,
+    MentalModelUpdate,
+    MentalModelVersion,
+)
 from .models import (
     ApiKey,
     ApiKeyCreate,
+    ApiKeyList,
     Bank,
     BankCreate,
+    BankCreated,
+    BankDeleted,
+    BankList,
     BankUpdate,
     Memory,
     RecallRequest,
@@ -38,14 +51,12 @@ from .models import (
     RetainItem,
     RetainResult,
 )
-from .operations import Operation
+from .operations import Operation, OperationList, OperationQuery
 from .recall import recall as _recall
 from .reflect import ReflectRequest, ReflectResult, empty_bank_reflection
 from .reflect import reflect as _reflect
-from .relevance import SearchOptions
 from .retain import RetainAccepted, retain_later
 from .retain import retain as _retain
-from .tags import TagsMatch
 from .usage import bank_usage
 
 if TYPE_CHECKING:
@@ -144,14 +155,15 @@ class Engine:
         return await self.tenant.principal(authorization)
 
     # ---- banks --------------------------------------------------------------------------
-    async def create_bank(self, who: Principal, req: BankCreate) -> tuple[Bank, bool]:
+    async def create_bank(self, who: Principal, req: BankCreate) -> BankCreated:
         """Admins create any bank; a scoped key only the banks it may write, as its first retain
         there would (Hindsight's integrations call create_bank at start-up)."""
         who.require_bank(req.bank_id, write=True)
-        return await banks.create_bank(self.pool, req)
+        bank, created = await banks.create_bank(self.pool, req)
+        return BankCreated(bank=bank, created=created)
 
-    async def list_banks(self, who: Principal) -> list[Bank]:
-        return await banks.list_banks(self.pool, who.visible_banks())
+    async def list_banks(self, who: Principal) -> BankList:
+        return BankList(banks=await banks.list_banks(self.pool, who.visible_banks()))
 
     async def get_bank(self, who: Principal, bank_id: str) -> Bank:
         self.require(who, bank_id)
@@ -161,10 +173,11 @@ class Engine:
         self.require(who, bank_id, write=True)
         return await banks.update_bank(self.pool, bank_id, req)
 
-    async def delete_bank(self, who: Principal, bank_id: str) -> int:
+    async def delete_bank(self, who: Principal, bank_id: str) -> BankDeleted:
         check_bank_id(bank_id)
         who.require_admin()
-        return await banks.delete_bank(self.pool, bank_id)
+        n = await banks.delete_bank(self.pool, bank_id)
+        return BankDeleted(deleted=True, bank_id=bank_id, memories_deleted=n)
 
     # ---- memories -------------------------------------------------------------------
     async def retain(self, who: Principal, bank_id: str, items: list[RetainItem], wait: bool = False) -> RetainResult:
@@ -184,9 +197,7 @@ class Engine:
             )
         return await _recall(self, bank_id, req)
 
-    async def list_memories(
-        self, who: Principal, bank_id: str, query: memories.MemoryQuery
-    ) -> tuple[list[Memory], int]:
+    async def list_memories(self, who: Principal, bank_id: str, query: memories.MemoryQuery) -> memories.MemoryList:
         self.require(who, bank_id)
         return await memories.list_memories(self.pool, bank_id, query)
 
@@ -212,9 +223,7 @@ class Engine:
         self.require(who, bank_id)
         return await memories.lineage(self.pool, bank_id, memory_id)
 
-    async def list_entities(
-        self, who: Principal, bank_id: str, query: memories.EntityQuery
-    ) -> tuple[list[memories.EntityRow], int]:
+    async def list_entities(self, who: Principal, bank_id: str, query: memories.EntityQuery) -> memories.EntityList:
         self.require(who, bank_id)
         return await memories.list_entities(self.pool, bank_id, query)
 
@@ -223,9 +232,10 @@ class Engine:
         self.require(who, bank_id)
         return await memories.get_memories(self.pool, bank_id, memory_ids)
 
-    async def delete_memory(self, who: Principal, bank_id: str, memory_id: str) -> None:
+    async def delete_memory(self, who: Principal, bank_id: str, memory_id: str) -> memories.MemoryDeleted:
         self.require(who, bank_id, write=True)
         await memories.delete_memory(self.pool, bank_id, memory_id)
+        return memories.MemoryDeleted(deleted=True, memory_id=memory_id)
 
     async def reflect(self, who: Principal, bank_id: str, req: ReflectRequest) -> ReflectResult:
         self.require(who, bank_id)
@@ -238,11 +248,9 @@ class Engine:
         self.require(who, bank_id, write=True)
         return await mm.create(self, bank_id, req)
 
-    async def list_mental_models(
-        self, who: Principal, bank_id: str, tags: list[str] | None = None, tags_match: TagsMatch = "any"
-    ) -> list[MentalModel]:
+    async def list_mental_models(self, who: Principal, bank_id: str, req: MentalModelQuery) -> MentalModelList:
         self.require(who, bank_id)
-        return await mm.list_(self, bank_id, tags, tags_match)
+        return await mm.list_(self, bank_id, req)
 
     async def get_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModel:
         self.require(who, bank_id)
@@ -258,9 +266,10 @@ class Engine:
         self.require(who, bank_id, write=True)
         return await mm.update(self, bank_id, model_id, req)
 
-    async def delete_mental_model(self, who: Principal, bank_id: str, model_id: str) -> None:
+    async def delete_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModelDeleted:
         self.require(who, bank_id, write=True)
         await mm.delete(self, bank_id, model_id)
+        return MentalModelDeleted(deleted=True, mental_model_id=model_id)
 
     async def refresh_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModelOperation:
         self.require(who, bank_id, write=True)
@@ -273,19 +282,18 @@ class Engine:
         self.require(who, bank_id, write=True)
         return await docs.start_import(self, bank_id, req, wait)
 
-    async def list_documents(
-        self, who: Principal, bank_id: str, limit: int = 100, offset: int = 0
-    ) -> list[docs.Document]:
+    async def list_documents(self, who: Principal, bank_id: str, req: docs.DocumentListQuery) -> docs.DocumentList:
         self.require(who, bank_id)
-        return await docs.list_(self, bank_id, limit, offset)
+        return await docs.list_(self, bank_id, req)
 
     async def get_document(self, who: Principal, bank_id: str, document_id: str) -> docs.Document:
         self.require(who, bank_id)
         return await docs.get(self, bank_id, document_id)
 
-    async def delete_document(self, who: Principal, bank_id: str, document_id: str) -> None:
+    async def delete_document(self, who: Principal, bank_id: str, document_id: str) -> docs.DocumentDeleted:
         self.require(who, bank_id, write=True)
         await docs.delete(self, bank_id, document_id)
+        return docs.DocumentDeleted(deleted=True, document_id=document_id, bank_id=bank_id)
 
     async def find_document_bank(self, who: Principal, document_id: str) -> str | None:
         """The bank holding a document id, among the banks `who` may see (ids are UUIDs, unique
@@ -293,16 +301,16 @@ class Engine:
         return await docs.find_bank(self, document_id, who.visible_banks())
 
     async def rag_search(
-        self, who: Principal, bank_id: str, phrases: list[str], caller: rag.Caller, top_k: int = 10
+        self, who: Principal, bank_id: str, req: rag.RagSearchRequest, caller: rag.Caller
     ) -> rag.RagSearchResult:
         self.require(who, bank_id)
-        return await rag.rag_search(self, bank_id, phrases, caller, top_k)
+        return await rag.rag_search(self, bank_id, req, caller)
 
     async def search_documents(
-        self, who: Principal, bank_id: str, query: str, caller: rag.Caller, opts: SearchOptions
+        self, who: Principal, bank_id: str, req: rag.DocumentSearchRequest, caller: rag.Caller
     ) -> rag.DocumentSearchResult:
         self.require(who, bank_id)
-        return await rag.search_documents(self, bank_id, query, caller, opts)
+        return await rag.search_documents(self, bank_id, req, caller)
 
     async def verify_document_access(
         self, who: Principal, bank_id: str, segment_uid: str, caller: rag.Caller
@@ -331,17 +339,9 @@ class Engine:
         self.require(who, bank_id)
         return await ops.get(self.pool, bank_id, operation_id)
 
-    async def list_operations(
-        self,
-        who: Principal,
-        bank_id: str,
-        status: str | None = None,
-        type_: str | None = None,
-        limit: int = 50,
-        offset: int = 0,
-    ) -> tuple[list[Operation], int]:
+    async def list_operations(self, who: Principal, bank_id: str, req: OperationQuery) -> OperationList:
         self.require(who, bank_id)
-        return await ops.list_(self.pool, bank_id, status, type_, limit, offset)
+        return await ops.list_(self.pool, bank_id, req)
 
     async def cancel_operation(self, who: Principal, bank_id: str, operation_id: str) -> Operation:
         self.require(who, bank_id, write=True)
@@ -368,9 +368,9 @@ class Engine:
         who.require_admin()
         return await keys.create_key(self.pool, req)
 
-    async def list_keys(self, who: Principal) -> list[ApiKey]:
+    async def list_keys(self, who: Principal) -> ApiKeyList:
         who.require_admin()
-        return await keys.list_keys(self.pool)
+        return ApiKeyList(keys=await keys.list_keys(self.pool))
 
     async def revoke_key(self, who: Principal, key_id: str) -> ApiKey:
         who.require_admin()

@@ -16,11 +16,11 @@ import json
 import socket
 import uuid
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 from urllib.parse import urlparse
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from ..documents.chunking import chunk_blocks
 from ..documents.readers import UnreadableFile, detect_type, read
@@ -66,6 +66,53 @@ class ImportRequest(BaseModel):
     _tags = field_validator("tags", mode="before")(_clean_tags)
 
 
+class ImportDocumentsRequest(ImportRequest):
+    """import_documents' arguments: an import, and whether to wait for it."""
+
+    wait: bool = Field(False, description="Return when the import is done, with each file's outcome.")
+
+
+class DocumentListQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    limit: int = Field(100, ge=1, le=1000, description="At most this many documents (1-1,000), by name.")
+    offset: int = Field(0, ge=0)
+
+
+def _document_uuid(v: str) -> str:
+    try:
+        uuid.UUID(v)
+    except ValueError:
+        raise ValueError(f"{v!r} is not a document id (a UUID)") from None
+    return v
+
+
+DocumentUuid = Annotated[str, AfterValidator(_document_uuid)]
+
+
+class DocumentRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    doc_id: DocumentUuid = Field(description="The document's id, as list_documents or import_documents returned it.")
+
+
+class DocumentDelete(DocumentRef):
+    confirm: bool = Field(False, validate_default=True, description="Must be true: deleting cannot be undone.")
+
+    @field_validator("confirm")
+    @classmethod
+    def _confirmed(cls, v: bool) -> bool:
+        if v is not True:
+            raise ValueError("deleting a document needs confirm=true")
+        return v
+
+
+class DocumentDeleted(BaseModel):
+    deleted: bool
+    document_id: str
+    bank_id: str = Field(description="The bank (collection) the document was in.")
+
+
 class Document(BaseModel):
     document_id: str
     bank_id: str
@@ -81,6 +128,11 @@ class Document(BaseModel):
     page_count: int | None
     created_at: datetime
     updated_at: datetime
+
+
+class DocumentList(BaseModel):
+    documents: list[Document]
+    count: int = Field(description="Documents in this page.")
 
 
 class ImportAccepted(BaseModel):
@@ -352,15 +404,15 @@ async def run_import(engine: Engine, job: Job) -> dict:
     }
 
 
-async def list_(engine: Engine, bank_id: str, limit: int, offset: int) -> list[Document]:
+async def list_(engine: Engine, bank_id: str, req: DocumentListQuery) -> DocumentList:
     async with engine.pool.acquire() as conn:
         rows = await conn.fetch(
             f"SELECT {_COLUMNS} FROM documents WHERE bank_id = $1 ORDER BY source_name LIMIT $2 OFFSET $3",
             bank_id,
-            limit,
-            offset,
+            req.limit,
+            req.offset,
         )
-    return [to_document(r) for r in rows]
+    return DocumentList(documents=[to_document(r) for r in rows], count=len(rows))
 
 
 def parse_document_id(document_id: str) -> uuid.UUID:

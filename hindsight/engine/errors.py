@@ -1,12 +1,19 @@
-"""Errors the engine raises on purpose; each face maps them to its own protocol
-(JSON-RPC codes on MCP, HTTP statuses with a JSON body on REST, exit codes in the CLI)."""
+"""Errors the engine raises on purpose, each with its message written once and the code every
+face reports it with: an HTTP status and a JSON body on REST (which the CLI prints), a JSON-RPC
+error code on MCP."""
 
 from __future__ import annotations
+
+INVALID_PARAMS = -32602
+# JSON-RPC leaves -32000..-32099 to implementations; -32001 is authentication and authorisation
+# (a bank the key may not reach), documented in docs/mcp.md.
+ACCESS_DENIED = -32001
 
 
 class HindsightError(Exception):
     status = 400
     code = "bad_request"
+    jsonrpc_code = INVALID_PARAMS
 
     def __init__(self, message: str, field: str | None = None):
         super().__init__(message)
@@ -33,11 +40,13 @@ class NotFound(HindsightError):
 class Unauthorized(HindsightError):
     status = 401
     code = "unauthorized"
+    jsonrpc_code = ACCESS_DENIED
 
 
 class Forbidden(HindsightError):
     status = 403
     code = "forbidden"
+    jsonrpc_code = ACCESS_DENIED
 
 
 class Conflict(HindsightError):

@@ -52,6 +52,18 @@ def parse_memory_id(memory_id: str) -> uuid.UUID:
     return parse_uuid(memory_id, "memory_id", "a memory")
 
 
+class MemoryList(BaseModel):
+    memories: list[Memory]
+    total: int
+    limit: int
+    offset: int
+
+
+class MemoryDeleted(BaseModel):
+    deleted: bool
+    memory_id: str
+
+
 class MemoryQuery(BaseModel):
     """Which stored memories to list (browsing, not ranking: that is recall)."""
 
@@ -68,7 +80,7 @@ class MemoryQuery(BaseModel):
     _tags = field_validator("tags", mode="before")(_clean_tags)
 
 
-async def list_memories(pool, bank_id: str, query: MemoryQuery) -> tuple[list[Memory], int]:
+async def list_memories(pool, bank_id: str, query: MemoryQuery) -> MemoryList:
     p = Binder(bank_id)
     where = ["m.bank_id = $1"]
     if query.document_id is not None:
@@ -89,7 +101,7 @@ async def list_memories(pool, bank_id: str, query: MemoryQuery) -> tuple[list[Me
             *p.values,
         )
         total = await conn.fetchval(f"SELECT count(*) FROM memories m WHERE {cond}", *p.values[:-2])
-    return [to_memory(r) for r in rows], total
+    return MemoryList(memories=[to_memory(r) for r in rows], total=total, limit=query.limit, offset=query.offset)
 
 
 class RetainedDocument(BaseModel):
@@ -237,6 +249,13 @@ class EntityRow(BaseModel):
     mention_count: int
 
 
+class EntityList(BaseModel):
+    entities: list[EntityRow]
+    total: int
+    limit: int
+    offset: int
+
+
 class EntityQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -245,7 +264,7 @@ class EntityQuery(BaseModel):
     offset: int = Field(0, ge=0)
 
 
-async def list_entities(pool, bank_id: str, query: EntityQuery) -> tuple[list[EntityRow], int]:
+async def list_entities(pool, bank_id: str, query: EntityQuery) -> EntityList:
     """The bank's entities, most mentioned first (entities no memory mentions any more are left out)."""
     p = Binder(bank_id)
     cond = "bank_id = $1 AND mention_count > 0"
@@ -258,7 +277,9 @@ async def list_entities(pool, bank_id: str, query: EntityQuery) -> tuple[list[En
             *p.values,
         )
         total = await conn.fetchval(f"SELECT count(*) FROM entities WHERE {cond}", *p.values[:-2])
-    return [EntityRow(**dict(r)) for r in rows], total
+    return EntityList(
+        entities=[EntityRow(**dict(r)) for r in rows], total=total, limit=query.limit, offset=query.offset
+    )
 
 
 class Lineage(BaseModel):

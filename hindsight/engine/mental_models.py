@@ -47,11 +47,15 @@ _COLUMNS = (
 class MentalModelCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=200)
-    source_query: str = Field(min_length=1, max_length=4_000)
-    mental_model_id: str | None = Field(None, pattern=MODEL_ID_PATTERN)
-    tags: list[str] = Field(default_factory=list)
-    max_tokens: int = Field(2048, ge=64, le=32_768)
+    name: str = Field(min_length=1, max_length=200, description="A display name.")
+    source_query: str = Field(min_length=1, max_length=4_000, description="The question the model's content answers.")
+    mental_model_id: str | None = Field(
+        None,
+        pattern=MODEL_ID_PATTERN,
+        description="1-64 lowercase letters, digits and hyphens; default: from the name.",
+    )
+    tags: list[str] = Field(default_factory=list, description="Draw only from memories carrying all of these tags.")
+    max_tokens: int = Field(2048, ge=64, le=32_768, description="Longest content, in tokens.")
 
     _tags = field_validator("tags", mode="before")(_clean_tags)
 
@@ -63,6 +67,36 @@ class MentalModelUpdate(BaseModel):
     source_query: str | None = Field(None, min_length=1, max_length=4_000)
     tags: list[str] | None = None
     max_tokens: int | None = Field(None, ge=64, le=32_768)
+
+    _tags = field_validator("tags", mode="before")(_clean_tags)
+
+
+class MentalModelRef(BaseModel):
+    """Names one model of the bank; the id's form is checked where it is looked up."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mental_model_id: str = Field(description="1-64 lowercase letters, digits and hyphens.")
+
+
+class MentalModelChange(MentalModelUpdate, MentalModelRef):
+    """update_mental_model's arguments: the model, then what changes."""
+
+    def changes(self) -> MentalModelUpdate:
+        """What changes, already validated (no second validation)."""
+        return MentalModelUpdate.model_construct(
+            self.model_fields_set - {"mental_model_id"},
+            **{k: getattr(self, k) for k in MentalModelUpdate.model_fields},
+        )
+
+
+class MentalModelQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tags: list[str] | None = Field(None, description="Only models with these tags (matched as tags_match says).")
+    tags_match: TagsMatch = Field(
+        "any", description="any / all also list untagged models; any_strict, all_strict or exact only tagged ones."
+    )
 
     _tags = field_validator("tags", mode="before")(_clean_tags)
 
@@ -87,6 +121,15 @@ class MentalModel(BaseModel):
 class MentalModelOperation(BaseModel):
     mental_model_id: str
     operation_id: str
+
+
+class MentalModelList(BaseModel):
+    mental_models: list[MentalModel]
+
+
+class MentalModelDeleted(BaseModel):
+    deleted: bool
+    mental_model_id: str
 
 
 class MentalModelVersion(BaseModel):
@@ -196,12 +239,10 @@ async def _pending(conn, bank_id: str, ids: list[str]) -> dict[str, str]:
     return {r["dedup_key"].rsplit(":", 1)[1]: str(r["id"]) for r in rows}
 
 
-async def list_(
-    engine: Engine, bank_id: str, tags: list[str] | None, tags_match: TagsMatch = "any"
-) -> list[MentalModel]:
+async def list_(engine: Engine, bank_id: str, req: MentalModelQuery) -> MentalModelList:
     """Models filtered by their own tags, matched as memories are (engine/tags.py)."""
     p = Binder(bank_id)
-    cond = tag_condition("tags", tags, tags_match, p)
+    cond = tag_condition("tags", req.tags, req.tags_match, p)
     async with engine.pool.acquire() as conn:
         rows = await conn.fetch(
             f"SELECT {_COLUMNS} FROM mental_models WHERE bank_id = $1{f' AND {cond}' if cond else ''}"
@@ -209,7 +250,7 @@ async def list_(
             *p.values,
         )
         pending = await _pending(conn, bank_id, [r["id"] for r in rows])
-    return [to_model(r, pending.get(r["id"])) for r in rows]
+    return MentalModelList(mental_models=[to_model(r, pending.get(r["id"])) for r in rows])
 
 
 async def get(engine: Engine, bank_id: str, model_id: str) -> MentalModel:

@@ -129,6 +129,32 @@ class RetainItem(BaseModel):
         return v
 
 
+class RetainRequest(RetainItem):
+    """retain's arguments: one item, and whether to wait for its facts."""
+
+    wait: bool = Field(False, description="With an LLM: return once facts are extracted, with their ids.")
+
+    def item(self) -> RetainItem:
+        """The item itself, already validated (no second validation)."""
+        return RetainItem.model_construct(
+            self.model_fields_set - {"wait"}, **{k: getattr(self, k) for k in RetainItem.model_fields}
+        )
+
+
+class RetainBatchRequest(BaseModel):
+    """Many items committed together; the batch limit is a server setting, checked by the engine."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[RetainItem] = Field(min_length=1, description="Items with the arguments of retain.")
+    wait: bool = Field(False, description="As in retain.")
+
+    @field_validator("items", mode="before")
+    @classmethod
+    def _items(cls, v: Any) -> Any:
+        return _maybe_json(v)
+
+
 class RetainResult(BaseModel):
     bank_id: str
     memory_ids: list[str] = Field(
@@ -171,16 +197,22 @@ class Memory(BaseModel):
 class RecallRequest(SearchOptions):
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(min_length=1, max_length=4_000)
-    max_tokens: int = Field(4096, ge=1)
-    tags: list[str] | None = None
+    query: str = Field(min_length=1, max_length=4_000, description="Natural language search query.")
+    max_tokens: int = Field(
+        4096,
+        ge=1,
+        description="Most tokens of memories to return (the server caps it: HINDSIGHT_API_MAX_RECALL_TOKENS).",
+    )
+    tags: list[str] | None = Field(None, description="Only memories with these labels (as tags_match says).")
     tags_match: TagsMatch = Field(
         "any",
         description="any / all (untagged memories too), any_strict / all_strict "
         "(tagged only), exact (the same tag set).",
     )
-    types: list[MemoryType] | None = None
-    query_timestamp: datetime | None = None
+    types: list[MemoryType] | None = Field(None, description="Only world facts or experiences.")
+    query_timestamp: datetime | None = Field(
+        None, description='ISO 8601 time that relative times in the query ("last May") are resolved against.'
+    )
 
     _tags = field_validator("tags", mode="before")(_clean_tags)
 
@@ -216,12 +248,29 @@ class Bank(BaseModel):
     last_memory_at: datetime | None = None
 
 
+class BankList(BaseModel):
+    banks: list[Bank]
+
+
+class BankCreated(BaseModel):
+    bank: Bank
+    created: bool = Field(description="False when the bank already existed (returned unchanged).")
+
+
+class BankDeleted(BaseModel):
+    deleted: bool
+    bank_id: str
+    memories_deleted: int
+
+
 class BankCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     bank_id: BankId
-    name: str | None = Field(None, max_length=200)
-    mission: str | None = Field(None, max_length=4_000)
+    name: str | None = Field(None, max_length=200, description="A display name.")
+    mission: str | None = Field(
+        None, max_length=4_000, description="Who the agent is and what it is trying to accomplish (steers reflect)."
+    )
     document_chunk_size: int | None = ChunkSize
 
 
@@ -258,3 +307,7 @@ class ApiKey(BaseModel):
     revoked_at: datetime | None = None
     last_used_at: datetime | None = None
     key: str | None = Field(None, description="The secret; shown once, at creation.")
+
+
+class ApiKeyList(BaseModel):
+    keys: list[ApiKey]

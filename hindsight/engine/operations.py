@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 import asyncpg
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import NotFound, parse_uuid
 
@@ -64,6 +64,26 @@ class Operation(BaseModel):
     started_at: datetime | None = None
     finished_at: datetime | None = None
     updated_at: datetime
+
+
+class OperationRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    operation_id: str = Field(description="The id an asynchronous call returned (a UUID).")
+
+
+class OperationQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status: Status | None = Field(None, description="Only operations in this status.")
+    type: str | None = Field(None, max_length=64, description="Only operations of this type, e.g. retain_extract.")
+    limit: int = Field(50, ge=1, le=500, description="At most this many (1-500), newest first.")
+    offset: int = Field(0, ge=0)
+
+
+class OperationList(BaseModel):
+    operations: list[Operation]
+    total: int = Field(description="Operations matching the filters in all.")
 
 
 def to_operation(r) -> Operation:
@@ -133,10 +153,9 @@ async def get(pool, bank_id: str, operation_id: str) -> Operation:
     return to_operation(r)
 
 
-async def list_(
-    pool, bank_id: str, status: str | None, type_: str | None, limit: int, offset: int = 0
-) -> tuple[list[Operation], int]:
+async def list_(pool, bank_id: str, req: OperationQuery) -> OperationList:
     """One page of the bank's operations, newest first, and how many match in all."""
+    status, type_ = req.status, req.type
     match = "bank_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR type = $3)"
     async with pool.acquire() as conn:
         rows = await conn.fetch(
@@ -144,11 +163,11 @@ async def list_(
             bank_id,
             status,
             type_,
-            limit,
-            offset,
+            req.limit,
+            req.offset,
         )
         total = await conn.fetchval(f"SELECT count(*) FROM operations WHERE {match}", bank_id, status, type_)
-    return [to_operation(r) for r in rows], total
+    return OperationList(operations=[to_operation(r) for r in rows], total=total)
 
 
 async def cancel(pool, bank_id: str, operation_id: str) -> Operation:

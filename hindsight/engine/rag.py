@@ -16,13 +16,14 @@ import json
 import re
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from .errors import InvalidArgument
 from .filters import CHUNK_FIELDS, compile_filter
 from .recall import fetch_ids, keyword_query
+from .relevance import MAX_TOP_K as MAX_SEARCH_TOP_K
 from .relevance import SearchOptions, relevance_sql
 
 if TYPE_CHECKING:
@@ -31,7 +32,41 @@ if TYPE_CHECKING:
 
 RRF_K = 60
 PER_ARM = 30
-MAX_TOP_K = 20
+MAX_TOP_K = 20  # rag_search's contract (the seed); search_documents allows relevance.MAX_TOP_K
+MAX_PHRASES = 5
+MAX_PHRASE_CHARS = 2_000
+DEFAULT_TOP_K = 5
+DEFAULT_STRICTNESS = 1
+
+
+def _phrase(v: str) -> str:
+    v = v.strip()
+    if not v:
+        raise ValueError("must not be blank")
+    return v
+
+
+Phrase = Annotated[str, Field(max_length=MAX_PHRASE_CHARS), AfterValidator(_phrase)]
+
+
+class RagSearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    search_phrases: list[Phrase] = Field(
+        min_length=1, max_length=MAX_PHRASES, description="1-5 search phrases for semantic retrieval"
+    )
+    top_k: int = Field(10, ge=1, le=MAX_TOP_K, description="Segments to return (at most 20).")
+
+
+class DocumentSearchRequest(SearchOptions):
+    query: Phrase = Field(description="What to search for (at most 2,000 characters).")
+    top_k: int = Field(DEFAULT_TOP_K, ge=1, le=MAX_SEARCH_TOP_K, description="At most this many chunks (1-50).")
+
+
+class AccessRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    segment_uid: str = Field(description="A segment_uid rag_search returned.")
 
 
 class Caller(BaseModel):
@@ -95,18 +130,6 @@ def summary(text: str) -> str:
     sentences = re.split(r"(?<=[.!?])\s+", " ".join(text.split()))
     out = " ".join(sentences[:2])
     return out if len(out) <= 300 else out[:297] + "…"
-
-
-def check_phrases(phrases, field: str = "search_phrases") -> list[str]:
-    if not isinstance(phrases, list) or not 1 <= len(phrases) <= 5:
-        raise InvalidArgument(f"{field}: give 1 to 5 search phrases", field)
-    clean = []
-    for i, p in enumerate(phrases):
-        if not isinstance(p, str) or not p.strip() or len(p) > 2_000:
-            where = field if field == "query" else f"{field}[{i}]"
-            raise InvalidArgument(f"{where}: must be a non-empty string of at most 2,000 characters", field)
-        clean.append(p.strip())
-    return clean
 
 
 @dataclass
@@ -214,13 +237,8 @@ async def search_chunks(
     return [h for h in hits if h.relevance >= floor][:top_k]
 
 
-async def rag_search(
-    engine: Engine, bank_id: str, phrases: list[str], caller: Caller, top_k: int = 10, opts: SearchOptions | None = None
-) -> RagSearchResult:
-    phrases = check_phrases(phrases)
-    if not 1 <= top_k <= MAX_TOP_K:
-        raise InvalidArgument(f"top_k: must be between 1 and {MAX_TOP_K}", "top_k")
-    hits = await search_chunks(engine, bank_id, phrases, caller, opts or SearchOptions(), top_k)
+async def rag_search(engine: Engine, bank_id: str, req: RagSearchRequest, caller: Caller) -> RagSearchResult:
+    hits = await search_chunks(engine, bank_id, req.search_phrases, caller, SearchOptions(), req.top_k)
     return RagSearchResult(
         segments=[
             Segment(
@@ -271,17 +289,14 @@ class DocumentSearchResult(BaseModel):
 
 
 SEARCH_TYPES = {"hybrid": "hybrid_search", "vector": "vector_search", "keyword": "full_text_search"}
-DEFAULT_TOP_K = 5
-DEFAULT_STRICTNESS = 1
 
 
 async def search_documents(
-    engine: Engine, bank_id: str, query: str, caller: Caller, opts: SearchOptions
+    engine: Engine, bank_id: str, req: DocumentSearchRequest, caller: Caller
 ) -> DocumentSearchResult:
     """The knowledge-base search with every option: mode, top_k (default 5), strictness (default 1),
     min_score, filter."""
-    phrases = check_phrases([query], "query")
-    hits = await search_chunks(engine, bank_id, phrases, caller, opts, opts.top_k or DEFAULT_TOP_K, DEFAULT_STRICTNESS)
+    hits = await search_chunks(engine, bank_id, [req.query], caller, req, req.top_k, DEFAULT_STRICTNESS)
     results = [
         ChunkResult(
             content=h.row["text"],
@@ -301,7 +316,7 @@ async def search_documents(
     ]
     return DocumentSearchResult(
         results=results,
-        metadata=SearchMetadata(results_number=len(results), search_type=SEARCH_TYPES[opts.mode], collection=bank_id),
+        metadata=SearchMetadata(results_number=len(results), search_type=SEARCH_TYPES[req.mode], collection=bank_id),
     )
 
 

@@ -34,10 +34,12 @@ MAX_SCHEMA_BYTES = 32_768
 class ReflectRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(min_length=1, max_length=4_000)
-    context: str | None = Field(None, max_length=4_000)
-    budget: Literal["low", "mid", "high"] = "low"
-    tags: list[str] | None = None
+    query: str = Field(min_length=1, max_length=4_000, description="The question or topic to reflect on.")
+    context: str | None = Field(None, max_length=4_000, description="Why this reflection is needed.")
+    budget: Literal["low", "mid", "high"] = Field(
+        "low", description="How much memory is searched: low 2,048, mid 4,096, high 8,192 tokens."
+    )
+    tags: list[str] | None = Field(None, description="Only memories with these labels (as tags_match says).")
     tags_match: TagsMatch = "any"
     max_tokens: int | None = Field(None, ge=64, le=32_768, description="Longest answer, in tokens (LLM only).")
     response_schema: dict[str, Any] | None = Field(

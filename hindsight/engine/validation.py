@@ -1,31 +1,52 @@
-"""Turning untrusted input into engine models with errors that name the offending argument;
-shared by every face so REST and MCP word their errors the same way."""
+"""Turning untrusted input into engine request models, with one wording of what is wrong.
+
+Every face (MCP, REST, the CLI, Hindsight's /v1/default API) reports invalid input through
+`describe`: "<argument>: <what is wrong>", joined with "; ", the argument named as the client
+sent it (dotted for nested items: `items.3.content`).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from .errors import InvalidArgument
 from .models import RetainItem
 
-
-def describe_validation(exc: ValidationError, prefix: str = "") -> str:
-    parts = []
-    for err in exc.errors():
-        loc = prefix + ".".join(str(p) for p in err["loc"]) if err["loc"] else prefix.rstrip(".") or "arguments"
-        parts.append(f"{loc}: {err['msg'].removeprefix('Value error, ')}")
-    return "invalid arguments: " + "; ".join(parts)
+M = TypeVar("M", bound=BaseModel)
 
 
-def validated(model: type[BaseModel], prefix: str = "", **values: Any):
-    """Build an engine model from arguments (None means not given), turning validation failures
-    into an error that names the argument."""
+def describe(errors: Iterable[Any], prefix: str = "", http: bool = False) -> tuple[str, str | None]:
+    """The message for validation errors, and the first argument named. `http`: FastAPI's, whose
+    locations start with where the argument was (body, query, path, header), which the client
+    knows by the argument's own name."""
+    parts, first = [], None
+    for err in errors:
+        if err.get("type") == "json_invalid":
+            parts.append("body: malformed JSON")
+            continue
+        loc = [str(p) for p in err.get("loc", ())]
+        if http and len(loc) > 1:
+            loc = loc[1:]
+        where = prefix + ".".join(loc) if loc else prefix.rstrip(".") or "body"
+        first = first or where.split(".", 1)[0]
+        parts.append(f"{where}: {str(err.get('msg', 'invalid')).removeprefix('Value error, ')}")
+    return "; ".join(parts), first
+
+
+def invalid(exc: ValidationError, prefix: str = "") -> InvalidArgument:
+    message, field = describe(exc.errors(), prefix)
+    return InvalidArgument(message, field)
+
+
+def parse(model: type[M], values: dict[str, Any], prefix: str = "") -> M:
+    """A request model from arguments (None means not given); failures name the argument."""
     try:
-        return model(**{k: v for k, v in values.items() if v is not None})
+        return model.model_validate({k: v for k, v in values.items() if v is not None})
     except ValidationError as exc:
-        raise InvalidArgument(describe_validation(exc, prefix)) from None
+        raise invalid(exc, prefix) from None
 
 
 def parse_retain_items(raw: Any, batch: bool = True) -> list[RetainItem]:
@@ -34,12 +55,8 @@ def parse_retain_items(raw: Any, batch: bool = True) -> list[RetainItem]:
         raise InvalidArgument("items: must be a list of objects", "items")
     items = []
     for i, it in enumerate(raw):
-        prefix = f"items.{i}." if batch else ""
         if not isinstance(it, dict):
             where = f"items.{i}" if batch else "body"
             raise InvalidArgument(f"{where}: must be an object with at least 'content'", "items")
-        try:
-            items.append(RetainItem(**it))
-        except ValidationError as exc:
-            raise InvalidArgument(describe_validation(exc, prefix)) from None
+        items.append(parse(RetainItem, it, f"items.{i}." if batch else ""))
     return items

@@ -10,17 +10,15 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..config import valid_bank_id
 from ..engine import documents
-from ..engine.banks import check_bank_id
 from ..engine.documents import ImportRequest
 from ..engine.errors import InvalidArgument
-from ..engine.models import BankCreate
-from ..engine.rag import DocumentSearchResult, parse_caller
-from ..engine.relevance import SearchOptions
-from ..engine.validation import validated
+from ..engine.models import BankCreate, ChunkSize
+from ..engine.rag import DocumentSearchRequest, DocumentSearchResult, Phrase
+from ..engine.relevance import MAX_TOP_K
 from .tools import Call, tool
 
 
@@ -32,6 +30,51 @@ def collection_slug(name: str) -> str:
     if not slug:
         raise InvalidArgument(f"name: {name!r} has no letters or digits to make a collection id from", "name")
     return slug
+
+
+class CollectionCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200, description="The collection's name (its id when valid as one).")
+    description: str = Field("", max_length=4_000, description="What the collection holds (the bank's mission).")
+    chunk_size: int | None = ChunkSize
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("give the collection a name")
+        return v.strip()
+
+
+class UrlImport(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(min_length=1, max_length=4_096, description="A public http(s) URL.")
+    collection_id: str = Field(description="The collection (bank) to add it to.")
+
+
+class CollectionDelete(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    collection_id: str = Field(description="The collection (bank) to delete.")
+    confirm: bool = Field(False, validate_default=True, description="Must be true: deleting cannot be undone.")
+
+    @field_validator("confirm")
+    @classmethod
+    def _confirmed(cls, v: bool) -> bool:
+        if v is not True:
+            raise ValueError("deleting a collection needs confirm=true")
+        return v
+
+
+class CollectionSearch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    collectionId: str = Field(description="The collection (bank) to search.")
+    query: Phrase = Field(description="What to search for.")
+    top_k: int = Field(5, ge=1, le=MAX_TOP_K, description="At most this many chunks (1-50).")
+    min_similarity: float = Field(0.5, ge=0.0, le=1.0, description="Relevance threshold 0-1 (see search_documents).")
 
 
 class Collection(BaseModel):
@@ -73,9 +116,9 @@ class UrlAdded(BaseModel):
 
 
 @tool(scope="global", read_only=True, idempotent=True)
-async def list_collections(call: Call) -> CollectionList:
+async def list_collections(call: Call, req: None) -> CollectionList:
     """List the document collections (banks) this API key may access, with document counts."""
-    banks = await call.engine.list_banks(call.who)
+    banks = (await call.engine.list_banks(call.who)).banks
     counts = await documents.counts(call.engine, [b.bank_id for b in banks])
     out = [
         Collection(
@@ -91,35 +134,29 @@ async def list_collections(call: Call) -> CollectionList:
     return CollectionList(collections=out, total_count=len(out))
 
 
-@tool(scope="global", idempotent=True)
-async def create_collection(
-    call: Call, name: str, description: str = "", chunk_size: int | None = None
-) -> CollectionCreated:
+@tool(CollectionCreate, scope="global", idempotent=True)
+async def create_collection(call: Call, req: CollectionCreate) -> CollectionCreated:
     """Create a new, empty collection (a bank). Its id is `name` when that is a valid bank id
     (1-128 of A-Z a-z 0-9 _ - . : @), else a slug of it ("Team Docs!" -> "team-docs"); `description`
     becomes the bank's mission; `chunk_size` (200-20,000 characters) is its default chunk size.
     Returns {collection_id}."""
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidArgument("name: give the collection a name", "name")
-    req = validated(
-        BankCreate,
-        bank_id=collection_slug(name.strip()),
-        name=name.strip(),
-        mission=description or None,
-        document_chunk_size=chunk_size,
+    bank = BankCreate.model_construct(
+        bank_id=collection_slug(req.name),
+        name=req.name,
+        mission=req.description or None,
+        document_chunk_size=req.chunk_size,
     )
-    bank, created = await call.engine.create_bank(call.who, req)
-    return CollectionCreated(collection_id=bank.bank_id, created=created)
+    created = await call.engine.create_bank(call.who, bank)
+    return CollectionCreated(collection_id=created.bank.bank_id, created=created.created)
 
 
-@tool(scope="global")
-async def fetch_and_add_document_from_url(call: Call, url: str, collection_id: str) -> UrlAdded:
+@tool(UrlImport, scope="global", bank_argument="collection_id")
+async def fetch_and_add_document_from_url(call: Call, req: UrlImport) -> UrlAdded:
     """Fetch a public URL and ingest it as a document of the collection (HTML, PDF, DOCX, text),
     waiting for the import (up to the server's wait limit; then track `operation_id`)."""
-    bank_id = check_bank_id(collection_id, "collection_id")
-    req = validated(ImportRequest, urls=[url])
-    acc = await call.engine.import_documents(call.who, bank_id, req, wait=True)
-    out = UrlAdded(collection_id=bank_id, url=url, operation_id=acc.operation_id, status=acc.status)
+    imp = ImportRequest.model_construct(urls=[req.url], files=[], tags=[], allowed_users=[], chunk_size=None)
+    acc = await call.engine.import_documents(call.who, call.bank_id, imp, wait=True)
+    out = UrlAdded(collection_id=call.bank_id, url=req.url, operation_id=acc.operation_id, status=acc.status)
     files = (acc.result or {}).get("files") or []
     if files:
         f = files[0]
@@ -130,28 +167,20 @@ async def fetch_and_add_document_from_url(call: Call, url: str, collection_id: s
     return out
 
 
-@tool(scope="global", destructive=True, idempotent=True)
-async def delete_collection(call: Call, collection_id: str, confirm: bool = False) -> CollectionDeleted:
+@tool(CollectionDelete, scope="global", destructive=True, idempotent=True, bank_argument="collection_id")
+async def delete_collection(call: Call, req: CollectionDelete) -> CollectionDeleted:
     """Delete an entire collection (the bank: documents, chunks, memories, mental models).
     Requires `confirm: true` and an admin key. Use with caution."""
-    bank_id = check_bank_id(collection_id, "collection_id")
-    if confirm is not True:
-        raise InvalidArgument("confirm: deleting a collection needs confirm=true", "confirm")
-    docs = (await documents.counts(call.engine, [bank_id])).get(bank_id, 0)
-    memories = await call.engine.delete_bank(call.who, bank_id)
-    return CollectionDeleted(deleted=True, collection_id=bank_id, documents=docs, memories=memories)
+    docs = (await documents.counts(call.engine, [call.bank_id])).get(call.bank_id, 0)
+    gone = await call.engine.delete_bank(call.who, call.bank_id)
+    return CollectionDeleted(deleted=True, collection_id=call.bank_id, documents=docs, memories=gone.memories_deleted)
 
 
-@tool(scope="global", read_only=True, idempotent=True)
-async def search_rag(
-    call: Call,
-    collectionId: str,
-    query: str,
-    top_k: int = Field(5, ge=1, le=50),
-    min_similarity: float = Field(0.5, ge=0.0, le=1.0),
-) -> DocumentSearchResult:
+@tool(CollectionSearch, scope="global", read_only=True, idempotent=True, bank_argument="collectionId")
+async def search_rag(call: Call, req: CollectionSearch) -> DocumentSearchResult:
     """Search a collection for relevant information and return matching chunks with citations.
     `min_similarity` (0-1) is the relevance threshold (see search_documents)."""
-    bank_id = check_bank_id(collectionId, "collectionId")
-    opts = validated(SearchOptions, top_k=top_k, min_score=min_similarity)
-    return await call.engine.search_documents(call.who, bank_id, query, parse_caller(call.headers), opts)
+    search = DocumentSearchRequest.model_construct(
+        query=req.query, top_k=req.top_k, min_score=req.min_similarity, mode="hybrid", strictness=None, filter=None
+    )
+    return await call.engine.search_documents(call.who, call.bank_id, search, call.caller)

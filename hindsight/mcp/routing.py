@@ -3,7 +3,7 @@
 `/mcp` and `/mcp/` (no redirect) go to the multi-bank server, `/mcp/{bank_id}` and
 `/mcp/{bank_id}/` to the single-bank server. Authentication happens here, once per HTTP request,
 and a bank-scoped key is refused at the door for a bank path or X-Bank-Id header it may not reach
-(the `bank_id` argument is checked again in the engine). Known client habits are accepted: a
+(with the engine's check; a `bank_id` argument is checked by the operation itself). Known client habits are accepted: a
 missing or `*/*` Accept header is treated as accepting JSON and SSE, and a GET (Claude Code sends
 one before initialize) gets the SDK's 405, which clients read as "no standalone stream".
 """
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..config import BANK_ID_RULE, valid_bank_id
 from ..engine.errors import HindsightError
-from .surfaces import SCOPE_KEY, TOP_LEVEL_META
+from .surfaces import SCOPE_KEY, RequestState
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -78,10 +78,9 @@ class MCPRouter:
                         "message": f"X-Bank-Id: invalid bank id {header_bank!r}",
                     },
                 )
-            if bank_id is not None:
-                who.require_bank(bank_id)
-            elif header_bank is not None:
-                who.require_bank(header_bank)
+            if bank_id is not None or header_bank is not None:
+                # the engine's own check, made early so a key never sees a bank's tool list
+                self.engine.require(who, bank_id or header_bank or "")
         except HindsightError as exc:
             extra = [(b"www-authenticate", b'Bearer realm="hindsight"')] if exc.status == 401 else []
             return await send_json(send, exc.status, exc.to_dict(), extra)
@@ -105,62 +104,12 @@ class MCPRouter:
             accept += ", text/event-stream"
         headers.append((b"accept", accept.encode()))
         scope = dict(scope, headers=headers, path="/mcp", raw_path=b"/mcp")
-        scope[SCOPE_KEY] = {
-            "who": who,
-            "bank_id": bank_id,
-            "header_bank": header_bank,
+        scope[SCOPE_KEY] = RequestState(
+            who=who,
+            bank_id=bank_id,
+            header_bank=header_bank,
             # what RAG callers send about the end user (rag_search filters on them)
-            "caller": {"x-user-id": _header(scope, b"x-user-id"), "x-session-tags": _header(scope, b"x-session-tags")},
-        }
+            caller={"x-user-id": _header(scope, b"x-user-id"), "x-session-tags": _header(scope, b"x-session-tags")},
+        )
         manager = self.single if bank_id is not None else self.multi
-        await manager.handle_request(scope, receive, lift_structured_result(send))
-
-
-def _lift(message: dict) -> bool:
-    result = message.get("result") if isinstance(message, dict) else None
-    if not isinstance(result, dict):
-        return False
-    meta = result.get("_meta")
-    if not isinstance(meta, dict) or not meta.pop(TOP_LEVEL_META, None):
-        return False
-    if not meta:
-        result.pop("_meta")
-    for key, value in (result.get("structuredContent") or {}).items():
-        result.setdefault(key, value)
-    return True
-
-
-def lift_structured_result(send):
-    """For tools marked `top_level_result` (rag_search, verify_document_access): copy the fields
-    of `structuredContent` to the top of the JSON-RPC `result`, the shape RAG-over-MCP clients
-    read, next to the standard `content` / `structuredContent`."""
-    start: dict | None = None
-    body = bytearray()
-
-    async def wrapped(message):
-        nonlocal start
-        if message["type"] == "http.response.start":
-            ctype = dict(message.get("headers") or []).get(b"content-type", b"")
-            if not ctype.startswith(b"application/json"):
-                return await send(message)
-            start = message
-            return None
-        if message["type"] != "http.response.body" or start is None:
-            return await send(message)
-        body.extend(message.get("body", b""))
-        if message.get("more_body"):
-            return None
-        data = bytes(body)
-        try:
-            doc = json.loads(data)
-            changed = any([_lift(m) for m in doc]) if isinstance(doc, list) else _lift(doc)
-            if changed:
-                data = json.dumps(doc, separators=(",", ":")).encode()
-        except ValueError:
-            pass
-        headers = [(k, v) for k, v in start.get("headers", []) if k != b"content-length"]
-        headers.append((b"content-length", str(len(data)).encode()))
-        await send({**start, "headers": headers})
-        await send({"type": "http.response.body", "body": data})
-
-    return wrapped
+        await manager.handle_request(scope, receive, send)

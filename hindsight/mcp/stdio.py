@@ -13,7 +13,7 @@ import json
 
 from ..engine.core import Engine
 from ..engine.keys import Principal
-from .surfaces import build_server
+from .surfaces import RequestState, build_server
 
 
 async def serve_stdio(
@@ -27,12 +27,7 @@ async def serve_stdio(
             caller["x-user-id"] = user_id
         if session_tags:
             caller["x-session-tags"] = json.dumps(session_tags)
-        state = {
-            "who": Principal("bank", banks=frozenset({bank_id})),
-            "bank_id": bank_id,
-            "header_bank": None,
-            "caller": caller,
-        }
+        state = RequestState(who=Principal("bank", banks=frozenset({bank_id})), bank_id=bank_id, caller=caller)
         await build_server(engine, multi=False, local_state=state).run_stdio_async()
     finally:
         await engine.close()

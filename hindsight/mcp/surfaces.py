@@ -1,25 +1,35 @@
-"""The single-bank and multi-bank MCP servers, generated from `tools.TOOLS`.
+"""The single-bank and multi-bank MCP servers, generated from `tools.TOOLS` through the SDK's
+public surfaces only.
 
-Both run stateless with JSON responses: any server process can answer any request (no session
-affinity behind a load balancer), and the bank and caller come from the HTTP request, which the
-routing layer has already authenticated and resolved into the ASGI scope.
+Each tool's MCP arguments are its request model's fields, each published with the field's own
+JSON schema but typed `Any` for the SDK, so the SDK checks only that required arguments are
+present and the request model validates them once (its errors name the argument, -32602). The
+caller (principal, bank from the URL or header, end-user headers) reaches the tool through the
+SDK's dependency injection (`Resolve`), from the state the router put in the ASGI scope after
+authenticating the HTTP request. A server middleware turns unknown tools into -32602 and, for the
+tools RAG clients read that way (rag_search, verify_document_access), copies the structured
+result's fields to the top of the JSON-RPC result.
+
+Both servers are stateless with JSON responses: any process can answer any request.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
-from typing import TYPE_CHECKING, Any, cast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, ToolAnnotations
-from pydantic import ValidationError
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, ValidationError, WithJsonSchema
 
-from ..engine.banks import check_bank_id
-from ..engine.errors import Forbidden, HindsightError, InvalidArgument, Unauthorized
-from ..engine.validation import describe_validation
+from ..engine.errors import INVALID_PARAMS, HindsightError, InvalidArgument
+from ..engine.keys import Principal
+from ..engine.validation import invalid, parse
 from ..metrics import MCP_CALLS, MCP_SECONDS, timed
 from . import collections as _collections  # noqa: F401  (registers the collection alias tools)
 from .tools import TOOLS, Call, ToolDef
@@ -28,123 +38,169 @@ if TYPE_CHECKING:
     from ..engine import Engine
 
 
-INVALID_PARAMS = -32602
-# JSON-RPC leaves -32000..-32099 to implementations; we use -32001 for authentication and
-# authorisation failures (a bank the key may not reach), documented in docs/mcp.md.
-ACCESS_DENIED = -32001
 SCOPE_KEY = "hindsight"
 
 
-TOP_LEVEL_RESULT = {td.name for td in TOOLS if td.top_level_result}
-TOP_LEVEL_META = "hindsight/top-level-result"
+@dataclass
+class RequestState:
+    """What the router resolved for one HTTP request (or what `hindsight mcp` fixes for stdio)."""
+
+    who: Principal
+    bank_id: str | None = None  # from the URL: the single-bank surface
+    header_bank: str | None = None  # X-Bank-Id
+    caller: dict = field(default_factory=dict)  # x-user-id / x-session-tags, for document access
 
 
-def error_code(exc: HindsightError) -> int:
-    return ACCESS_DENIED if isinstance(exc, (Forbidden, Unauthorized)) else INVALID_PARAMS
-
-
-class HindsightMCPServer(MCPServer):
-    """Argument validation failures are protocol errors (-32602 naming the argument), as the MCP
-    spec asks, rather than the SDK's default of a tool result flagged `isError`."""
-
-    async def _handle_call_tool(self, ctx, params) -> Any:
-        if self._tool_manager.get_tool(params.name) is None:
-            raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}")
-        try:
-            result = await self.call_tool(
-                params.name,
-                params.arguments or {},
-                Context(request_context=ctx, mcp_server=self, input_params=params, subscriptions=self._subscriptions),
-            )
-            if params.name in TOP_LEVEL_RESULT and isinstance(result, CallToolResult) and result.structured_content:
-                # RAG-over-MCP clients read `status`/`segments` (or `has_access`) at the top of `result`;
-                # the SDK re-validates results against the spec, so the router lifts them (routing.py).
-                result.meta = {**(result.meta or {}), TOP_LEVEL_META: True}
-            return result
-        except ToolError as exc:
-            if isinstance(exc.__cause__, ValidationError):
-                raise MCPError(INVALID_PARAMS, describe_validation(exc.__cause__)) from None
-            return CallToolResult(content=[{"type": "text", "text": str(exc)}], is_error=True)
-
-
-def request_state(ctx: Context) -> dict:
+def _from_scope(ctx: Context) -> RequestState:
     request = ctx.request_context.request
-    scope = getattr(request, "scope", None) or {}
-    state = scope.get(SCOPE_KEY)
+    state = (getattr(request, "scope", None) or {}).get(SCOPE_KEY)
     if state is None:
-        raise MCPError(ACCESS_DENIED, "request did not pass through the hindsight MCP router")
+        raise MCPError(-32001, "request did not pass through the hindsight MCP router")
     return state
 
 
-def resolve_bank(argument: str | None, alias: str | None, header: str | None, default: str) -> tuple[str, str]:
-    """Multi-bank mode: argument (bank_id, or its synonym collection_id) > X-Bank-Id > default."""
+class ContractTool(Tool):
+    """A tool whose missing required arguments are a protocol error (-32602 naming them), as the
+    MCP spec asks for invalid arguments, instead of the SDK's default tool result flagged isError.
+    Every other check is the request model's, inside the tool."""
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        try:
+            return await super().run(arguments, context, convert_result)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise MCPError(INVALID_PARAMS, invalid(exc.__cause__).message) from None
+            raise
+
+
+def _inline(node: Any, defs: dict) -> Any:
+    """A field's JSON schema with `$ref`s to the model's `$defs` replaced by what they name."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return _inline(defs[ref.removeprefix("#/$defs/")], defs)
+        return {k: _inline(v, defs) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_inline(v, defs) for v in node]
+    return node
+
+
+def arguments(model: type[BaseModel] | None) -> list[inspect.Parameter]:
+    """The MCP arguments of a request model: its fields, required ones first."""
+    if model is None:
+        return []
+    schema = model.model_json_schema()
+    defs = schema.get("$defs", {})
+    out = []
+    for name, f in model.model_fields.items():
+        prop = {k: v for k, v in _inline(schema["properties"][f.alias or name], defs).items() if k != "default"}
+        # `str` stays `str` so the SDK does not read a JSON-looking string as a list or object.
+        default = inspect.Parameter.empty if f.is_required() else f.get_default(call_default_factory=True)
+        ann: Any = Annotated[str, WithJsonSchema(prop)] if f.annotation is str else Annotated[Any, WithJsonSchema(prop)]
+        out.append(inspect.Parameter(f.alias or name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann))
+    return sorted(out, key=lambda p: p.default is not inspect.Parameter.empty)
+
+
+def _bank_arguments(td: ToolDef, multi: bool) -> list[inspect.Parameter]:
+    if not (multi and td.scope == "bank"):
+        return []
+    names = ["bank_id", "collection_id"] if td.collection_alias else ["bank_id"]
+    return [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=str | None) for n in names]
+
+
+def _select_bank(td: ToolDef, multi: bool, state: RequestState, args: dict, default: str) -> tuple[str, str, str]:
+    """The bank a call acts on, where it came from (url, argument, alias, header, default) and
+    the name the client gave it (for error messages). Multi-bank: argument (bank_id, or its
+    synonym collection_id) > X-Bank-Id > HINDSIGHT_MCP_BANK_ID."""
+    if td.bank_argument:
+        return args.get(td.bank_argument) or "", "argument", td.bank_argument
+    if td.scope == "global":
+        return "", "none", "bank_id"
+    if not multi:
+        return state.bank_id or "", "url", "bank_id"
+    argument, alias = args.pop("bank_id", None), args.pop("collection_id", None)
     if argument and alias and argument != alias:
         raise InvalidArgument(
             "collection_id: is a synonym of bank_id; give one of them (or the same value)", "collection_id"
         )
-    if argument or alias:
-        return check_bank_id(argument or alias, "bank_id" if argument else "collection_id"), "argument"
-    if header:
-        return check_bank_id(header, "X-Bank-Id"), "header"
-    return check_bank_id(default), "default"
+    if argument:
+        return argument, "argument", "bank_id"
+    if alias:
+        return alias, "alias", "collection_id"
+    if state.header_bank:
+        return state.header_bank, "header", "X-Bank-Id"
+    return default, "default", "bank_id"
 
 
-def _wrap(td: ToolDef, engine, multi: bool, local_state: dict | None = None):
-    sig = inspect.signature(td.fn, eval_str=True)
-    params = list(sig.parameters.values())[1:]  # drop `call`
-    extra = []
-    if multi and td.scope == "bank":
-        extra.append(inspect.Parameter("bank_id", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=str | None))
-        if td.collection_alias:
-            extra.append(
-                inspect.Parameter("collection_id", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=str | None)
-            )
-    ctx_param = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)
-    positional = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params]
-
-    @functools.wraps(td.fn)
-    async def wrapper(ctx: Context, **kwargs):
-        state = local_state or request_state(ctx)
-        bank_id = kwargs.pop("bank_id", None) if multi and td.scope == "bank" else None
-        alias = kwargs.pop("collection_id", None) if multi and td.collection_alias else None
-        try:
-            source = "url"
-            if td.scope == "bank":
-                if multi:
-                    bank_id, source = resolve_bank(
-                        bank_id, alias, state.get("header_bank"), engine.settings.mcp_bank_id
-                    )
-                else:
-                    bank_id = state["bank_id"]
-            call = Call(
-                engine=engine,
-                who=state["who"],
-                bank_id=bank_id or "",
-                headers=state.get("caller") or {},
-                bank_source=source,
-            )
-            with timed(MCP_SECONDS, td.name):
-                result = await td.fn(call, **kwargs)
-            MCP_CALLS.labels(td.name, "ok").inc()
-            return result
-        except HindsightError as exc:
-            MCP_CALLS.labels(td.name, "error").inc()
-            raise MCPError(error_code(exc), exc.message) from None
-
-    cast(Any, wrapper).__signature__ = sig.replace(parameters=positional + extra + [ctx_param])
-    hints = {p.name: p.annotation for p in positional + extra}
-    hints["ctx"] = Context
-    hints["return"] = sig.return_annotation
-    wrapper.__annotations__ = hints
-    del wrapper.__wrapped__
-    return wrapper
+def _as_mcp_error(exc: HindsightError, named: str) -> MCPError:
+    """The engine names a bad bank `bank_id`; say what the client called it."""
+    message = exc.message
+    if exc.field == "bank_id" and named != "bank_id":
+        message = message.replace("bank_id:", f"{named}:", 1)
+    return MCPError(exc.jsonrpc_code, message)
 
 
-def build_server(engine: Engine, multi: bool, local_state: dict | None = None) -> HindsightMCPServer:
+def _handler(td: ToolDef, engine: Engine, multi: bool, resolver):
+    params = arguments(td.request) + _bank_arguments(td, multi)
+
+    async def handler(state: RequestState, **args: Any) -> Any:
+        named = "bank_id"
+        with timed(MCP_SECONDS, td.name):
+            try:
+                bank_id, source, named = _select_bank(td, multi, state, args, engine.settings.mcp_bank_id)
+                call = Call(engine=engine, who=state.who, bank_id=bank_id, headers=state.caller, bank_source=source)
+                result = await td.fn(call, parse(td.request, args) if td.request is not None else None)
+            except HindsightError as exc:
+                MCP_CALLS.labels(td.name, "error").inc()
+                raise _as_mcp_error(exc, named) from None
+        MCP_CALLS.labels(td.name, "ok").inc()
+        return result
+
+    state_param = inspect.Parameter(
+        "state", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[RequestState, Resolve(resolver)]
+    )
+    handler.__name__ = td.name
+    handler.__doc__ = td.description
+    cast(Any, handler).__signature__ = inspect.Signature([*params, state_param], return_annotation=td.response)
+    handler.__annotations__ = {p.name: p.annotation for p in [*params, state_param]} | {"return": td.response}
+    return handler
+
+
+def _middleware(names: set[str], top_level: set[str]):
+    async def middleware(ctx, call_next):
+        if ctx.method != "tools/call":
+            return await call_next(ctx)
+        name = (ctx.params or {}).get("name")
+        if name not in names:
+            raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}")
+        result = await call_next(ctx)
+        if name in top_level and isinstance(result, dict) and isinstance(result.get("structuredContent"), dict):
+            # RAG-over-MCP clients read `status`/`segments` (or `has_access`) at the top of the result.
+            result = {**result["structuredContent"], **result}
+        return result
+
+    return middleware
+
+
+def _description(td: ToolDef, multi: bool) -> str:
+    if not (multi and td.scope == "bank"):
+        return td.description
+    extra = "`bank_id` (optional) selects the bank; default: X-Bank-Id header, then the server default."
+    if td.collection_alias:
+        extra += " `collection_id` is a synonym of `bank_id` (a collection is a bank)."
+    return f"{td.description}\n\n{extra}"
+
+
+def build_server(engine: Engine, multi: bool, local_state: RequestState | None = None) -> MCPServer:
     """`local_state` replaces the per-request state for transports without HTTP (stdio)."""
-    name = "hindsight" if multi else "hindsight-bank"
-    server = HindsightMCPServer(
-        name=name,
+
+    async def fixed_state() -> RequestState:
+        return cast(RequestState, local_state)
+
+    resolver = fixed_state if local_state is not None else _from_scope
+    tools = [td for td in TOOLS if multi or td.scope == "bank"]
+    server = MCPServer(
+        name="hindsight" if multi else "hindsight-bank",
         instructions=(
             "Hindsight memory. Call recall before answering questions about the user or past work; "
             "call retain to store facts, preferences, decisions and events worth remembering."
@@ -156,27 +212,33 @@ def build_server(engine: Engine, multi: bool, local_state: dict | None = None) -
             )
         ),
         log_level=cast(Any, engine.settings.log_level.upper()),
-    )
-    for td in TOOLS:
-        if td.scope == "global" and not multi:
-            continue
-        description = td.description
-        if multi and td.scope == "bank":
-            description += (
-                "\n\n`bank_id` (optional) selects the bank; default: X-Bank-Id header, then the server default."
+        tools=[
+            ContractTool.from_function(
+                _handler(td, engine, multi, resolver),
+                name=td.name,
+                description=_description(td, multi),
+                annotations=ToolAnnotations(
+                    title=td.name.replace("_", " ").capitalize(),
+                    read_only_hint=td.read_only,
+                    destructive_hint=td.destructive,
+                    idempotent_hint=td.idempotent,
+                    open_world_hint=False,
+                ),
             )
-            if td.collection_alias:
-                description += " `collection_id` is a synonym of `bank_id` (a collection is a bank)."
-        server.add_tool(
-            _wrap(td, engine, multi, local_state),
-            name=td.name,
-            description=description,
-            annotations=ToolAnnotations(
-                title=td.name.replace("_", " ").capitalize(),
-                read_only_hint=td.read_only,
-                destructive_hint=td.destructive,
-                idempotent_hint=td.idempotent,
-                open_world_hint=False,
-            ),
-        )
+            for td in tools
+        ],
+    )
+    server.middleware.append(_middleware({td.name for td in tools}, {td.name for td in tools if td.top_level_result}))
     return server
+
+
+def http_session_manager(server: MCPServer):
+    """The SDK's own Streamable HTTP session manager, stateless with JSON responses. Routing,
+    authentication and Host checks are ours (routing.py), so the SDK's localhost-only DNS
+    rebinding guard is off: it would refuse a server reached by any other name."""
+    server.streamable_http_app(
+        json_response=True,
+        stateless_http=True,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    return server.session_manager

@@ -1,74 +1,109 @@
-"""Every MCP tool, defined once.
+"""Every MCP tool, defined once, as an engine operation's contract.
 
-A tool is an async function whose first parameter is a `Call` (engine, principal, bank) and whose
-other parameters are its MCP arguments. `surfaces.py` turns each into the single-bank form (bank
-from the URL) and the multi-bank form (optional `bank_id` argument, else X-Bank-Id header, else
-HINDSIGHT_MCP_BANK_ID). `scope="global"` tools (bank management) exist only in multi-bank mode.
+A tool names its request model (the engine's, which holds every default and limit) and is an
+async function `(call, req) -> response model`. `surfaces.py` generates the MCP arguments from the
+request model's fields and validates them once, with the model; the single-bank form takes the
+bank from the URL, the multi-bank form from an optional `bank_id` argument, else the X-Bank-Id
+header, else HINDSIGHT_MCP_BANK_ID. `scope="global"` tools (bank management and the collection
+aliases) exist only in multi-bank mode.
 """
 
 from __future__ import annotations
 
 import inspect
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
-from ..engine.documents import Document, FileIn, ImportAccepted, ImportRequest
-from ..engine.errors import InvalidArgument, parse_uuid
+from ..engine.documents import (
+    Document,
+    DocumentDelete,
+    DocumentDeleted,
+    DocumentList,
+    DocumentListQuery,
+    DocumentRef,
+    ImportAccepted,
+    ImportDocumentsRequest,
+)
 from ..engine.keys import Principal
 from ..engine.mental_models import (
     MentalModel,
+    MentalModelChange,
     MentalModelCreate,
+    MentalModelDeleted,
+    MentalModelList,
     MentalModelOperation,
-    MentalModelUpdate,
-    check_model_id,
+    MentalModelQuery,
+    MentalModelRef,
 )
 from ..engine.models import (
-    Bank,
     BankCreate,
+    BankCreated,
+    BankList,
     RecallRequest,
     RecallResult,
-    RetainItem,
+    RetainBatchRequest,
+    RetainRequest,
     RetainResult,
-    _clean_tags,
 )
-from ..engine.operations import Operation, Status
-from ..engine.rag import AccessResult, DocumentSearchResult, RagSearchResult, parse_caller
+from ..engine.operations import Operation, OperationList, OperationQuery, OperationRef
+from ..engine.rag import (
+    AccessRequest,
+    AccessResult,
+    Caller,
+    DocumentSearchRequest,
+    DocumentSearchResult,
+    RagSearchRequest,
+    RagSearchResult,
+    parse_caller,
+)
 from ..engine.reflect import ReflectRequest, ReflectResult
-from ..engine.relevance import Mode, SearchOptions
-from ..engine.tags import TagsMatch
-from ..engine.validation import parse_retain_items, validated
+
+if TYPE_CHECKING:
+    from ..engine import Engine
 
 
 @dataclass
 class Call:
-    engine: Any
+    """Who is calling, on which bank: what a tool needs besides its arguments."""
+
+    engine: Engine
     who: Principal
     bank_id: str
     headers: dict = field(default_factory=dict)
-    # where bank_id came from: url, argument, header or default (multi-bank mode, nothing given)
+    # where bank_id came from: url, argument, alias (collection_id), header or default
     bank_source: str = "url"
 
+    @property
+    def caller(self) -> Caller:
+        """The end user a RAG client acts for (x-user-id, x-session-tags), for document access."""
+        return parse_caller(self.headers)
 
-@dataclass
+
+@dataclass(frozen=True)
 class ToolDef:
     fn: Callable
     name: str
     description: str
+    request: type[BaseModel] | None
+    response: Any
     scope: str
     read_only: bool
     destructive: bool
     idempotent: bool
     top_level_result: bool = False
     collection_alias: bool = False
+    bank_argument: str | None = None
 
 
 TOOLS: list[ToolDef] = []
 
 
 def tool(
+    request: type[BaseModel] | None = None,
     *,
     scope: str = "bank",
     read_only: bool = False,
@@ -76,10 +111,14 @@ def tool(
     idempotent: bool = False,
     top_level_result: bool = False,
     collection_alias: bool = False,
+    bank_argument: str | None = None,
 ):
-    """Register an MCP tool. scope: "bank" (both surfaces; multi-bank adds `bank_id`) or "global"
-    (multi-bank only). collection_alias: the multi-bank form also takes `collection_id`, a synonym
-    of `bank_id`, for clients written against the RAG collection tools."""
+    """Register an MCP tool whose arguments are `request`'s fields. scope: "bank" (both
+    surfaces; multi-bank adds `bank_id`) or "global" (multi-bank only). collection_alias: the
+    multi-bank form also takes `collection_id`, a synonym of `bank_id`, for clients written
+    against the RAG collection tools. bank_argument: a global tool whose request names its bank
+    in that field (the collection tools), checked like any other bank. top_level_result: the
+    result's fields are also put at the top of the JSON-RPC result, where RAG clients read them."""
 
     def deco(fn: Callable) -> Callable:
         TOOLS.append(
@@ -87,12 +126,15 @@ def tool(
                 fn,
                 fn.__name__,
                 inspect.cleandoc(fn.__doc__ or ""),
+                request,
+                typing.get_type_hints(fn)["return"],
                 scope,
                 read_only,
                 destructive,
                 idempotent,
                 top_level_result,
                 collection_alias,
+                bank_argument,
             )
         )
         return fn
@@ -100,26 +142,8 @@ def tool(
     return deco
 
 
-class BankList(BaseModel):
-    banks: list[Bank]
-
-
-class BankCreated(BaseModel):
-    bank: Bank
-    created: bool = Field(description="False when the bank already existed (returned unchanged).")
-
-
-@tool()
-async def retain(
-    call: Call,
-    content: str,
-    context: str = "general",
-    timestamp: str | None = None,
-    tags: list[str] | None = None,
-    metadata: dict[str, Any] | None = None,
-    document_id: str | None = None,
-    wait: bool = False,
-) -> RetainResult:
+@tool(RetainRequest)
+async def retain(call: Call, req: RetainRequest) -> RetainResult:
     """Store information to long-term memory.
 
     Use it when the user shares personal facts, preferences or interests, mentions events or
@@ -129,43 +153,21 @@ async def retain(
     that document's memories. Returns the ids of the stored memory units. With an LLM configured,
     facts are extracted in the background (`operation_id`); `wait=true` returns once they are
     stored, with their ids."""
-    item = validated(
-        RetainItem,
-        content=content,
-        context=context,
-        timestamp=timestamp,
-        tags=tags,
-        metadata=metadata,
-        document_id=document_id,
-    )
-    return await call.engine.retain(call.who, call.bank_id, [item], wait=wait)
+    return await call.engine.retain(call.who, call.bank_id, [req.item()], wait=req.wait)
 
 
-@tool()
-async def retain_batch(call: Call, items: list[dict[str, Any]], wait: bool = False) -> RetainResult:
+@tool(RetainBatchRequest)
+async def retain_batch(call: Call, req: RetainBatchRequest) -> RetainResult:
     """Store many memories in one call (up to the server's batch limit, at least 1,000).
 
     Each item takes the arguments of `retain`: content (required), context, timestamp, tags,
-    metadata, document_id. All items are committed together or not at all. `wait` as in retain."""
-    parsed = parse_retain_items(items)
-    return await call.engine.retain(call.who, call.bank_id, parsed, wait=wait)
+    metadata, document_id, entities. All items are committed together or not at all. `wait` as in
+    retain."""
+    return await call.engine.retain(call.who, call.bank_id, req.items, wait=req.wait)
 
 
-@tool(read_only=True, idempotent=True)
-async def recall(
-    call: Call,
-    query: str,
-    max_tokens: int = 4096,
-    tags: list[str] | None = None,
-    tags_match: TagsMatch = "any",
-    types: list[Literal["world", "experience"]] | None = None,
-    query_timestamp: str | None = None,
-    mode: Mode = "hybrid",
-    top_k: int | None = None,
-    strictness: int | None = None,
-    min_score: float | None = None,
-    filter: str | None = None,
-) -> RecallResult:
+@tool(RecallRequest, read_only=True, idempotent=True)
+async def recall(call: Call, req: RecallRequest) -> RecallResult:
     """Search memories to provide personalized responses.
 
     Use it at the start of a conversation, before recommendations, and whenever the user refers to
@@ -178,46 +180,25 @@ async def recall(
     such as `metadata.speaker = "Ann" and tags contains "work"` (fields: type, context, text,
     document_id, tags, entities, created_at, mentioned_at, occurred_start, occurred_end,
     metadata.<key>)."""
-    req = validated(
-        RecallRequest,
-        query=query,
-        max_tokens=max_tokens,
-        tags=tags,
-        tags_match=tags_match,
-        types=types,
-        query_timestamp=query_timestamp,
-        mode=mode,
-        top_k=top_k,
-        strictness=strictness,
-        min_score=min_score,
-        filter=filter,
-    )
     return await call.engine.recall(call.who, call.bank_id, req)
 
 
 @tool(scope="global", read_only=True, idempotent=True)
-async def list_banks(call: Call) -> BankList:
+async def list_banks(call: Call, req: None) -> BankList:
     """List all available memory banks (those this API key may access)."""
-    return BankList(banks=await call.engine.list_banks(call.who))
+    return await call.engine.list_banks(call.who)
 
 
-@tool(scope="global", idempotent=True)
-async def create_bank(call: Call, bank_id: str, name: str | None = None, mission: str | None = None) -> BankCreated:
+@tool(BankCreate, scope="global", idempotent=True)
+async def create_bank(call: Call, req: BankCreate) -> BankCreated:
     """Create a new memory bank or retrieve an existing one.
 
     `mission` describes who the agent is and what it is trying to accomplish."""
-    req = validated(BankCreate, bank_id=bank_id, name=name, mission=mission)
-    bank, created = await call.engine.create_bank(call.who, req)
-    return BankCreated(bank=bank, created=created)
+    return await call.engine.create_bank(call.who, req)
 
 
-@tool(read_only=True)
-async def reflect(
-    call: Call,
-    query: str,
-    context: str | None = None,
-    budget: Literal["low", "mid", "high"] = "low",
-) -> ReflectResult:
+@tool(ReflectRequest, read_only=True)
+async def reflect(call: Call, req: ReflectRequest) -> ReflectResult:
     """Generate thoughtful analysis by synthesizing stored memories with the bank's personality.
 
     Use it when reasoned analysis is needed rather than fact retrieval ("What should I do?",
@@ -225,138 +206,74 @@ async def reflect(
     mid, high) sets how much memory is searched. Returns the answer and the ids of the memories
     and mental models it is based on; without an LLM configured it returns the most relevant
     memories and says so."""
-    req = validated(ReflectRequest, query=query, context=context, budget=budget)
     return await call.engine.reflect(call.who, call.bank_id, req)
 
 
-class MentalModelList(BaseModel):
-    mental_models: list[MentalModel]
-
-
-class Deleted(BaseModel):
-    deleted: bool
-    mental_model_id: str
-
-
-def _model_id(value: Any) -> str:
-    return check_model_id(value)
-
-
-@tool()
-async def create_mental_model(
-    call: Call,
-    name: str,
-    source_query: str,
-    mental_model_id: str | None = None,
-    tags: list[str] | None = None,
-    max_tokens: int = 2048,
-) -> MentalModelOperation:
+@tool(MentalModelCreate)
+async def create_mental_model(call: Call, req: MentalModelCreate) -> MentalModelOperation:
     """Create a mental model: a living document that stays current with your memories.
 
     Mental models are pre-computed reflections of `source_query`, refreshed automatically as new
     memories (matching `tags`, when given) arrive. `mental_model_id` is lowercase letters, digits
     and hyphens (generated from the name when omitted). Content is generated asynchronously; the
     response includes the `operation_id` to track it."""
-    req = validated(
-        MentalModelCreate,
-        name=name,
-        source_query=source_query,
-        mental_model_id=mental_model_id,
-        tags=tags,
-        max_tokens=max_tokens,
-    )
     return await call.engine.create_mental_model(call.who, call.bank_id, req)
 
 
-@tool(read_only=True, idempotent=True)
-async def list_mental_models(
-    call: Call, tags: list[str] | None = None, tags_match: TagsMatch = "any"
-) -> MentalModelList:
+@tool(MentalModelQuery, read_only=True, idempotent=True)
+async def list_mental_models(call: Call, req: MentalModelQuery) -> MentalModelList:
     """List all mental models in the bank, optionally filtered by their tags (`tags_match`: any
     or all also list untagged models; any_strict, all_strict or exact only tagged ones)."""
-    try:
-        clean = _clean_tags(tags) if tags is not None else None
-    except ValueError as exc:
-        raise InvalidArgument(f"tags: {exc}", "tags") from None
-    return MentalModelList(
-        mental_models=await call.engine.list_mental_models(call.who, call.bank_id, clean, tags_match)
-    )
+    return await call.engine.list_mental_models(call.who, call.bank_id, req)
 
 
-@tool(read_only=True, idempotent=True)
-async def get_mental_model(call: Call, mental_model_id: str) -> MentalModel:
+@tool(MentalModelRef, read_only=True, idempotent=True)
+async def get_mental_model(call: Call, req: MentalModelRef) -> MentalModel:
     """Retrieve a mental model by id, with its full content, last refresh time and status."""
-    return await call.engine.get_mental_model(call.who, call.bank_id, _model_id(mental_model_id))
+    return await call.engine.get_mental_model(call.who, call.bank_id, req.mental_model_id)
 
 
-@tool(idempotent=True)
-async def update_mental_model(
-    call: Call,
-    mental_model_id: str,
-    name: str | None = None,
-    source_query: str | None = None,
-    tags: list[str] | None = None,
-    max_tokens: int | None = None,
-) -> MentalModel:
+@tool(MentalModelChange, idempotent=True)
+async def update_mental_model(call: Call, req: MentalModelChange) -> MentalModel:
     """Update a mental model's name, source query, tags or max tokens. Changing the query, tags or
     size queues a refresh."""
-    req = validated(MentalModelUpdate, name=name, source_query=source_query, tags=tags, max_tokens=max_tokens)
-    return await call.engine.update_mental_model(call.who, call.bank_id, _model_id(mental_model_id), req)
+    return await call.engine.update_mental_model(call.who, call.bank_id, req.mental_model_id, req.changes())
 
 
-@tool(destructive=True, idempotent=True)
-async def delete_mental_model(call: Call, mental_model_id: str) -> Deleted:
+@tool(MentalModelRef, destructive=True, idempotent=True)
+async def delete_mental_model(call: Call, req: MentalModelRef) -> MentalModelDeleted:
     """Permanently delete a mental model (and its content history)."""
-    await call.engine.delete_mental_model(call.who, call.bank_id, _model_id(mental_model_id))
-    return Deleted(deleted=True, mental_model_id=mental_model_id)
+    return await call.engine.delete_mental_model(call.who, call.bank_id, req.mental_model_id)
 
 
-@tool()
-async def refresh_mental_model(call: Call, mental_model_id: str) -> MentalModelOperation:
+@tool(MentalModelRef)
+async def refresh_mental_model(call: Call, req: MentalModelRef) -> MentalModelOperation:
     """Re-generate a mental model's content from the latest memories. Runs asynchronously; returns
     the `operation_id` (the one already pending, if a refresh is queued or running)."""
-    return await call.engine.refresh_mental_model(call.who, call.bank_id, _model_id(mental_model_id))
+    return await call.engine.refresh_mental_model(call.who, call.bank_id, req.mental_model_id)
 
 
-class OperationList(BaseModel):
-    operations: list[Operation]
-
-
-@tool(read_only=True, idempotent=True)
-async def get_operation(call: Call, operation_id: str) -> Operation:
+@tool(OperationRef, read_only=True, idempotent=True)
+async def get_operation(call: Call, req: OperationRef) -> Operation:
     """Status of an asynchronous operation (fact extraction, mental-model refresh): queued,
     running, succeeded, failed or cancelled, with attempts, error and result."""
-    return await call.engine.get_operation(call.who, call.bank_id, operation_id)
+    return await call.engine.get_operation(call.who, call.bank_id, req.operation_id)
 
 
-@tool(read_only=True, idempotent=True)
-async def list_operations(
-    call: Call,
-    status: Status | None = None,
-    type: str | None = None,
-    limit: int = Field(50, ge=1, le=500),
-) -> OperationList:
+@tool(OperationQuery, read_only=True, idempotent=True)
+async def list_operations(call: Call, req: OperationQuery) -> OperationList:
     """List the bank's operations, newest first, optionally by status or type."""
-    found, _ = await call.engine.list_operations(call.who, call.bank_id, status, type, limit)
-    return OperationList(operations=found)
+    return await call.engine.list_operations(call.who, call.bank_id, req)
 
 
-@tool(destructive=True, idempotent=True)
-async def cancel_operation(call: Call, operation_id: str) -> Operation:
+@tool(OperationRef, destructive=True, idempotent=True)
+async def cancel_operation(call: Call, req: OperationRef) -> Operation:
     """Cancel a queued or running operation; finished ones are returned unchanged."""
-    return await call.engine.cancel_operation(call.who, call.bank_id, operation_id)
+    return await call.engine.cancel_operation(call.who, call.bank_id, req.operation_id)
 
 
-@tool(collection_alias=True)
-async def import_documents(
-    call: Call,
-    urls: list[str] | None = None,
-    files: list[FileIn] | None = None,
-    tags: list[str] | None = None,
-    allowed_users: list[str] | None = None,
-    chunk_size: int | None = None,
-    wait: bool = False,
-) -> ImportAccepted:
+@tool(ImportDocumentsRequest, collection_alias=True)
+async def import_documents(call: Call, req: ImportDocumentsRequest) -> ImportAccepted:
     """Import documents into the bank's knowledge base: public `urls` and/or `files` (each
     {name, text} or {name, content_base64}; TXT, Markdown, HTML, PDF, DOCX). Runs as an operation
     (track it with get_operation; `wait=true` returns when done, with each file's outcome).
@@ -364,83 +281,45 @@ async def import_documents(
     `allowed_users` are x-user-id values that may always see them; `chunk_size` (characters)
     overrides the server default. Re-importing unchanged content is a no-op; changed content or a
     new chunk size replaces the document's chunks."""
-    req = validated(
-        ImportRequest, urls=urls, files=files, tags=tags, allowed_users=allowed_users, chunk_size=chunk_size
-    )
-    return await call.engine.import_documents(call.who, call.bank_id, req, wait)
+    return await call.engine.import_documents(call.who, call.bank_id, req, req.wait)
 
 
-class DocumentList(BaseModel):
-    documents: list[Document]
-    count: int
-
-
-@tool(read_only=True, idempotent=True, collection_alias=True)
-async def list_documents(
-    call: Call,
-    limit: int = Field(100, ge=1, le=1000),
-    offset: int = Field(0, ge=0),
-) -> DocumentList:
+@tool(DocumentListQuery, read_only=True, idempotent=True, collection_alias=True)
+async def list_documents(call: Call, req: DocumentListQuery) -> DocumentList:
     """List the documents in the bank's knowledge base (name, type, URL, hash, size, tags, chunk
     count), by name."""
-    docs = await call.engine.list_documents(call.who, call.bank_id, limit, offset)
-    return DocumentList(documents=docs, count=len(docs))
+    return await call.engine.list_documents(call.who, call.bank_id, req)
 
 
-@tool(read_only=True, idempotent=True, collection_alias=True)
-async def get_document(call: Call, doc_id: str) -> Document:
+@tool(DocumentRef, read_only=True, idempotent=True, collection_alias=True)
+async def get_document(call: Call, req: DocumentRef) -> Document:
     """One document's record, by the id list_documents or import_documents returned."""
-    parse_uuid(doc_id, "doc_id", "a document")
-    return await call.engine.get_document(call.who, call.bank_id, doc_id)
+    return await call.engine.get_document(call.who, call.bank_id, req.doc_id)
 
 
-class DocumentDeleted(BaseModel):
-    deleted: bool
-    doc_id: str
-    collection_id: str
-
-
-@tool(destructive=True, idempotent=True, collection_alias=True)
-async def delete_document(call: Call, doc_id: str, confirm: bool = False) -> DocumentDeleted:
+@tool(DocumentDelete, destructive=True, idempotent=True, collection_alias=True)
+async def delete_document(call: Call, req: DocumentDelete) -> DocumentDeleted:
     """Delete a document and all its chunks. Requires `confirm: true`. In multi-bank mode
     without a bank (argument or X-Bank-Id), the document is found among the banks this key may
     write."""
-    if confirm is not True:
-        raise InvalidArgument("confirm: deleting a document needs confirm=true", "confirm")
-    parse_uuid(doc_id, "doc_id", "a document")
     bank_id = call.bank_id
     if call.bank_source == "default":
-        bank_id = await call.engine.find_document_bank(call.who, doc_id) or bank_id
-    await call.engine.delete_document(call.who, bank_id, doc_id)
-    return DocumentDeleted(deleted=True, doc_id=doc_id, collection_id=bank_id)
+        bank_id = await call.engine.find_document_bank(call.who, req.doc_id) or bank_id
+    return await call.engine.delete_document(call.who, bank_id, req.doc_id)
 
 
-@tool(read_only=True, idempotent=True, top_level_result=True)
-async def rag_search(
-    call: Call,
-    search_phrases: list[str] = Field(
-        description="1-5 search phrases for semantic retrieval", min_length=1, max_length=5
-    ),
-    top_k: int = Field(10, ge=1, le=20, description="Segments to return (at most 20)."),
-) -> RagSearchResult:
+@tool(RagSearchRequest, read_only=True, idempotent=True, top_level_result=True)
+async def rag_search(call: Call, req: RagSearchRequest) -> RagSearchResult:
     """Searches the knowledge base for relevant information using semantic search.
 
     All phrases are embedded together and searched in parallel (semantic and keyword); results
     are merged, deduplicated and reranked. The caller's `x-user-id` and `x-session-tags` headers
     decide which documents may be returned."""
-    return await call.engine.rag_search(call.who, call.bank_id, search_phrases, parse_caller(call.headers), top_k)
+    return await call.engine.rag_search(call.who, call.bank_id, req, call.caller)
 
 
-@tool(read_only=True, idempotent=True)
-async def search_documents(
-    call: Call,
-    query: str,
-    mode: Mode = "hybrid",
-    top_k: int = 5,
-    strictness: int | None = None,
-    min_score: float | None = None,
-    filter: str | None = None,
-) -> DocumentSearchResult:
+@tool(DocumentSearchRequest, read_only=True, idempotent=True)
+async def search_documents(call: Call, req: DocumentSearchRequest) -> DocumentSearchResult:
     """Search the bank's documents (knowledge base) and return matching chunks with citations.
 
     `mode`: hybrid (semantic + full text, fused; default), vector or keyword. `top_k` 1-50
@@ -450,12 +329,11 @@ async def search_documents(
     updated_at, e.g. `source_type = "pdf" and tags contains "manual"` or `file_path like "%guide%"`.
     Each result has content, file_path, chunk_id, score, page_numbers and the arms that found it.
     Access follows the `x-user-id` / `x-session-tags` headers, as in rag_search."""
-    opts = validated(SearchOptions, mode=mode, top_k=top_k, strictness=strictness, min_score=min_score, filter=filter)
-    return await call.engine.search_documents(call.who, call.bank_id, query, parse_caller(call.headers), opts)
+    return await call.engine.search_documents(call.who, call.bank_id, req, call.caller)
 
 
-@tool(read_only=True, idempotent=True, top_level_result=True)
-async def verify_document_access(call: Call, segment_uid: str) -> AccessResult:
+@tool(AccessRequest, read_only=True, idempotent=True, top_level_result=True)
+async def verify_document_access(call: Call, req: AccessRequest) -> AccessResult:
     """Verify that the current user (headers `x-user-id`, `x-session-tags`) may still access the
     document of a segment returned by rag_search, with a refreshed URL when it has one."""
-    return await call.engine.verify_document_access(call.who, call.bank_id, segment_uid, parse_caller(call.headers))
+    return await call.engine.verify_document_access(call.who, call.bank_id, req.segment_uid, call.caller)

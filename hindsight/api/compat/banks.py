@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Path, Query
 
 from ...engine.keys import Principal
 from ...engine.models import BankCreate, BankUpdate
-from ...engine.validation import validated
-from ..deps import bank_path, engine, principal
+from ...engine.validation import parse
+from ..deps import engine, principal
 from . import convert
 from . import models as M
 
@@ -25,7 +25,7 @@ async def list_banks(
     who: Principal = Depends(principal),
     eng=Depends(engine),
 ):
-    banks = await eng.list_banks(who)
+    banks = (await eng.list_banks(who)).banks
     if q:
         needle = q.lower()
         banks = [b for b in banks if needle in b.bank_id.lower() or needle in (b.name or "").lower()]
@@ -43,32 +43,30 @@ async def _apply(eng, who: Principal, bank_id: str, body: M.BankIn, bank) -> M.B
     if traits := body.disposition_updates():
         update["disposition"] = {**(bank.disposition or {}), **traits}
     if update:
-        bank = await eng.update_bank(who, bank_id, validated(BankUpdate, **update))
+        bank = await eng.update_bank(who, bank_id, parse(BankUpdate, update))
     return convert.profile(bank)
 
 
 @router.put("/{bank_id}", response_model=M.BankProfile, summary="Create a bank, or update it if it exists")
-async def put_bank(
-    body: M.BankIn, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
-):
-    bank, _ = await eng.create_bank(who, validated(BankCreate, bank_id=bank_id))
-    return await _apply(eng, who, bank_id, body, bank)
+async def put_bank(body: M.BankIn, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)):
+    created = await eng.create_bank(who, parse(BankCreate, dict(bank_id=bank_id)))
+    return await _apply(eng, who, bank_id, body, created.bank)
 
 
 @router.patch("/{bank_id}", response_model=M.BankProfile, summary="Update an existing bank")
-async def patch_bank(
-    body: M.BankIn, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
-):
+async def patch_bank(body: M.BankIn, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)):
     return await _apply(eng, who, bank_id, body, await eng.get_bank(who, bank_id))
 
 
 @router.get("/{bank_id}", response_model=M.BankProfile, summary="A bank's profile")
 @router.get("/{bank_id}/profile", response_model=M.BankProfile, summary="A bank's profile")
-async def get_profile(bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)):
+async def get_profile(bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)):
     return convert.profile(await eng.get_bank(who, bank_id))
 
 
 @router.delete("/{bank_id}", response_model=M.Deleted, summary="Delete a bank and everything in it")
-async def delete_bank(bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)):
-    n = await eng.delete_bank(who, bank_id)
-    return M.Deleted(message=f"Bank '{bank_id}' and all associated data deleted successfully", deleted_count=n)
+async def delete_bank(bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)):
+    gone = await eng.delete_bank(who, bank_id)
+    return M.Deleted(
+        message=f"Bank '{bank_id}' and all associated data deleted successfully", deleted_count=gone.memories_deleted
+    )

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Path, Query
 
 from ...engine.keys import Principal
 from ...engine.memories import DocumentQuery, MemoryQuery
 from ...engine.models import RecallRequest
 from ...engine.reflect import ReflectRequest
 from ...engine.tags import TagsMatch
-from ...engine.validation import validated
-from ..deps import bank_path, engine, principal
+from ...engine.validation import parse
+from ..deps import engine, principal
 from . import convert
 from . import models as M
 
@@ -27,9 +27,7 @@ router = APIRouter(prefix="/v1/default/banks/{bank_id}", tags=["Hindsight-compat
     response_model_by_alias=True,
     summary="Retain items (async: queued as an operation; else stored, and with an LLM, extracted)",
 )
-async def retain(
-    body: M.RetainIn, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
-):
+async def retain(body: M.RetainIn, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)):
     items = convert.retain_items(body)
     if body.is_async:
         accepted = await eng.retain_later(who, bank_id, items)
@@ -41,22 +39,22 @@ async def retain(
 
 
 @router.post("/memories/recall", response_model=M.RecallOut, summary="Recall memories for a query")
-async def recall(
-    body: M.RecallIn, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
-):
+async def recall(body: M.RecallIn, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)):
     known = [t for t in body.types if t in convert.KNOWN_TYPES] if body.types else None
     if body.types and not known:  # only observations asked for: we keep none
-        validated(RecallRequest, query=body.query)
+        parse(RecallRequest, dict(query=body.query))
         eng.require(who, bank_id)
         return M.RecallOut(results=[])
-    req = validated(
+    req = parse(
         RecallRequest,
-        query=body.query,
-        max_tokens=body.max_tokens,
-        tags=convert.as_list(body.tags) or None,
-        tags_match=body.tags_match,
-        types=known,
-        query_timestamp=body.query_timestamp,
+        dict(
+            query=body.query,
+            max_tokens=body.max_tokens,
+            tags=convert.as_list(body.tags) or None,
+            tags_match=body.tags_match,
+            types=known,
+            query_timestamp=body.query_timestamp,
+        ),
     )
     result = await eng.recall(who, bank_id, req)
     trace = None
@@ -71,18 +69,18 @@ async def recall(
 
 
 @router.post("/reflect", response_model=M.ReflectOut, summary="Answer a question from the bank's memories")
-async def reflect(
-    body: M.ReflectIn, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
-):
-    req = validated(
+async def reflect(body: M.ReflectIn, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)):
+    req = parse(
         ReflectRequest,
-        query=body.query,
-        context=body.context,
-        budget=body.budget,
-        tags=convert.as_list(body.tags) or None,
-        tags_match=body.tags_match,
-        max_tokens=body.max_tokens,
-        response_schema=body.response_schema,
+        dict(
+            query=body.query,
+            context=body.context,
+            budget=body.budget,
+            tags=convert.as_list(body.tags) or None,
+            tags_match=body.tags_match,
+            max_tokens=body.max_tokens,
+            response_schema=body.response_schema,
+        ),
     )
     res = await eng.reflect(who, bank_id, req)
     based_on = None
@@ -110,7 +108,7 @@ async def reflect(
 
 @router.get("/memories/list", response_model=M.MemoryUnitList, summary="List memories, newest first")
 async def list_memories(
-    bank_id: str = Depends(bank_path),
+    bank_id: str = Path(),
     type: str | None = None,
     q: str | None = None,
     document_id: str | None = None,
@@ -123,23 +121,19 @@ async def list_memories(
 ):
     if type is not None and type not in convert.KNOWN_TYPES:
         return M.MemoryUnitList(items=[], total=0, limit=limit, offset=offset)
-    query = validated(
+    query = parse(
         MemoryQuery,
-        type=type,
-        q=q,
-        document_id=document_id,
-        tags=tags,
-        tags_match=tags_match,
-        limit=limit,
-        offset=offset,
+        dict(type=type, q=q, document_id=document_id, tags=tags, tags_match=tags_match, limit=limit, offset=offset),
     )
-    found, total = await eng.list_memories(who, bank_id, query)
-    return M.MemoryUnitList(items=[convert.memory_unit(m) for m in found], total=total, limit=limit, offset=offset)
+    found = await eng.list_memories(who, bank_id, query)
+    return M.MemoryUnitList(
+        items=[convert.memory_unit(m) for m in found.memories], total=found.total, limit=limit, offset=offset
+    )
 
 
 @router.get("/memories/{memory_id}", summary="One memory")
 async def get_memory(
-    memory_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+    memory_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
 ) -> dict[str, Any]:
     m = await eng.get_memory(who, bank_id, memory_id)
     unit = convert.memory_unit(m).model_dump()
@@ -148,7 +142,7 @@ async def get_memory(
 
 @router.get("/documents", response_model=M.DocumentList, summary="Retained documents, most recently written first")
 async def list_documents(
-    bank_id: str = Depends(bank_path),
+    bank_id: str = Path(),
     q: str | None = None,
     tags: list[str] | None = Query(None),
     tags_match: TagsMatch = "any",
@@ -157,7 +151,7 @@ async def list_documents(
     who: Principal = Depends(principal),
     eng=Depends(engine),
 ):
-    query = validated(DocumentQuery, q=q, tags=tags, tags_match=tags_match, limit=limit, offset=offset)
+    query = parse(DocumentQuery, dict(q=q, tags=tags, tags_match=tags_match, limit=limit, offset=offset))
     found, total = await eng.list_retained_documents(who, bank_id, query)
     return M.DocumentList(
         items=[
@@ -186,7 +180,7 @@ async def list_documents(
     summary="Delete a retained document and its memories",
 )
 async def delete_document(
-    document_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+    document_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
 ):
     n = await eng.delete_retained_document(who, bank_id, document_id)
     return M.DocumentDeleted(
@@ -198,7 +192,7 @@ async def delete_document(
     "/documents/{document_id:path}", response_model=M.DocumentOut, summary="The text retained under a document_id"
 )
 async def get_document(
-    document_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+    document_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
 ):
     d = await eng.get_retained_document(who, bank_id, document_id)
     return M.DocumentOut(

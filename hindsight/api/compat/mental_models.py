@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, Body, Depends, Query
+from fastapi import APIRouter, Body, Depends, Path, Query
 
 from ...engine.keys import Principal
-from ...engine.mental_models import MentalModelCreate, MentalModelUpdate
+from ...engine.mental_models import MentalModelCreate, MentalModelQuery, MentalModelUpdate
 from ...engine.tags import TagsMatch
-from ...engine.validation import validated
-from ..deps import bank_path, engine, principal
+from ...engine.validation import parse
+from ..deps import engine, principal
 from . import convert
 from . import models as M
 
@@ -22,7 +22,7 @@ Detail = Literal["metadata", "content", "full"]
 
 @router.get("", response_model=M.MentalModelList, summary="List mental models (content with detail=content|full)")
 async def list_models(
-    bank_id: str = Depends(bank_path),
+    bank_id: str = Path(),
     tags: list[str] | None = Query(None),
     tags_match: TagsMatch = "any",
     detail: Detail = "metadata",
@@ -31,7 +31,8 @@ async def list_models(
     who: Principal = Depends(principal),
     eng=Depends(engine),
 ):
-    models = await eng.list_mental_models(who, bank_id, convert.as_list(tags) or None, tags_match)
+    query = parse(MentalModelQuery, dict(tags=convert.as_list(tags) or None, tags_match=tags_match))
+    models = (await eng.list_mental_models(who, bank_id, query)).mental_models
     page = models[offset : offset + limit]
     return M.MentalModelList(
         items=[convert.mental_model(m, detail != "metadata") for m in page],
@@ -45,15 +46,17 @@ async def list_models(
     "", response_model=M.MentalModelCreated, summary="Create a mental model; its content is generated in the background"
 )
 async def create_model(
-    body: M.MentalModelIn, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+    body: M.MentalModelIn, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
 ):
-    req = validated(
+    req = parse(
         MentalModelCreate,
-        name=body.name,
-        source_query=body.source_query,
-        mental_model_id=body.id,
-        tags=convert.as_list(body.tags) or None,
-        max_tokens=body.max_tokens,
+        dict(
+            name=body.name,
+            source_query=body.source_query,
+            mental_model_id=body.id,
+            tags=convert.as_list(body.tags) or None,
+            max_tokens=body.max_tokens,
+        ),
     )
     created = await eng.create_mental_model(who, bank_id, req)
     return M.MentalModelCreated(mental_model_id=created.mental_model_id, operation_id=created.operation_id)
@@ -63,7 +66,7 @@ async def create_model(
 async def get_model(
     model_id: str,
     detail: Detail = "full",
-    bank_id: str = Depends(bank_path),
+    bank_id: str = Path(),
     who: Principal = Depends(principal),
     eng=Depends(engine),
 ):
@@ -74,23 +77,25 @@ async def get_model(
 async def update_model(
     model_id: str,
     body: M.MentalModelPatch,
-    bank_id: str = Depends(bank_path),
+    bank_id: str = Path(),
     who: Principal = Depends(principal),
     eng=Depends(engine),
 ):
-    req = validated(
+    req = parse(
         MentalModelUpdate,
-        name=body.name,
-        source_query=body.source_query,
-        max_tokens=body.max_tokens,
-        tags=convert.as_list(body.tags) if body.tags is not None else None,
+        dict(
+            name=body.name,
+            source_query=body.source_query,
+            max_tokens=body.max_tokens,
+            tags=convert.as_list(body.tags) if body.tags is not None else None,
+        ),
     )
     return convert.mental_model(await eng.update_mental_model(who, bank_id, model_id, req))
 
 
 @router.delete("/{model_id}", summary="Delete a mental model")
 async def delete_model(
-    model_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+    model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
 ) -> dict:
     await eng.delete_mental_model(who, bank_id, model_id)
     return {"status": "deleted"}
@@ -99,7 +104,7 @@ async def delete_model(
 @router.post("/{model_id}/refresh", response_model=M.Submitted, summary="Refresh a mental model in the background")
 async def refresh_model(
     model_id: str,
-    bank_id: str = Depends(bank_path),
+    bank_id: str = Path(),
     _body: dict | None = Body(None),
     who: Principal = Depends(principal),
     eng=Depends(engine),
@@ -110,7 +115,7 @@ async def refresh_model(
 
 @router.get("/{model_id}/history", summary="A mental model's contents, most recent first")
 async def history(
-    model_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+    model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
 ) -> list[dict]:
     versions = await eng.mental_model_history(who, bank_id, model_id)
     return [

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Path, Query
 
 from ...engine.errors import Conflict, InvalidArgument
 from ...engine.keys import Principal
-from ...engine.operations import TERMINAL
-from ..deps import bank_path, engine, principal
+from ...engine.operations import TERMINAL, OperationQuery
+from ...engine.validation import parse
+from ..deps import engine, principal
 from . import convert
 from . import models as M
 
@@ -16,7 +17,7 @@ router = APIRouter(prefix="/v1/default/banks/{bank_id}/operations", tags=["Hinds
 
 @router.get("", response_model=M.OperationList, summary="The bank's operations, newest first")
 async def list_operations(
-    bank_id: str = Depends(bank_path),
+    bank_id: str = Path(),
     status: str | None = None,
     type: str | None = None,
     limit: int = Query(20, ge=1, le=100),
@@ -27,22 +28,27 @@ async def list_operations(
     if status is not None and status not in convert.STATUS_IN:
         raise InvalidArgument(f"status: one of {', '.join(convert.STATUS_OUT.values())}", "status")
     ours = convert.STATUS_IN[status] if status is not None else None
-    found, total = await eng.list_operations(who, bank_id, ours, type, limit, offset)
+    query = parse(OperationQuery, dict(status=ours, type=type, limit=limit, offset=offset))
+    found = await eng.list_operations(who, bank_id, query)
     return M.OperationList(
-        bank_id=bank_id, total=total, limit=limit, offset=offset, operations=[convert.operation(o) for o in found]
+        bank_id=bank_id,
+        total=found.total,
+        limit=limit,
+        offset=offset,
+        operations=[convert.operation(o) for o in found.operations],
     )
 
 
 @router.get("/{operation_id}", response_model=M.OperationStatus, summary="One operation's status")
 async def get_operation(
-    operation_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+    operation_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
 ):
     return convert.operation_status(await eng.get_operation(who, bank_id, operation_id))
 
 
 @router.delete("/{operation_id}", response_model=M.Cancelled, summary="Cancel a pending or running operation")
 async def cancel_operation(
-    operation_id: str, bank_id: str = Depends(bank_path), who: Principal = Depends(principal), eng=Depends(engine)
+    operation_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
 ):
     before = await eng.get_operation(who, bank_id, operation_id)
     if before.status in TERMINAL:
