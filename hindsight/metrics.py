@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
+from .db.sql import Q
+
 if TYPE_CHECKING:
     from .engine import Engine
 
@@ -111,12 +113,7 @@ async def scrape(engine: Engine) -> tuple[bytes, str]:
     """The exposition text, with the database-state gauges read now."""
     if engine.started:
         async with engine.pool.acquire() as conn:
-            # queued and running only: the partial indexes of migration 002 answer this; finished
-            # operations pile up for ever and would make every scrape slower.
-            rows = await conn.fetch(
-                "SELECT type, status, count(*) AS n FROM operations"
-                " WHERE status IN ('queued', 'running') GROUP BY type, status"
-            )
+            rows = await conn.fetch(Q.operations_pending_by_type)
         OPERATIONS.clear()
         for r in rows:
             OPERATIONS.labels(r["type"], r["status"]).set(r["n"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from hindsight.db.pool import create_pool
 from hindsight.engine.models import RecallRequest
-from hindsight.engine.recall import SEED_FETCH_ALL, SMALL_BANK, Filters, keyword_ids
+from hindsight.engine.recall import SEED_FETCH_ALL, SMALL_BANK, keyword_ids, request_filters
 
 FILLERS = 2_200  # 1,100 hold "weather": not fetched whole either
 GARDEN = 1_200  # more memories than SEED_FETCH_ALL hold "garden": it is not fetched whole
@@ -41,7 +41,7 @@ async def test_keyword_ranking_on_a_large_bank(api, bank, pg_url):
     # Then only memories with both common words, which outscore the weather-only ones.
     assert len(got) == 50 and all("garden" in t and "weather" in t for t in got[4:]), got[4:8]
 
-    # Filters apply to every candidate query of the large-bank path.
+    # The filters apply to every candidate query of the large-bank path.
     r = api.post(
         f"/v1/banks/{bank}/recall",
         json={
@@ -68,7 +68,7 @@ async def test_keyword_ranking_on_a_large_bank(api, bank, pg_url):
             assert await conn.fetchval("SHOW plan_cache_mode") == "force_custom_plan"
         async with pool.acquire() as conn:
             assert await conn.fetchval("SHOW plan_cache_mode") == "auto"
-        found = await keyword_ids(pool, bank, ["greenhouse", "hose"], Filters.build(RecallRequest(query="x"), 4))
+        found = await keyword_ids(pool, bank, ["greenhouse", "hose"], request_filters(RecallRequest(query="x")))
         assert len(found) == 4
         async with pool.acquire() as conn:
             assert await conn.fetchval("SHOW plan_cache_mode") == "auto"

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 from hindsight.db.pool import create_pool
 from hindsight.engine.models import RecallRequest
-from hindsight.engine.recall import Filters, temporal_ids
+from hindsight.engine.recall import request_filters, temporal_ids
 from hindsight.engine.temporal import TimeWindow
 
 RUNS = 8  # past the five custom plans after which PostgreSQL may switch to a generic one
@@ -35,13 +35,14 @@ async def test_temporal_arm_never_keeps_a_generic_plan(api, bank, pg_url):
             hike, qvec = await conn.fetchrow(
                 "SELECT id, embedding FROM memories WHERE bank_id = $1 AND text LIKE 'We hiked%'", bank
             )
-        f = Filters.build(RecallRequest(query="x"), 4)
+        f = request_filters(RecallRequest(query="x"))
         for _ in range(RUNS):
             assert await temporal_ids(pool, bank, qvec, f, may) == [hike]
         async with pool.acquire() as conn:
             plans = await conn.fetch(
                 "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
-                " WHERE statement LIKE 'SELECT m.id FROM memories m WHERE m.bank_id = $1 AND ((m.occurred_start%'"
+                " WHERE statement LIKE '%m.occurred_start < $5 AND m.occurred_end > $4%'"
+                " AND statement NOT LIKE '%pg_prepared_statements%'"
             )
             assert [tuple(p) for p in plans] == [(0, RUNS)]
             # ...and the connection went back to the server's default for everyone else.

@@ -9,6 +9,8 @@ from pathlib import Path
 import asyncpg
 from pgvector.asyncpg import register_vector
 
+from .sql import Q
+
 log = logging.getLogger("hindsight.db")
 
 _PKG = Path(__file__).resolve().parent.parent
@@ -38,7 +40,7 @@ class Connection(asyncpg.Connection):
     settings_changed = False
 
     async def set_session(self, name: str, value: str) -> None:
-        await self.execute("SELECT set_config($1, $2, false)", name, value)
+        await self.execute(Q.session_set, name, value)
         self.settings_changed = True
 
     async def custom_plans(self) -> None:
@@ -51,7 +53,7 @@ class Connection(asyncpg.Connection):
 
 async def _reset_connection(conn: Connection) -> None:
     if conn.settings_changed:
-        await conn.execute("RESET ALL")
+        await conn.execute(Q.session_reset)
         conn.settings_changed = False
 
 
@@ -65,16 +67,14 @@ async def ensure_vector_extension(url: str, update: bool = False) -> None:
     notes ask (`ALTER EXTENSION vector UPDATE`)."""
     conn = await asyncpg.connect(url)
     try:
-        row = await conn.fetchrow(
-            "SELECT installed_version, default_version FROM pg_available_extensions WHERE name = 'vector'"
-        )
+        row = await conn.fetchrow(Q.vector_extension_versions)
         if row is not None and row["installed_version"]:
             if update and row["installed_version"] != row["default_version"]:
-                await conn.execute("ALTER EXTENSION vector UPDATE")
+                await conn.execute(Q.vector_extension_update)
                 log.info("pgvector extension updated from %s to %s", row["installed_version"], row["default_version"])
             return
         try:
-            await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            await conn.execute(Q.vector_extension_create)
         except asyncpg.PostgresError as exc:
             raise DatabaseError(
                 f"the PostgreSQL at {redact(url)} has no 'vector' extension (pgvector) and it "
@@ -92,24 +92,20 @@ async def migrate(url: str) -> list[str]:
     conn = await asyncpg.connect(url)
     applied_now: list[str] = []
     try:
-        await conn.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK_KEY)
-        await conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations ("
-            " version integer PRIMARY KEY, name text NOT NULL,"
-            " applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        done = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
+        await conn.execute(Q.migration_lock, MIGRATION_LOCK_KEY)
+        await conn.execute(Q.migration_table)
+        done = {r["version"] for r in await conn.fetch(Q.migrations_applied)}
         for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
             version = int(path.name.split("_", 1)[0])
             if version in done:
                 continue
             async with conn.transaction():
                 await conn.execute(path.read_text())
-                await conn.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", version, path.name)
+                await conn.execute(Q.migration_record, version, path.name)
             applied_now.append(path.name)
             log.info("applied migration %s", path.name)
     finally:
-        await conn.execute("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK_KEY)
+        await conn.execute(Q.migration_unlock, MIGRATION_LOCK_KEY)
         await conn.close()
     return applied_now
 

@@ -22,8 +22,9 @@ import numpy as np
 from pgvector.asyncpg import register_vector
 
 from .pool import DatabaseError
+from .sql import Q
 
-DIM = 384
+DIM = 384  # the self-check table's dimension (hindsight/sql/database.sql, selfcheck_table)
 ROWS = 64
 _KILLED = re.compile(r"terminated by signal (\d+): ([^\n]+)")
 ILLEGAL_INSTRUCTION = 4
@@ -45,24 +46,18 @@ async def check_vectors(conn: asyncpg.Connection) -> None:
         raise MissingVector(str(exc)) from None
     vecs = _probe_vectors()
     async with conn.transaction():
-        await conn.execute(
-            f"CREATE TEMP TABLE hindsight_self_check (id int PRIMARY KEY, v vector({DIM})) ON COMMIT DROP"
-        )
-        await conn.execute("CREATE INDEX ON hindsight_self_check USING hnsw (v vector_cosine_ops)")
-        await conn.executemany(
-            "INSERT INTO hindsight_self_check (id, v) VALUES ($1, $2)", [(n, v) for n, v in enumerate(vecs)]
-        )
+        await conn.execute(Q.selfcheck_table)
+        await conn.execute(Q.selfcheck_index)
+        await conn.executemany(Q.selfcheck_insert, [(n, v) for n, v in enumerate(vecs)])
         row = await conn.fetchrow(
-            "SELECT vector_norm($1::text::vector) AS norm,"
-            " $2::text::vector <=> $3::text::vector AS orthogonal,"
-            " (SELECT v <=> $4 FROM hindsight_self_check WHERE id = 7) AS self_distance",
+            Q.selfcheck_compute,
             "[" + ",".join(["0"] * (DIM - 2) + ["3", "4"]) + "]",
             "[" + ",".join(["1"] + ["0"] * (DIM - 1)) + "]",
             "[" + ",".join(["0", "1"] + ["0"] * (DIM - 2)) + "]",
             vecs[7],
         )
-        await conn.execute("SET LOCAL enable_seqscan = off")
-        nearest = await conn.fetchval("SELECT id FROM hindsight_self_check ORDER BY v <=> $1 LIMIT 1", vecs[11])
+        await conn.execute(Q.selfcheck_force_index)
+        nearest = await conn.fetchval(Q.selfcheck_search, vecs[11])
     expected = {"norm": 5.0, "orthogonal": 1.0, "self_distance": 0.0}
     wrong = [
         f"{k} = {row[k]!r} (expected {v})"

@@ -7,10 +7,9 @@ import json
 import asyncpg
 
 from ..config import BANK_ID_RULE, valid_bank_id
+from ..db.sql import Q
 from .errors import InvalidArgument, NotFound
 from .models import Bank, BankCreate, BankUpdate
-
-_COLUMNS = "id, name, mission, disposition, config, created_at, updated_at"
 
 
 def check_bank_id(bank_id: object, field: str = "bank_id") -> str:
@@ -46,7 +45,7 @@ def _config(chunk_size: int | None) -> dict:
 
 async def ensure_bank(conn: asyncpg.Connection, bank_id: str) -> None:
     """Implicit creation on first retain."""
-    await conn.execute("INSERT INTO banks (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", bank_id)
+    await conn.execute(Q.bank_ensure, bank_id)
 
 
 async def lock_writes(conn: asyncpg.Connection, bank_id: str) -> None:
@@ -58,7 +57,7 @@ async def lock_writes(conn: asyncpg.Connection, bank_id: str) -> None:
     queue on the bank's memory-count row, so the lock costs little concurrency: the CPU work
     (splitting, embedding) happens before it is taken, except that a large retain embeds its later
     steps while storing the earlier ones (retain.py)."""
-    await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 1))", f"bank-writes/{bank_id}")
+    await conn.execute(Q.bank_lock_writes, f"bank-writes/{bank_id}")
 
 
 async def create_bank(pool: asyncpg.Pool, req: BankCreate) -> tuple[Bank, bool]:
@@ -66,8 +65,7 @@ async def create_bank(pool: asyncpg.Pool, req: BankCreate) -> tuple[Bank, bool]:
     reference's 'create or retrieve'); a name or mission given for a new bank is stored."""
     async with pool.acquire() as conn:
         row = await conn.fetchrow(
-            f"INSERT INTO banks (id, name, mission, config) VALUES ($1, $2, $3, $4::jsonb)"
-            f" ON CONFLICT (id) DO NOTHING RETURNING {_COLUMNS}",
+            Q.bank_create,
             req.bank_id,
             req.name,
             req.mission,
@@ -75,48 +73,25 @@ async def create_bank(pool: asyncpg.Pool, req: BankCreate) -> tuple[Bank, bool]:
         )
         if row is not None:
             return _bank(row), True
-        row = await conn.fetchrow(f"SELECT {_COLUMNS} FROM banks WHERE id = $1", req.bank_id)
+        row = await conn.fetchrow(Q.bank_get, req.bank_id)
         return _bank(row), False
 
 
 async def get_bank(pool: asyncpg.Pool, bank_id: str) -> Bank:
     async with pool.acquire() as conn:
-        row = await conn.fetchrow(f"SELECT {_COLUMNS} FROM banks WHERE id = $1", bank_id)
+        row = await conn.fetchrow(Q.bank_get, bank_id)
         if row is None:
             raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
-        stats = await conn.fetchrow(
-            "SELECT (SELECT count(*) FROM memories WHERE bank_id = $1) AS memories,"
-            " (SELECT count(*) FROM entities WHERE bank_id = $1 AND mention_count > 0) AS entities,"
-            " (SELECT count(DISTINCT document_id) FROM memories WHERE bank_id = $1 AND document_id IS NOT NULL) AS documents,"
-            " (SELECT max(created_at) FROM memories WHERE bank_id = $1) AS last_memory_at",
-            bank_id,
-        )
+        stats = await conn.fetchrow(Q.bank_stats, bank_id)
         return _bank(row, stats)
 
 
 async def list_banks(pool: asyncpg.Pool, only: set[str] | None = None) -> list[Bank]:
     async with pool.acquire() as conn:
-        if only is None:
-            rows = await conn.fetch(f"SELECT {_COLUMNS} FROM banks ORDER BY id")
-        else:
-            rows = await conn.fetch(f"SELECT {_COLUMNS} FROM banks WHERE id = ANY($1::text[]) ORDER BY id", list(only))
+        rows = await conn.fetch(Q.bank_list) if only is None else await conn.fetch(Q.bank_list_some, list(only))
         ids = [r["id"] for r in rows]
-        memories = {
-            r["bank_id"]: r
-            for r in await conn.fetch(
-                "SELECT bank_id, count(*) AS n, max(created_at) AS last FROM memories WHERE bank_id = ANY($1::text[])"
-                " GROUP BY bank_id",
-                ids,
-            )
-        }
-        entities = {
-            r["bank_id"]: r["n"]
-            for r in await conn.fetch(
-                "SELECT bank_id, count(*) AS n FROM entities WHERE bank_id = ANY($1::text[]) AND mention_count > 0"
-                " GROUP BY bank_id",
-                ids,
-            )
-        }
+        memories = {r["bank_id"]: r for r in await conn.fetch(Q.bank_memory_counts, ids)}
+        entities = {r["bank_id"]: r["n"] for r in await conn.fetch(Q.bank_entity_counts, ids)}
     out = []
     for r in rows:
         b = _bank(r)
@@ -132,11 +107,7 @@ async def update_bank(pool: asyncpg.Pool, bank_id: str, req: BankUpdate) -> Bank
     fields = req.model_dump(exclude_unset=True)
     async with pool.acquire() as conn:
         row = await conn.fetchrow(
-            f"UPDATE banks SET name = CASE WHEN $2 THEN $3 ELSE name END,"
-            f" mission = CASE WHEN $4 THEN $5 ELSE mission END,"
-            f" disposition = CASE WHEN $6 THEN $7::jsonb ELSE disposition END,"
-            f" config = config || $8::jsonb,"
-            f" updated_at = now() WHERE id = $1 RETURNING {_COLUMNS}",
+            Q.bank_update,
             bank_id,
             "name" in fields,
             fields.get("name"),
@@ -161,8 +132,8 @@ async def delete_bank(pool: asyncpg.Pool, bank_id: str) -> int:
             async with pool.acquire() as conn:
                 async with conn.transaction():
                     await lock_writes(conn, bank_id)
-                    n = await conn.fetchval("SELECT count(*) FROM memories WHERE bank_id = $1", bank_id)
-                    deleted = await conn.fetchval("DELETE FROM banks WHERE id = $1 RETURNING id", bank_id)
+                    n = await conn.fetchval(Q.bank_memory_count, bank_id)
+                    deleted = await conn.fetchval(Q.bank_delete, bank_id)
             break
         except asyncpg.DeadlockDetectedError:
             if attempt == 2:

@@ -17,6 +17,7 @@ from ..config import Settings
 from ..db.embedded import EmbeddedPostgres
 from ..db.pool import DatabaseError, create_pool, ensure_vector_extension, migrate, redact
 from ..db.selfcheck import self_check
+from ..db.sql import Q
 from ..embedding import load_embedder
 from . import banks, embedding_model, extract, keys, memories, portable, rag  # noqa: F401  (extract registers its handler)
 from . import documents as docs
@@ -149,7 +150,7 @@ class Engine:
         if not self.started:
             return False
         async with self.pool.acquire() as conn:
-            return await conn.fetchval("SELECT 1") == 1
+            return await conn.fetchval(Q.database_ping) == 1
 
     async def authenticate(self, authorization: str | None) -> Principal:
         return await self.tenant.principal(authorization)
@@ -361,7 +362,7 @@ class Engine:
 
     async def _bank_exists(self, bank_id: str) -> bool:
         async with self.pool.acquire() as conn:
-            return bool(await conn.fetchval("SELECT 1 FROM banks WHERE id = $1", bank_id))
+            return bool(await conn.fetchval(Q.bank_exists, bank_id))
 
     # ---- keys -------------------------------------------------------------------------
     async def create_key(self, who: Principal, req: ApiKeyCreate) -> ApiKey:

@@ -22,6 +22,7 @@ from urllib.parse import urlparse
 import httpx
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
+from ..db.sql import Q
 from ..documents.chunking import chunk_blocks
 from ..documents.readers import UnreadableFile, detect_type, read
 from . import operations as ops
@@ -152,12 +153,6 @@ class FileOutcome(BaseModel):
     error: str | None = None
 
 
-_COLUMNS = (
-    "id, bank_id, source_name, source_type, source_url, content_hash, size_bytes, tags, allowed_users,"
-    " chunk_size, chunk_count, page_count, created_at, updated_at"
-)
-
-
 def to_document(r) -> Document:
     return Document(
         document_id=str(r["id"]),
@@ -227,7 +222,7 @@ async def start_import(engine: Engine, bank_id: str, req: ImportRequest, wait: b
             op_id = await ops.enqueue(conn, bank_id, IMPORT, payload, max_attempts=s.operation_max_attempts)
             if files:
                 await conn.executemany(
-                    "INSERT INTO document_uploads (id, operation_id, name, data) VALUES ($1, $2, $3, $4)",
+                    Q.document_upload_add,
                     [(uuid.uuid4(), op_id, name, data) for name, data, _ in files],
                 )
     engine.worker.poke()
@@ -281,14 +276,14 @@ async def ingest(
     digest = hashlib.sha256(data).hexdigest()
     async with engine.pool.acquire() as conn:
         old = await conn.fetchrow(
-            "SELECT id, content_hash, chunk_size, chunk_count FROM documents WHERE bank_id = $1 AND source_name = $2",
+            Q.document_by_name,
             bank_id,
             name,
         )
         if old is not None and old["content_hash"] == digest and old["chunk_size"] == chunk_size:
             # access tags may change without new content
             await conn.execute(
-                "UPDATE documents SET tags = $2, allowed_users = $3 WHERE id = $1",
+                Q.document_set_access,
                 old["id"],
                 payload["tags"],
                 payload["allowed_users"],
@@ -307,15 +302,9 @@ async def ingest(
     doc_id = old["id"] if old is not None else uuid.uuid4()
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"doc/{bank_id}/{name}")
+            await conn.execute(Q.document_lock_name, f"doc/{bank_id}/{name}")
             doc_id = await conn.fetchval(
-                "INSERT INTO documents (id, bank_id, source_name, source_type, source_url, content_hash, size_bytes,"
-                " tags, allowed_users, chunk_size, chunk_count, page_count) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)"
-                " ON CONFLICT (bank_id, source_name) DO UPDATE SET source_type = EXCLUDED.source_type,"
-                " source_url = EXCLUDED.source_url, content_hash = EXCLUDED.content_hash, size_bytes = EXCLUDED.size_bytes,"
-                " tags = EXCLUDED.tags, allowed_users = EXCLUDED.allowed_users, chunk_size = EXCLUDED.chunk_size,"
-                " chunk_count = EXCLUDED.chunk_count, page_count = EXCLUDED.page_count, updated_at = now()"
-                " RETURNING id",
+                Q.document_upsert,
                 doc_id,
                 bank_id,
                 name,
@@ -329,7 +318,7 @@ async def ingest(
                 len(chunks),
                 pages,
             )
-            await conn.execute("DELETE FROM chunks WHERE document_id = $1", doc_id)
+            await conn.execute(Q.document_clear_chunks, doc_id)
             await conn.copy_records_to_table(
                 "chunks",
                 columns=[
@@ -361,19 +350,15 @@ async def ingest(
 async def run_import(engine: Engine, job: Job) -> dict:
     p = job.payload
     async with engine.pool.acquire() as conn:
-        uploads = await conn.fetch(
-            "SELECT id, name FROM document_uploads WHERE operation_id = $1 ORDER BY name", job.id
-        )
-        p["bank_chunk_size"] = await conn.fetchval(
-            "SELECT (config->>'document_chunk_size')::int FROM banks WHERE id = $1", job.bank_id
-        )
+        uploads = await conn.fetch(Q.document_uploads_of, job.id)
+        p["bank_chunk_size"] = await conn.fetchval(Q.bank_chunk_size, job.bank_id)
     total = len(uploads) + len(p["urls"])
     outcomes: list[FileOutcome] = []
 
     async def progress():
         async with engine.pool.acquire() as conn:
             await conn.execute(
-                "UPDATE operations SET progress = $2::jsonb WHERE id = $1",
+                Q.operation_set_progress,
                 job.id,
                 json.dumps({"done": len(outcomes), "total": total}),
             )
@@ -381,7 +366,7 @@ async def run_import(engine: Engine, job: Job) -> dict:
     for up in uploads:
         try:
             async with engine.pool.acquire() as conn:
-                data = await conn.fetchval("SELECT data FROM document_uploads WHERE id = $1", up["id"])
+                data = await conn.fetchval(Q.document_upload_data, up["id"])
             t = p["types"].get(up["name"]) or detect_type(up["name"], None, data)
             outcomes.append(await ingest(engine, job.bank_id, up["name"], data, t, None, p))
         except UnreadableFile as exc:
@@ -396,7 +381,7 @@ async def run_import(engine: Engine, job: Job) -> dict:
             outcomes.append(FileOutcome(name=url, status="failed", error=exc.message))
         await progress()
     async with engine.pool.acquire() as conn:
-        await conn.execute("DELETE FROM document_uploads WHERE operation_id = $1", job.id)
+        await conn.execute(Q.document_uploads_drop, job.id)
     return {
         "files": [o.model_dump() for o in outcomes],
         "failed": sum(o.status == "failed" for o in outcomes),
@@ -407,7 +392,7 @@ async def run_import(engine: Engine, job: Job) -> dict:
 async def list_(engine: Engine, bank_id: str, req: DocumentListQuery) -> DocumentList:
     async with engine.pool.acquire() as conn:
         rows = await conn.fetch(
-            f"SELECT {_COLUMNS} FROM documents WHERE bank_id = $1 ORDER BY source_name LIMIT $2 OFFSET $3",
+            Q.document_list,
             bank_id,
             req.limit,
             req.offset,
@@ -422,7 +407,7 @@ def parse_document_id(document_id: str) -> uuid.UUID:
 async def get(engine: Engine, bank_id: str, document_id: str) -> Document:
     did = parse_document_id(document_id)
     async with engine.pool.acquire() as conn:
-        r = await conn.fetchrow(f"SELECT {_COLUMNS} FROM documents WHERE bank_id = $1 AND id = $2", bank_id, did)
+        r = await conn.fetchrow(Q.document_get, bank_id, did)
     if r is None:
         raise NotFound(f"document {document_id} does not exist in bank {bank_id!r}", "document_id")
     return to_document(r)
@@ -432,7 +417,7 @@ async def find_bank(engine: Engine, document_id: str, only: set[str] | None) -> 
     did = parse_document_id(document_id)
     async with engine.pool.acquire() as conn:
         return await conn.fetchval(
-            "SELECT bank_id FROM documents WHERE id = $1 AND ($2::text[] IS NULL OR bank_id = ANY($2::text[]))",
+            Q.document_find_bank,
             did,
             None if only is None else sorted(only),
         )
@@ -440,15 +425,13 @@ async def find_bank(engine: Engine, document_id: str, only: set[str] | None) -> 
 
 async def counts(engine: Engine, bank_ids: list[str]) -> dict[str, int]:
     async with engine.pool.acquire() as conn:
-        rows = await conn.fetch(
-            "SELECT bank_id, count(*) AS n FROM documents WHERE bank_id = ANY($1::text[]) GROUP BY bank_id", bank_ids
-        )
+        rows = await conn.fetch(Q.document_counts, bank_ids)
     return {r["bank_id"]: r["n"] for r in rows}
 
 
 async def delete(engine: Engine, bank_id: str, document_id: str) -> None:
     did = parse_document_id(document_id)
     async with engine.pool.acquire() as conn:
-        done = await conn.fetchval("DELETE FROM documents WHERE bank_id = $1 AND id = $2 RETURNING id", bank_id, did)
+        done = await conn.fetchval(Q.document_delete, bank_id, did)
     if done is None:
         raise NotFound(f"document {document_id} does not exist in bank {bank_id!r}", "document_id")

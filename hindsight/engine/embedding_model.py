@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 import asyncpg
 
+from ..db.sql import Q, fill
 from ..embedding import vector_literal
 
 log = logging.getLogger("hindsight")
@@ -27,38 +28,58 @@ BATCH = 256
 
 
 class Target(NamedTuple):
-    """A table with an embedding column: its key columns and their types, the text its vectors
-    embed (as written by retain.py, documents.py and mental_models.py), and its vector index."""
+    """A table with an embedding column: its key columns, its statements (pages of rows with the
+    text their vectors embed, as retain.py, documents.py and mental_models.py write it, and the
+    update), and its vector index."""
 
     table: str
-    key: tuple[tuple[str, str], ...]
-    text: str
+    key: tuple[str, ...]
+    first: str
+    after: str
+    update: str
     vector_index: str | None
 
 
 TARGETS = (
-    Target("memories", (("id", "uuid"),), "text", "memories_embedding_hnsw"),
-    Target("chunks", (("id", "uuid"),), "headline || E'\\n' || text", "chunks_embedding_hnsw"),
-    Target("mental_models", (("bank_id", "text"), ("id", "text")), "source_query", None),
+    Target(
+        "memories",
+        ("id",),
+        Q.reembed_memories_first,
+        Q.reembed_memories_after,
+        Q.reembed_memories_update,
+        "memories_embedding_hnsw",
+    ),
+    Target(
+        "chunks",
+        ("id",),
+        Q.reembed_chunks_first,
+        Q.reembed_chunks_after,
+        Q.reembed_chunks_update,
+        "chunks_embedding_hnsw",
+    ),
+    Target(
+        "mental_models",
+        ("bank_id", "id"),
+        Q.reembed_mental_models_first,
+        Q.reembed_mental_models_after,
+        Q.reembed_mental_models_update,
+        None,
+    ),
 )
 
 
 async def column(conn: asyncpg.Connection, table: str) -> asyncpg.Record:
     """The embedding column's dimension (pgvector keeps it as the type modifier) and whether it
     is NOT NULL, read from the catalogue so the migrations stay the one place that sets them."""
-    return await conn.fetchrow(
-        "SELECT atttypmod AS dim, attnotnull AS not_null FROM pg_attribute"
-        " WHERE attrelid = $1::regclass AND attname = 'embedding'",
-        table,
-    )
+    return await conn.fetchrow(Q.embedding_column, table)
 
 
 async def reconcile(pool, embedder, cpu_slots: asyncio.Semaphore) -> int:
     """Make the stored vectors the loaded model's; returns how many vectors were recomputed."""
     async with pool.acquire() as conn:
         async with conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock($1)", LOCK_KEY)
-            recorded = await conn.fetchrow("SELECT name, dim FROM embedding_model")
+            await conn.execute(Q.embedding_lock, LOCK_KEY)
+            recorded = await conn.fetchrow(Q.embedding_model_recorded)
             dim = (await column(conn, "memories"))["dim"]
             if recorded is None and dim == embedder.dim:
                 # First start since migration 005: the vectors stored so far came from this model.
@@ -83,52 +104,33 @@ async def reconcile(pool, embedder, cpu_slots: asyncio.Semaphore) -> int:
 
 
 async def _record(conn: asyncpg.Connection, embedder) -> None:
-    await conn.execute(
-        "INSERT INTO embedding_model (name, dim) VALUES ($1, $2)"
-        " ON CONFLICT (singleton) DO UPDATE SET name = $1, dim = $2, recorded_at = now()",
-        embedder.name,
-        embedder.dim,
-    )
+    await conn.execute(Q.embedding_model_record, embedder.name, embedder.dim)
 
 
 async def _reembed(conn: asyncpg.Connection, t: Target, embedder, cpu_slots: asyncio.Semaphore) -> int:
     # The index is rebuilt once at the end, from its own definition: updating every row through
     # it costs far more.
-    index_sql = (
-        await conn.fetchval("SELECT pg_get_indexdef(to_regclass($1))", t.vector_index) if t.vector_index else None
-    )
-    if index_sql:
-        await conn.execute(f"DROP INDEX {t.vector_index}")
+    index_sql = await conn.fetchval(Q.index_definition, t.vector_index) if t.vector_index else None
+    if index_sql and t.vector_index:
+        await conn.execute(fill(Q.index_drop, index=t.vector_index))
     col = await column(conn, t.table)
     if col["dim"] != embedder.dim:
         # The old vectors cannot be cast to the new dimension; the rows get new ones below.
-        await conn.execute(f"ALTER TABLE {t.table} ALTER COLUMN embedding DROP NOT NULL")
-        await conn.execute(f"ALTER TABLE {t.table} ALTER COLUMN embedding TYPE vector({embedder.dim}) USING NULL")
-    total = await conn.fetchval(f"SELECT count(*) FROM {t.table}")
+        await conn.execute(fill(Q.embedding_allow_null, table=t.table))
+        await conn.execute(fill(Q.embedding_retype, table=t.table, dim=str(int(embedder.dim))))
+    total = await conn.fetchval(fill(Q.table_rows, table=t.table))
     done, started = 0, time.monotonic()
-    cols = [c for c, _ in t.key]
-    n = len(cols)
-    update = (
-        f"UPDATE {t.table} SET embedding = v.e::vector FROM unnest("
-        + ", ".join(f"${i + 1}::{typ}[]" for i, (_, typ) in enumerate(t.key))
-        + f", ${n + 1}::text[]) v({', '.join(cols)}, e) WHERE "
-        + " AND ".join(f"{t.table}.{c} = v.{c}" for c in cols)
-    )
-    # Keyset pages rather than a cursor: an open cursor would forbid the ALTER TABLE at the end.
-    select = f"SELECT {', '.join(cols)}, {t.text} AS x FROM {t.table}"
-    after = f" WHERE ({', '.join(cols)}) > ({', '.join(f'${i + 1}' for i in range(n))})"
-    order = f" ORDER BY {', '.join(cols)} LIMIT {BATCH}"
-    last: list = []
-    while rows := await conn.fetch(select + (after if last else "") + order, *last):
-        last = [rows[-1][c] for c in cols]
+    rows = await conn.fetch(t.first, BATCH)
+    while rows:
         async with cpu_slots:
             vectors = await asyncio.to_thread(embedder.embed, [r["x"] for r in rows])
-        await conn.execute(update, *([r[c] for r in rows] for c in cols), [vector_literal(v) for v in vectors])
+        await conn.execute(t.update, *([r[c] for r in rows] for c in t.key), [vector_literal(v) for v in vectors])
         done += len(rows)
         if done % (BATCH * 40) < BATCH:
             log.warning("re-embedding %s: %d/%d (%.0f s)", t.table, done, total, time.monotonic() - started)
+        rows = await conn.fetch(t.after, BATCH, *(rows[-1][c] for c in t.key))
     if col["not_null"]:
-        await conn.execute(f"ALTER TABLE {t.table} ALTER COLUMN embedding SET NOT NULL")
+        await conn.execute(fill(Q.embedding_require, table=t.table))
     if index_sql:
         await conn.execute(index_sql)
     log.warning("re-embedded %d rows of %s", done, t.table)

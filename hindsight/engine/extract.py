@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
+from ..db.sql import Q
 from ..llm import Usage
 from ..metrics import RETAIN_UNITS
 from .banks import lock_writes
@@ -154,8 +155,7 @@ async def _store(engine: Engine, bank_id: str, pairs: list[tuple[Unit, uuid.UUID
             alive = {
                 r["id"]
                 for r in await conn.fetch(
-                    "SELECT id FROM memories m WHERE id = ANY($1::uuid[]) AND NOT superseded"
-                    " AND NOT EXISTS (SELECT 1 FROM fact_sources f WHERE f.raw_id = m.id) FOR UPDATE",
+                    Q.extraction_lock_raw_units,
                     raw_ids,
                 )
             }
@@ -169,9 +169,7 @@ async def _store(engine: Engine, bank_id: str, pairs: list[tuple[Unit, uuid.UUID
                 twin = next((u.id for u, v in kept if float(np.dot(v, vec)) >= threshold), None)
                 if twin is None:
                     row = await conn.fetchrow(
-                        "SELECT m.id, 1 - (m.embedding <=> $2) AS sim FROM memories m WHERE m.bank_id = $1"
-                        " AND NOT m.superseded AND EXISTS (SELECT 1 FROM fact_sources f WHERE f.fact_id = m.id)"
-                        " ORDER BY m.embedding <=> $2 LIMIT 1",
+                        Q.fact_nearest,
                         bank_id,
                         vec,
                     )
@@ -188,14 +186,11 @@ async def _store(engine: Engine, bank_id: str, pairs: list[tuple[Unit, uuid.UUID
             links = sorted(set(links))
             if links:
                 await conn.execute(
-                    "INSERT INTO fact_sources (fact_id, raw_id) SELECT * FROM unnest($1::uuid[], $2::uuid[])"
-                    " ON CONFLICT DO NOTHING",
+                    Q.fact_sources_link,
                     [a for a, _ in links],
                     [b for _, b in links],
                 )
-                await conn.execute(
-                    "UPDATE memories SET superseded = true WHERE id = ANY($1::uuid[])", sorted({b for _, b in links})
-                )
+                await conn.execute(Q.raw_units_supersede, sorted({b for _, b in links}))
     RETAIN_UNITS.labels("fact").inc(len(new_units))
     return {
         "new": [str(u.id) for u in new_units],
@@ -233,9 +228,7 @@ async def run(engine: Engine, job: Job) -> dict:
     raw_ids = [uuid.UUID(x) for x in job.payload["raw_ids"]]
     async with engine.pool.acquire() as conn:
         rows = await conn.fetch(
-            "SELECT id, text, context, mentioned_at, tags, metadata, document_id, source_id, position, given_entities"
-            " FROM memories m WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND NOT superseded"
-            " AND NOT EXISTS (SELECT 1 FROM fact_sources f WHERE f.raw_id = m.id) ORDER BY source_id, position",
+            Q.extraction_raw_units,
             job.bank_id,
             raw_ids,
         )
@@ -249,8 +242,7 @@ async def run(engine: Engine, job: Job) -> dict:
     async with engine.pool.acquire() as conn:
         # Everything this retain now contributes to recall: its facts, and raw units that gave none.
         visible = await conn.fetch(
-            "SELECT DISTINCT f.fact_id AS id FROM fact_sources f WHERE f.raw_id = ANY($1::uuid[])"
-            " UNION SELECT m.id FROM memories m WHERE m.id = ANY($1::uuid[]) AND NOT m.superseded",
+            Q.extraction_visible,
             raw_ids,
         )
     return {

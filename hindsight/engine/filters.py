@@ -20,7 +20,8 @@ length, nesting and the number of comparisons. Grammar:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
@@ -87,20 +88,13 @@ CHUNK_FIELDS = {
 _SQL_OPS = {"=": "=", "==": "=", "!=": "<>", "<>": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 
-@dataclass
-class Compiled:
-    sql: str
-    params: list = field(default_factory=list)
-
-
 class _Parser:
-    def __init__(self, text: str, fields: dict[str, Field], first_param: int):
+    def __init__(self, text: str, fields: dict[str, Field], bind: Callable[..., str]):
         self.text = text
         self.fields = fields
         self.tokens = self._tokenize(text)
         self.i = 0
-        self.params: list = []
-        self.first = first_param
+        self.bind_value = bind
         self.comparisons = 0
 
     # ---- lexing ---------------------------------------------------------------------
@@ -232,8 +226,7 @@ class _Parser:
 
     # ---- compiling ------------------------------------------------------------------
     def bind(self, value, cast: str) -> str:
-        self.params.append(value)
-        return f"${self.first + len(self.params) - 1}::{cast}"
+        return self.bind_value(value, cast)
 
     def compile(self, f: Field, key: str, name: str, op: str, value, pos: int) -> str:
         values = value if isinstance(value, list) else [value]
@@ -333,14 +326,13 @@ class _Parser:
         return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
-def compile_filter(text: str | None, fields: dict[str, Field], first_param: int) -> Compiled | None:
-    """Parse `text` into a SQL condition whose bind parameters are numbered from `first_param`."""
+def compile_filter(text: str | None, fields: dict[str, Field], bind: Callable[..., str]) -> str | None:
+    """Parse `text` into a SQL condition, its values bound with `bind(value, cast)` (a Binder or
+    a Fragment); None when there is no filter."""
     if text is None or not str(text).strip():
         return None
     if not isinstance(text, str):
         raise InvalidArgument("filter: must be a string expression", "filter")
     if len(text) > MAX_CHARS:
         raise InvalidArgument(f"filter: longer than {MAX_CHARS} characters", "filter")
-    p = _Parser(text, fields, first_param)
-    sql = p.parse()
-    return Compiled(sql=sql, params=p.params)
+    return _Parser(text, fields, bind).parse()

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import asyncpg
 
+from ..db.sql import Q
 from .errors import Forbidden, InvalidArgument, NotFound
 from .models import ApiKey, ApiKeyCreate
 
@@ -79,7 +80,7 @@ async def create_key(pool: asyncpg.Pool, req: ApiKeyCreate) -> ApiKey:
     secret = KEY_PREFIX + secrets.token_urlsafe(32)
     async with pool.acquire() as conn:
         r = await conn.fetchrow(
-            "INSERT INTO api_keys (id, name, key_hash, role, banks, access) VALUES ($1,$2,$3,$4,$5,$6) RETURNING *",
+            Q.key_create,
             key_id,
             req.name,
             hash_key(secret),
@@ -92,14 +93,12 @@ async def create_key(pool: asyncpg.Pool, req: ApiKeyCreate) -> ApiKey:
 
 async def list_keys(pool: asyncpg.Pool) -> list[ApiKey]:
     async with pool.acquire() as conn:
-        return [_row(r) for r in await conn.fetch("SELECT * FROM api_keys ORDER BY created_at")]
+        return [_row(r) for r in await conn.fetch(Q.key_list)]
 
 
 async def revoke_key(pool: asyncpg.Pool, key_id: str) -> ApiKey:
     async with pool.acquire() as conn:
-        r = await conn.fetchrow(
-            "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING *", key_id
-        )
+        r = await conn.fetchrow(Q.key_revoke, key_id)
     if r is None:
         raise NotFound(f"API key {key_id!r} does not exist", "key_id")
     return _row(r)
@@ -109,11 +108,7 @@ async def authenticate(pool: asyncpg.Pool, secret: str, admin_secret: str | None
     if admin_secret and hmac.compare_digest(hash_key(secret), hash_key(admin_secret)):
         return ADMIN
     async with pool.acquire() as conn:
-        r = await conn.fetchrow(
-            "UPDATE api_keys SET last_used_at = now() WHERE key_hash = $1 AND revoked_at IS NULL"
-            " RETURNING id, role, banks, access",
-            hash_key(secret),
-        )
+        r = await conn.fetchrow(Q.key_use, hash_key(secret))
     if r is None:
         return None
     if r["role"] == "admin":

@@ -9,22 +9,18 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..db.sql import Q, fill
 from .banks import lock_writes
 from .binder import Binder
 from .errors import NotFound, parse_uuid
 from .models import Memory, MemoryType, _clean_tags
 from .tags import TagsMatch, tag_condition
 
-# Entity names come from one primary-key lookup per link (a scalar subquery, which the planner
-# cannot turn into a join). Written as a join, a bank with a few hundred entities got a hash
-# join that scanned the whole entities table once per memory, most of a recall's details
-# statement (bench/README.md, "Recall's PostgreSQL statements").
-COLUMNS = (
-    "m.id, m.text, m.kind, m.context, m.occurred_start, m.occurred_end, m.mentioned_at,"
-    " m.document_id, m.metadata, m.tags, m.created_at, m.source_id, m.position, m.superseded,"
-    " ARRAY(SELECT n FROM (SELECT (SELECT e.name FROM entities e WHERE e.id = me.entity_id) AS n"
-    "  FROM memory_entities me WHERE me.memory_id = m.id) s ORDER BY n) AS entities"
-)
+COLUMNS = Q.memory_columns  # what to_memory reads
+_GET = fill(Q.memory_get, columns=COLUMNS)
+_GET_MANY = fill(Q.memory_get_many, columns=COLUMNS)
+_SOURCES = fill(Q.memory_sources, columns=COLUMNS)
+_FACTS = fill(Q.memory_facts, columns=COLUMNS)
 
 
 def to_memory(r, **extra) -> Memory:
@@ -80,9 +76,8 @@ class MemoryQuery(BaseModel):
     _tags = field_validator("tags", mode="before")(_clean_tags)
 
 
-async def list_memories(pool, bank_id: str, query: MemoryQuery) -> MemoryList:
-    p = Binder(bank_id)
-    where = ["m.bank_id = $1"]
+def _memory_conditions(query: MemoryQuery, p: Binder) -> str:
+    where = []
     if query.document_id is not None:
         where.append(f"m.document_id = {p(query.document_id)}")
     if query.type is not None:
@@ -90,17 +85,19 @@ async def list_memories(pool, bank_id: str, query: MemoryQuery) -> MemoryList:
     if query.q:
         needle = p(query.q.lower())
         where.append(f"(strpos(lower(m.text), {needle}) > 0 OR strpos(lower(m.context), {needle}) > 0)")
-    tagged = tag_condition("m.tags", query.tags, query.tags_match, p)
-    if tagged:
+    if tagged := tag_condition("m.tags", query.tags, query.tags_match, p):
         where.append(tagged)
-    cond = " AND ".join(where)
+    return "".join(f" AND {w}" for w in where)
+
+
+async def list_memories(pool, bank_id: str, query: MemoryQuery) -> MemoryList:
+    page = Binder(bank_id, query.limit, query.offset)
+    listing = fill(Q.memory_list, columns=COLUMNS, where=_memory_conditions(query, page))
+    every = Binder(bank_id)
+    counting = fill(Q.memory_count, where=_memory_conditions(query, every))
     async with pool.acquire() as conn:
-        rows = await conn.fetch(
-            f"SELECT {COLUMNS} FROM memories m WHERE {cond}"
-            f" ORDER BY m.created_at DESC, m.source_id, m.position LIMIT {p(query.limit)} OFFSET {p(query.offset)}",
-            *p.values,
-        )
-        total = await conn.fetchval(f"SELECT count(*) FROM memories m WHERE {cond}", *p.values[:-2])
+        rows = await conn.fetch(listing, *page.values)
+        total = await conn.fetchval(counting, *every.values)
     return MemoryList(memories=[to_memory(r) for r in rows], total=total, limit=query.limit, offset=query.offset)
 
 
@@ -116,9 +113,6 @@ class RetainedDocument(BaseModel):
     memory_count: int
     created_at: datetime
     updated_at: datetime
-
-
-_DOCUMENT_COLUMNS = "d.*, (SELECT count(*) FROM memories m WHERE m.bank_id = d.bank_id AND m.document_id = d.id) AS n"
 
 
 def _retained(r) -> RetainedDocument:
@@ -137,11 +131,7 @@ def _retained(r) -> RetainedDocument:
 
 async def get_retained_document(pool, bank_id: str, document_id: str) -> RetainedDocument:
     async with pool.acquire() as conn:
-        r = await conn.fetchrow(
-            f"SELECT {_DOCUMENT_COLUMNS} FROM memory_documents d WHERE d.bank_id = $1 AND d.id = $2",
-            bank_id,
-            document_id,
-        )
+        r = await conn.fetchrow(Q.retained_document_get, bank_id, document_id)
     if r is None:
         raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
     return _retained(r)
@@ -161,22 +151,24 @@ class DocumentQuery(BaseModel):
     _tags = field_validator("tags", mode="before")(_clean_tags)
 
 
-async def list_retained_documents(pool, bank_id: str, query: DocumentQuery) -> tuple[list[RetainedDocument], int]:
-    p = Binder(bank_id)
-    where = ["d.bank_id = $1"]
+def _document_conditions(query: DocumentQuery, p: Binder) -> str:
+    where = []
     if query.q:
         needle = p(query.q.lower())
         where.append(f"(strpos(lower(d.id), {needle}) > 0 OR strpos(lower(d.original_text), {needle}) > 0)")
     if tagged := tag_condition("d.tags", query.tags, query.tags_match, p):
         where.append(tagged)
-    cond = " AND ".join(where)
+    return "".join(f" AND {w}" for w in where)
+
+
+async def list_retained_documents(pool, bank_id: str, query: DocumentQuery) -> tuple[list[RetainedDocument], int]:
+    page = Binder(bank_id, query.limit, query.offset)
+    listing = fill(Q.retained_document_list, where=_document_conditions(query, page))
+    every = Binder(bank_id)
+    counting = fill(Q.retained_document_count, where=_document_conditions(query, every))
     async with pool.acquire() as conn:
-        rows = await conn.fetch(
-            f"SELECT {_DOCUMENT_COLUMNS} FROM memory_documents d WHERE {cond}"
-            f" ORDER BY d.updated_at DESC, d.id LIMIT {p(query.limit)} OFFSET {p(query.offset)}",
-            *p.values,
-        )
-        total = await conn.fetchval(f"SELECT count(*) FROM memory_documents d WHERE {cond}", *p.values[:-2])
+        rows = await conn.fetch(listing, *page.values)
+        total = await conn.fetchval(counting, *every.values)
     return [_retained(r) for r in rows], total
 
 
@@ -187,9 +179,7 @@ async def delete_retained_document(pool, bank_id: str, document_id: str) -> int:
     async with pool.acquire() as conn:
         async with conn.transaction():
             await lock_writes(conn, bank_id)
-            had_text = await conn.fetchval(
-                "SELECT true FROM memory_documents WHERE bank_id = $1 AND id = $2", bank_id, document_id
-            )
+            had_text = await conn.fetchval(Q.retained_document_exists, bank_id, document_id)
             n = await delete_documents(conn, bank_id, [document_id])
     if not n and not had_text:
         raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
@@ -199,7 +189,7 @@ async def delete_retained_document(pool, bank_id: str, document_id: str) -> int:
 async def get_memory(pool, bank_id: str, memory_id: str) -> Memory:
     mid = parse_memory_id(memory_id)
     async with pool.acquire() as conn:
-        r = await conn.fetchrow(f"SELECT {COLUMNS} FROM memories m WHERE m.bank_id = $1 AND m.id = $2", bank_id, mid)
+        r = await conn.fetchrow(_GET, bank_id, mid)
     if r is None:
         raise NotFound(f"memory {memory_id} does not exist in bank {bank_id!r}", "memory_id")
     return to_memory(r)
@@ -208,9 +198,7 @@ async def get_memory(pool, bank_id: str, memory_id: str) -> Memory:
 async def get_memories(pool, bank_id: str, memory_ids: list[str]) -> list[Memory]:
     ids = [parse_memory_id(m) for m in memory_ids]
     async with pool.acquire() as conn:
-        rows = await conn.fetch(
-            f"SELECT {COLUMNS} FROM memories m WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[])", bank_id, ids
-        )
+        rows = await conn.fetch(_GET_MANY, bank_id, ids)
     by_id = {r["id"]: r for r in rows}
     return [to_memory(by_id[i]) for i in ids if i in by_id]
 
@@ -221,23 +209,11 @@ async def delete_memory(pool, bank_id: str, memory_id: str) -> None:
         async with conn.transaction():
             await lock_writes(conn, bank_id)
             # Facts extracted only from this unit go with it; facts shared with others stay.
-            orphans = [
-                r[0]
-                for r in await conn.fetch(
-                    "SELECT f.fact_id FROM fact_sources f WHERE f.raw_id = $1 AND NOT EXISTS"
-                    " (SELECT 1 FROM fact_sources g WHERE g.fact_id = f.fact_id AND g.raw_id <> $1)",
-                    mid,
-                )
-            ]
-            await conn.execute(
-                "UPDATE entities e SET mention_count = greatest(0, e.mention_count - x.n)"
-                " FROM (SELECT entity_id, count(*) AS n FROM memory_entities WHERE memory_id = ANY($1::uuid[])"
-                "       GROUP BY entity_id) x WHERE x.entity_id = e.id",
-                [mid, *orphans],
-            )
+            orphans = [r[0] for r in await conn.fetch(Q.memory_orphan_facts, mid)]
+            await conn.execute(Q.memory_release_entities, [mid, *orphans])
             if orphans:
-                await conn.execute("DELETE FROM memories WHERE bank_id = $1 AND id = ANY($2::uuid[])", bank_id, orphans)
-            done = await conn.fetchval("DELETE FROM memories WHERE bank_id = $1 AND id = $2 RETURNING id", bank_id, mid)
+                await conn.execute(Q.memory_delete_many, bank_id, orphans)
+            done = await conn.fetchval(Q.memory_delete, bank_id, mid)
     if done is None:
         raise NotFound(f"memory {memory_id} does not exist in bank {bank_id!r}", "memory_id")
 
@@ -266,17 +242,15 @@ class EntityQuery(BaseModel):
 
 async def list_entities(pool, bank_id: str, query: EntityQuery) -> EntityList:
     """The bank's entities, most mentioned first (entities no memory mentions any more are left out)."""
-    p = Binder(bank_id)
-    cond = "bank_id = $1 AND mention_count > 0"
-    if query.q:
-        cond += f" AND strpos(canonical, {p(query.q.lower())}) > 0"
+
+    def conditions(p: Binder) -> str:
+        return f" AND strpos(canonical, {p(query.q.lower())}) > 0" if query.q else ""
+
+    page, every = Binder(bank_id, query.limit, query.offset), Binder(bank_id)
+    listing, counting = fill(Q.entity_list, where=conditions(page)), fill(Q.entity_count, where=conditions(every))
     async with pool.acquire() as conn:
-        rows = await conn.fetch(
-            f"SELECT id, name, kind, mention_count FROM entities WHERE {cond}"
-            f" ORDER BY mention_count DESC, name LIMIT {p(query.limit)} OFFSET {p(query.offset)}",
-            *p.values,
-        )
-        total = await conn.fetchval(f"SELECT count(*) FROM entities WHERE {cond}", *p.values[:-2])
+        rows = await conn.fetch(listing, *page.values)
+        total = await conn.fetchval(counting, *every.values)
     return EntityList(
         entities=[EntityRow(**dict(r)) for r in rows], total=total, limit=query.limit, offset=query.offset
     )
@@ -292,18 +266,8 @@ class Lineage(BaseModel):
 async def lineage(pool, bank_id: str, memory_id: str) -> Lineage:
     mid = parse_memory_id(memory_id)
     async with pool.acquire() as conn:
-        if not await conn.fetchval("SELECT true FROM memories WHERE bank_id = $1 AND id = $2", bank_id, mid):
+        if not await conn.fetchval(Q.memory_exists, bank_id, mid):
             raise NotFound(f"memory {memory_id} does not exist in bank {bank_id!r}", "memory_id")
-        sources = await conn.fetch(
-            f"SELECT {COLUMNS} FROM memories m JOIN fact_sources f ON f.raw_id = m.id"
-            " WHERE f.fact_id = $1 AND m.bank_id = $2 ORDER BY m.source_id, m.position",
-            mid,
-            bank_id,
-        )
-        facts = await conn.fetch(
-            f"SELECT {COLUMNS} FROM memories m JOIN fact_sources f ON f.fact_id = m.id"
-            " WHERE f.raw_id = $1 AND m.bank_id = $2 ORDER BY m.created_at, m.id",
-            mid,
-            bank_id,
-        )
+        sources = await conn.fetch(_SOURCES, mid, bank_id)
+        facts = await conn.fetch(_FACTS, mid, bank_id)
     return Lineage(sources=[to_memory(r) for r in sources], facts=[to_memory(r) for r in facts])

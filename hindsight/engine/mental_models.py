@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..db.sql import Q, fill
 from . import operations as ops
 from .banks import ensure_bank, lock_writes
 from .binder import Binder
@@ -38,10 +39,6 @@ MODEL_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
 _MODEL_ID = re.compile(MODEL_ID_PATTERN)
 REFRESH = "refresh_mental_model"
 DELETED = "mental model deleted"
-_COLUMNS = (
-    "bank_id, id, name, source_query, tags, max_tokens, content, based_on, status, last_refreshed_at,"
-    " last_error, created_at, updated_at"
-)
 
 
 class MentalModelCreate(BaseModel):
@@ -200,7 +197,7 @@ async def create(engine: Engine, bank_id: str, req: MentalModelCreate) -> Mental
                 taken = {
                     r[0]
                     for r in await conn.fetch(
-                        "SELECT id FROM mental_models WHERE bank_id = $1 AND (id = $2 OR id LIKE $2 || '-%')",
+                        Q.mental_model_ids_like,
                         bank_id,
                         base,
                     )
@@ -211,8 +208,7 @@ async def create(engine: Engine, bank_id: str, req: MentalModelCreate) -> Mental
                     else next(f"{base}-{n}" for n in range(2, len(taken) + 3) if f"{base}-{n}" not in taken)
                 )
             inserted = await conn.fetchval(
-                "INSERT INTO mental_models (bank_id, id, name, source_query, tags, max_tokens, embedding)"
-                " VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING id",
+                Q.mental_model_create,
                 bank_id,
                 model_id,
                 req.name,
@@ -233,7 +229,7 @@ async def create(engine: Engine, bank_id: str, req: MentalModelCreate) -> Mental
 
 async def _pending(conn, bank_id: str, ids: list[str]) -> dict[str, str]:
     rows = await conn.fetch(
-        "SELECT dedup_key, id FROM operations WHERE dedup_key = ANY($1::text[]) AND status IN ('queued', 'running')",
+        Q.mental_model_refreshes_pending,
         [dedup_key(bank_id, i) for i in ids],
     )
     return {r["dedup_key"].rsplit(":", 1)[1]: str(r["id"]) for r in rows}
@@ -244,11 +240,7 @@ async def list_(engine: Engine, bank_id: str, req: MentalModelQuery) -> MentalMo
     p = Binder(bank_id)
     cond = tag_condition("tags", req.tags, req.tags_match, p)
     async with engine.pool.acquire() as conn:
-        rows = await conn.fetch(
-            f"SELECT {_COLUMNS} FROM mental_models WHERE bank_id = $1{f' AND {cond}' if cond else ''}"
-            " ORDER BY created_at, id",
-            *p.values,
-        )
+        rows = await conn.fetch(fill(Q.mental_model_list, tags=f"AND {cond}" if cond else ""), *p.values)
         pending = await _pending(conn, bank_id, [r["id"] for r in rows])
     return MentalModelList(mental_models=[to_model(r, pending.get(r["id"])) for r in rows])
 
@@ -256,9 +248,7 @@ async def list_(engine: Engine, bank_id: str, req: MentalModelQuery) -> MentalMo
 async def get(engine: Engine, bank_id: str, model_id: str) -> MentalModel:
     check_model_id(model_id)
     async with engine.pool.acquire() as conn:
-        r = await conn.fetchrow(
-            f"SELECT {_COLUMNS} FROM mental_models WHERE bank_id = $1 AND id = $2", bank_id, model_id
-        )
+        r = await conn.fetchrow(Q.mental_model_get, bank_id, model_id)
         if r is None:
             raise NotFound(f"mental model {model_id!r} does not exist in bank {bank_id!r}", "mental_model_id")
         pending = await _pending(conn, bank_id, [model_id])
@@ -269,8 +259,7 @@ async def history(engine: Engine, bank_id: str, model_id: str) -> list[MentalMod
     await get(engine, bank_id, model_id)
     async with engine.pool.acquire() as conn:
         rows = await conn.fetch(
-            "SELECT version, content, based_on, created_at FROM mental_model_versions"
-            " WHERE bank_id = $1 AND model_id = $2 ORDER BY version DESC",
+            Q.mental_model_history,
             bank_id,
             model_id,
         )
@@ -295,9 +284,7 @@ async def update(engine: Engine, bank_id: str, model_id: str, req: MentalModelUp
         async with conn.transaction():
             await lock_writes(conn, bank_id)
             r = await conn.fetchrow(
-                "UPDATE mental_models SET name = coalesce($3, name), source_query = coalesce($4, source_query),"
-                " tags = coalesce($5, tags), max_tokens = coalesce($6, max_tokens), embedding = coalesce($7, embedding),"
-                " updated_at = now() WHERE bank_id = $1 AND id = $2 RETURNING id",
+                Q.mental_model_update,
                 bank_id,
                 model_id,
                 fields.get("name"),
@@ -319,14 +306,11 @@ async def delete(engine: Engine, bank_id: str, model_id: str) -> None:
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
             await lock_writes(conn, bank_id)
-            done = await conn.fetchval(
-                "DELETE FROM mental_models WHERE bank_id = $1 AND id = $2 RETURNING id", bank_id, model_id
-            )
+            done = await conn.fetchval(Q.mental_model_delete, bank_id, model_id)
             if done is None:
                 raise NotFound(f"mental model {model_id!r} does not exist in bank {bank_id!r}", "mental_model_id")
             await conn.execute(
-                "UPDATE operations SET status = 'cancelled', error = $2, finished_at = now(),"
-                " updated_at = now() WHERE dedup_key = $1 AND status IN ('queued', 'running')",
+                Q.mental_model_cancel_refreshes,
                 dedup_key(bank_id, model_id),
                 DELETED,
             )
@@ -346,7 +330,7 @@ async def run_refresh(engine: Engine, job: Job) -> dict:
     bank_id = job.bank_id
     async with engine.pool.acquire() as conn:
         m = await conn.fetchrow(
-            "SELECT source_query, tags, max_tokens, now() AS watermark FROM mental_models WHERE bank_id = $1 AND id = $2",
+            Q.mental_model_refresh_input,
             bank_id,
             model_id,
         )
@@ -370,8 +354,7 @@ async def run_refresh(engine: Engine, job: Job) -> dict:
     except Exception as exc:
         async with engine.pool.acquire() as conn:
             still_there = await conn.fetchval(
-                "UPDATE mental_models SET last_error = $3, status = CASE WHEN content IS NULL THEN 'failed' ELSE status END,"
-                " updated_at = now() WHERE bank_id = $1 AND id = $2 RETURNING true",
+                Q.mental_model_record_error,
                 bank_id,
                 model_id,
                 f"refresh failed (attempt {job.attempts}): {exc}"[:2000],
@@ -389,15 +372,11 @@ async def run_refresh(engine: Engine, job: Job) -> dict:
             # during a refresh).
             await lock_writes(conn, bank_id)
             # Deleted while we reflected: nothing to store (its versions would break the foreign key).
-            if not await conn.fetchval(
-                "SELECT true FROM mental_models WHERE bank_id = $1 AND id = $2 FOR UPDATE", bank_id, model_id
-            ):
+            if not await conn.fetchval(Q.mental_model_lock, bank_id, model_id):
                 raise ops.Cancelled(DELETED)
             if not result.answer:
                 await conn.execute(
-                    "UPDATE mental_models SET last_error = 'refresh produced empty content; previous content kept',"
-                    " status = CASE WHEN content IS NULL THEN 'failed' ELSE status END,"
-                    " watermark = $3, updated_at = now() WHERE bank_id = $1 AND id = $2",
+                    Q.mental_model_keep_previous,
                     bank_id,
                     model_id,
                     m["watermark"],
@@ -405,8 +384,7 @@ async def run_refresh(engine: Engine, job: Job) -> dict:
                 outcome["kept_previous"] = True
             else:
                 await conn.execute(
-                    "UPDATE mental_models SET content = $3, based_on = $4::jsonb, status = 'ready', last_error = NULL,"
-                    " last_refreshed_at = now(), watermark = $5, updated_at = now() WHERE bank_id = $1 AND id = $2",
+                    Q.mental_model_set_content,
                     bank_id,
                     model_id,
                     result.answer,
@@ -414,16 +392,14 @@ async def run_refresh(engine: Engine, job: Job) -> dict:
                     m["watermark"],
                 )
                 version = await conn.fetchval(
-                    "INSERT INTO mental_model_versions (bank_id, model_id, version, content, based_on)"
-                    " SELECT $1, $2, coalesce(max(version), 0) + 1, $3, $4::jsonb FROM mental_model_versions"
-                    " WHERE bank_id = $1 AND model_id = $2 RETURNING version",
+                    Q.mental_model_add_version,
                     bank_id,
                     model_id,
                     result.answer,
                     json.dumps(based_on),
                 )
                 await conn.execute(
-                    "DELETE FROM mental_model_versions WHERE bank_id = $1 AND model_id = $2 AND version <= $3",
+                    Q.mental_model_trim_versions,
                     bank_id,
                     model_id,
                     version - engine.settings.mental_model_history,
@@ -439,24 +415,7 @@ async def sweep(engine: Engine) -> int:
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
             rows = await conn.fetch(
-                "WITH stale AS ("
-                "  SELECT mm.bank_id, mm.id FROM mental_models mm"
-                "  WHERE EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id"
-                "      AND m.created_at > coalesce(mm.watermark, mm.created_at)"
-                "      AND m.tags @> mm.tags)"
-                "    AND (NOT EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id"
-                "      AND m.created_at > now() - make_interval(secs => $1)"
-                "      AND m.tags @> mm.tags)"
-                "     OR EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id"
-                "      AND m.created_at > coalesce(mm.watermark, mm.created_at)"
-                "      AND m.created_at < now() - make_interval(secs => $1 * 10)"
-                "      AND m.tags @> mm.tags))"
-                "  FOR UPDATE OF mm SKIP LOCKED)"
-                " INSERT INTO operations (id, bank_id, type, payload, max_attempts, dedup_key)"
-                " SELECT gen_random_uuid(), bank_id, $2, jsonb_build_object('mental_model_id', id, 'reason', 'new memories'),"
-                "   $3, 'mental_model:' || bank_id || ':' || id FROM stale"
-                " ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING"
-                " RETURNING id",
+                Q.mental_model_sweep,
                 debounce,
                 REFRESH,
                 engine.settings.operation_max_attempts,

@@ -18,14 +18,11 @@ from typing import Any, Literal
 import asyncpg
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..db.sql import Q
 from .errors import NotFound, parse_uuid
 
 Status = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 TERMINAL = ("succeeded", "failed", "cancelled")
-_COLUMNS = (
-    "id, bank_id, type, status, payload, result, error, attempts, max_attempts, run_after, progress,"
-    " created_at, started_at, finished_at, updated_at"
-)
 
 # Operation type -> async fn(engine, job) -> JSON-able result; registered by the modules that do the work.
 HANDLERS: dict[str, Callable[..., Awaitable[Any]]] = {}
@@ -123,10 +120,7 @@ async def enqueue(
     running under that key is returned instead of a new one."""
     for _ in range(3):
         op_id = await conn.fetchval(
-            "INSERT INTO operations (id, bank_id, type, payload, max_attempts, dedup_key)"
-            " VALUES ($1, $2, $3, $4::jsonb, $5, $6)"
-            " ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL AND status IN ('queued', 'running')"
-            " DO NOTHING RETURNING id",
+            Q.operation_enqueue,
             uuid.uuid4(),
             bank_id,
             type_,
@@ -136,9 +130,7 @@ async def enqueue(
         )
         if op_id is not None:
             return op_id
-        op_id = await conn.fetchval(
-            "SELECT id FROM operations WHERE dedup_key = $1 AND status IN ('queued', 'running')", dedup_key
-        )
+        op_id = await conn.fetchval(Q.operation_pending_by_key, dedup_key)
         if op_id is not None:
             return op_id
     raise RuntimeError(f"could not queue operation {dedup_key}")
@@ -147,7 +139,7 @@ async def enqueue(
 async def get(pool, bank_id: str, operation_id: str) -> Operation:
     oid = parse_operation_id(operation_id)
     async with pool.acquire() as conn:
-        r = await conn.fetchrow(f"SELECT {_COLUMNS} FROM operations WHERE id = $1 AND bank_id = $2", oid, bank_id)
+        r = await conn.fetchrow(Q.operation_get, oid, bank_id)
     if r is None:
         raise NotFound(f"operation {operation_id} not found in bank {bank_id!r}", "operation_id")
     return to_operation(r)
@@ -156,17 +148,16 @@ async def get(pool, bank_id: str, operation_id: str) -> Operation:
 async def list_(pool, bank_id: str, req: OperationQuery) -> OperationList:
     """One page of the bank's operations, newest first, and how many match in all."""
     status, type_ = req.status, req.type
-    match = "bank_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR type = $3)"
     async with pool.acquire() as conn:
         rows = await conn.fetch(
-            f"SELECT {_COLUMNS} FROM operations WHERE {match} ORDER BY created_at DESC LIMIT $4 OFFSET $5",
+            Q.operation_list,
             bank_id,
             status,
             type_,
             req.limit,
             req.offset,
         )
-        total = await conn.fetchval(f"SELECT count(*) FROM operations WHERE {match}", bank_id, status, type_)
+        total = await conn.fetchval(Q.operation_count, bank_id, status, type_)
     return OperationList(operations=[to_operation(r) for r in rows], total=total)
 
 
@@ -176,9 +167,7 @@ async def cancel(pool, bank_id: str, operation_id: str) -> Operation:
     oid = parse_operation_id(operation_id)
     async with pool.acquire() as conn:
         await conn.execute(
-            "UPDATE operations SET status = 'cancelled', finished_at = now(), updated_at = now(),"
-            " error = coalesce(error, 'cancelled by request')"
-            " WHERE id = $1 AND bank_id = $2 AND status IN ('queued', 'running')",
+            Q.operation_cancel,
             oid,
             bank_id,
         )
@@ -209,16 +198,7 @@ async def wait(pool, bank_id: str, operation_id: str, timeout: float, wakeup: as
 async def claim(pool, worker_id: str, limit: int, lease: float, types: list[str]) -> list[asyncpg.Record]:
     async with pool.acquire() as conn:
         return await conn.fetch(
-            "WITH c AS (SELECT id FROM operations"
-            "  WHERE ((status = 'queued' AND run_after <= now()) OR (status = 'running' AND lease_until < now()))"
-            "    AND type = ANY($4::text[])"
-            "  ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)"
-            " UPDATE operations o SET status = 'running', attempts = o.attempts + 1, locked_by = $1,"
-            "  lease_until = now() + make_interval(secs => $3), started_at = coalesce(o.started_at, now()),"
-            "  updated_at = now(),"
-            "  error = CASE WHEN o.status = 'running' THEN 'previous worker stopped renewing its lease (crash or restart)'"
-            "          ELSE o.error END"
-            f" FROM c WHERE o.id = c.id RETURNING o.{_COLUMNS.replace(', ', ', o.')}",
+            Q.operation_claim,
             worker_id,
             limit,
             lease,
@@ -230,8 +210,7 @@ async def heartbeat(pool, op_id, worker_id: str, lease: float) -> bool:
     async with pool.acquire() as conn:
         return bool(
             await conn.fetchval(
-                "UPDATE operations SET lease_until = now() + make_interval(secs => $3), updated_at = now()"
-                " WHERE id = $1 AND status = 'running' AND locked_by = $2 RETURNING 1",
+                Q.operation_heartbeat,
                 op_id,
                 worker_id,
                 lease,
@@ -243,8 +222,7 @@ async def succeed(conn, op_id, worker_id: str, result: Any) -> None:
     """Mark done; callers may pass their own connection so that the result and the data it
     describes commit together."""
     await conn.execute(
-        "UPDATE operations SET status = 'succeeded', result = $3::jsonb, finished_at = now(), updated_at = now(),"
-        " locked_by = NULL, lease_until = NULL WHERE id = $1 AND status = 'running' AND locked_by = $2",
+        Q.operation_succeed,
         op_id,
         worker_id,
         json.dumps(result, default=str),
@@ -258,24 +236,21 @@ async def fail(pool, op_id, worker_id: str, error: str, attempts: int, max_attem
     backoff = min(300.0, 2.0**attempts)
     async with pool.acquire() as conn:
         status = await conn.fetchval(
-            "UPDATE operations SET status = $3, error = $4, updated_at = now(), locked_by = NULL, lease_until = NULL,"
-            " run_after = now() + make_interval(secs => $5), finished_at = CASE WHEN $3 = 'failed' THEN now() END"
-            " WHERE id = $1 AND status = 'running' AND locked_by = $2 RETURNING status",
+            Q.operation_fail,
             op_id,
             worker_id,
             "failed" if final else "queued",
             error[:2000],
             backoff,
         )
-        return status or await conn.fetchval("SELECT status FROM operations WHERE id = $1", op_id)
+        return status or await conn.fetchval(Q.operation_status, op_id)
 
 
 async def end_cancelled(pool, op_id, worker_id: str, reason: str) -> None:
     """A running operation whose subject is gone (Cancelled); one already cancelled keeps its reason."""
     async with pool.acquire() as conn:
         await conn.execute(
-            "UPDATE operations SET status = 'cancelled', error = $3, finished_at = now(), updated_at = now(),"
-            " locked_by = NULL, lease_until = NULL WHERE id = $1 AND status = 'running' AND locked_by = $2",
+            Q.operation_end_cancelled,
             op_id,
             worker_id,
             reason[:2000],
@@ -286,8 +261,7 @@ async def release(pool, op_ids: list, worker_id: str) -> None:
     """On clean shutdown, hand running work back at once instead of waiting for the lease."""
     async with pool.acquire() as conn:
         await conn.execute(
-            "UPDATE operations SET status = 'queued', attempts = greatest(0, attempts - 1), locked_by = NULL,"
-            " lease_until = NULL, updated_at = now() WHERE id = ANY($1::uuid[]) AND status = 'running' AND locked_by = $2",
+            Q.operation_release,
             op_ids,
             worker_id,
         )

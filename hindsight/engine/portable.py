@@ -43,6 +43,7 @@ from typing import IO, TYPE_CHECKING, Literal
 import asyncpg
 from pydantic import BaseModel, Field
 
+from ..db.sql import Q, fill
 from ..embedding import vector_literal
 from .banks import ensure_bank, lock_writes
 from .errors import InvalidArgument
@@ -59,37 +60,15 @@ ID_NAMESPACE = uuid.UUID("5d1c0c6e-8a7f-4c3e-9b2a-1f0e3d2c4b5a")
 
 # kind -> SQL yielding one JSON text per row, in an order that puts referenced rows first.
 EXPORTS = [
-    ("entity", "SELECT (to_jsonb(t) - 'bank_id')::text FROM entities t WHERE bank_id = $1 ORDER BY id"),
-    (
-        "memory",
-        "SELECT (to_jsonb(t) - 'bank_id' - 'tsv')::text FROM memories t WHERE bank_id = $1"
-        " ORDER BY created_at, source_id, position",
-    ),
-    (
-        "memory_entity",
-        "SELECT to_jsonb(x)::text FROM (SELECT me.entity_id, me.memory_id FROM memory_entities me"
-        " JOIN memories m ON m.id = me.memory_id WHERE m.bank_id = $1) x",
-    ),
-    (
-        "fact_source",
-        "SELECT to_jsonb(x)::text FROM (SELECT f.fact_id, f.raw_id FROM fact_sources f"
-        " JOIN memories m ON m.id = f.fact_id WHERE m.bank_id = $1) x",
-    ),
-    (
-        "memory_document",
-        "SELECT (to_jsonb(t) - 'bank_id')::text FROM memory_documents t WHERE bank_id = $1 ORDER BY id",
-    ),
-    ("document", "SELECT (to_jsonb(t) - 'bank_id')::text FROM documents t WHERE bank_id = $1 ORDER BY source_name"),
-    (
-        "chunk",
-        "SELECT (to_jsonb(t) - 'bank_id' - 'tsv')::text FROM chunks t WHERE bank_id = $1 ORDER BY document_id, position",
-    ),
-    ("mental_model", "SELECT (to_jsonb(t) - 'bank_id')::text FROM mental_models t WHERE bank_id = $1 ORDER BY id"),
-    (
-        "mental_model_version",
-        "SELECT (to_jsonb(t) - 'bank_id')::text FROM mental_model_versions t WHERE bank_id = $1"
-        " ORDER BY model_id, version",
-    ),
+    ("entity", Q.export_entities),
+    ("memory", Q.export_memories),
+    ("memory_entity", Q.export_memory_entities),
+    ("fact_source", Q.export_fact_sources),
+    ("memory_document", Q.export_memory_documents),
+    ("document", Q.export_documents),
+    ("chunk", Q.export_chunks),
+    ("mental_model", Q.export_mental_models),
+    ("mental_model_version", Q.export_mental_model_versions),
 ]
 KINDS = [k for k, _ in EXPORTS]
 
@@ -111,7 +90,7 @@ async def export_bank(engine: Engine, bank_id: str) -> AsyncIterator[bytes]:
     counts: Counter = Counter()
     async with engine.pool.acquire() as conn:
         async with conn.transaction(isolation="repeatable_read", readonly=True):
-            bank = await conn.fetchval("SELECT (to_jsonb(b) - 'id')::text FROM banks b WHERE id = $1", bank_id)
+            bank = await conn.fetchval(Q.export_bank, bank_id)
             header = {
                 "kind": "header",
                 "format": FORMAT,
@@ -184,25 +163,13 @@ class _Importer:
         self.doc_renames: dict[str, str | None] = {}
 
     async def prepare(self) -> None:
-        self.memory_docs = {
-            r[0]
-            for r in await self.conn.fetch(
-                "SELECT DISTINCT document_id FROM memories WHERE bank_id = $1 AND document_id IS NOT NULL", self.bank_id
-            )
-        }
+        self.memory_docs = {r[0] for r in await self.conn.fetch(Q.import_memory_document_ids, self.bank_id)}
 
     async def _columns(self, table: str, row: dict) -> list[str]:
         """Insertable columns of `table` present in the file (names from the catalogue, never
         from the file, so they are safe to quote into SQL); newer columns take their defaults."""
         if table not in self.columns:
-            self.columns[table] = [
-                r[0]
-                for r in await self.conn.fetch(
-                    "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema()"
-                    " AND table_name = $1 AND is_generated = 'NEVER' AND column_name <> 'bank_id' ORDER BY ordinal_position",
-                    table,
-                )
-            ]
+            self.columns[table] = [r[0] for r in await self.conn.fetch(Q.import_columns, table)]
         return [c for c in self.columns[table] if c in row]
 
     async def _insert(self, table: str, rows: list[dict], conflict: str = "") -> None:
@@ -210,12 +177,8 @@ class _Importer:
             return
         cols = await self._columns(table, rows[0])
         names = ", ".join(f'"{c}"' for c in cols)
-        await self.conn.execute(
-            f"INSERT INTO {table} (bank_id, {names}) SELECT $1, {names}"
-            f" FROM jsonb_populate_recordset(NULL::{table}, $2::jsonb) {conflict}",
-            self.bank_id,
-            json.dumps(rows),
-        )
+        sql = fill(Q.import_rows, table=table, columns=names, conflict=conflict)
+        await self.conn.execute(sql, self.bank_id, json.dumps(rows))
 
     def _remember(self, kind: str, olds: list[str], rows: list[dict], inserted: list[dict]) -> None:
         """Map the file's ids of the inserted rows to their ids here (rows may have been renumbered)."""
@@ -235,9 +198,7 @@ class _Importer:
         derived = {r["id"]: self._new_id(r["id"]) for r in rows}
         found = {
             str(r["id"]): r["bank_id"]
-            for r in await self.conn.fetch(
-                f"SELECT id, bank_id FROM {table} WHERE id = ANY($1::uuid[])", [*derived, *derived.values()]
-            )
+            for r in await self.conn.fetch(fill(Q.import_ids_taken, table=table), [*derived, *derived.values()])
         }
         here, fresh = set(), []
         for r in rows:
@@ -262,15 +223,7 @@ class _Importer:
 
     # ---- one handler per kind -----------------------------------------------------------
     async def entity(self, rows: list[dict]) -> None:
-        got = await self.conn.fetch(
-            "INSERT INTO entities (bank_id, name, canonical, kind, mention_count)"
-            " SELECT $1, name, canonical, kind, mention_count FROM jsonb_populate_recordset(NULL::entities, $2::jsonb)"
-            " ORDER BY canonical ON CONFLICT (bank_id, canonical)"
-            " DO UPDATE SET mention_count = greatest(entities.mention_count, EXCLUDED.mention_count)"
-            " RETURNING id, canonical",
-            self.bank_id,
-            json.dumps(rows),
-        )
+        got = await self.conn.fetch(Q.import_entities, self.bank_id, json.dumps(rows))
         new = {r["canonical"]: r["id"] for r in got}
         for r in rows:
             self.ids["entity"][r["id"]] = new[r["canonical"]]
@@ -319,23 +272,13 @@ class _Importer:
         pairs = [(self.ids["entity"].get(r["entity_id"]), self.ids["memory"].get(r["memory_id"])) for r in rows]
         pairs = [p for p in pairs if None not in p]
         if pairs:
-            await self.conn.execute(
-                "INSERT INTO memory_entities (entity_id, memory_id) SELECT * FROM unnest($1::bigint[], $2::uuid[])"
-                " ON CONFLICT DO NOTHING",
-                [p[0] for p in pairs],
-                [p[1] for p in pairs],
-            )
+            await self.conn.execute(Q.memory_entities_link, [p[0] for p in pairs], [p[1] for p in pairs])
 
     async def fact_source(self, rows: list[dict]) -> None:
         pairs = [(self.ids["memory"].get(r["fact_id"]), self.ids["memory"].get(r["raw_id"])) for r in rows]
         pairs = [p for p in pairs if None not in p]
         if pairs:
-            await self.conn.execute(
-                "INSERT INTO fact_sources (fact_id, raw_id) SELECT * FROM unnest($1::uuid[], $2::uuid[])"
-                " ON CONFLICT DO NOTHING",
-                [p[0] for p in pairs],
-                [p[1] for p in pairs],
-            )
+            await self.conn.execute(Q.fact_sources_link, [p[0] for p in pairs], [p[1] for p in pairs])
 
     async def memory_document(self, rows: list[dict]) -> None:
         """A retained document's text follows its memories: renamed, skipped or replaced as they were."""
@@ -356,11 +299,7 @@ class _Importer:
         self.skipped["document"] += len(here)
         existing = {
             r["source_name"]: r["id"]
-            for r in await self.conn.fetch(
-                "SELECT id, source_name FROM documents WHERE bank_id = $1 AND source_name = ANY($2::text[])",
-                self.bank_id,
-                [r["source_name"] for r in fresh],
-            )
+            for r in await self.conn.fetch(Q.import_documents_named, self.bank_id, [r["source_name"] for r in fresh])
         }
         keep = []
         for r in fresh:
@@ -369,7 +308,7 @@ class _Importer:
                     self.skipped["document"] += 1
                     continue
                 if self.policy == "replace":
-                    await self.conn.execute("DELETE FROM documents WHERE id = $1", existing[r["source_name"]])
+                    await self.conn.execute(Q.import_document_replace, existing[r["source_name"]])
                     self.replaced["document"] += 1
                 else:
                     r["source_name"] += self.suffix
@@ -395,11 +334,7 @@ class _Importer:
     async def mental_model(self, rows: list[dict]) -> None:
         existing = {
             r["id"]: r["source_query"]
-            for r in await self.conn.fetch(
-                "SELECT id, source_query FROM mental_models WHERE bank_id = $1 AND id = ANY($2::text[])",
-                self.bank_id,
-                [r["id"] for r in rows],
-            )
+            for r in await self.conn.fetch(Q.import_mental_models_named, self.bank_id, [r["id"] for r in rows])
         }
         keep = []
         for r in rows:
@@ -409,9 +344,7 @@ class _Importer:
                     self.skipped["mental_model"] += 1
                     continue
                 if self.policy == "replace":
-                    await self.conn.execute(
-                        "DELETE FROM mental_models WHERE bank_id = $1 AND id = $2", self.bank_id, old
-                    )
+                    await self.conn.execute(Q.import_mental_model_replace, self.bank_id, old)
                     self.replaced["mental_model"] += 1
                 else:
                     r["id"] = re.sub(r"-+$", "", old[: 64 - len(self.id_suffix)]) + self.id_suffix
@@ -448,13 +381,12 @@ async def import_bank(
     async with engine.pool.acquire() as conn:
         async with conn.transaction():
             await lock_writes(conn, bank_id)
-            created = await conn.fetchval("SELECT NOT EXISTS (SELECT 1 FROM banks WHERE id = $1)", bank_id)
+            created = await conn.fetchval(Q.import_bank_is_new, bank_id)
             await ensure_bank(conn, bank_id)
             if created:
                 b = header.get("bank") or {}
                 await conn.execute(
-                    "UPDATE banks SET name = $2, mission = $3, disposition = coalesce($4::jsonb, disposition),"
-                    " config = coalesce($5::jsonb, config) WHERE id = $1",
+                    Q.import_bank_profile,
                     bank_id,
                     b.get("name"),
                     b.get("mission"),

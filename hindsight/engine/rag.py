@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from ..db.sql import Q, fill
+from .binder import Binder, Fragment
 from .errors import InvalidArgument
 from .filters import CHUNK_FIELDS, compile_filter
 from .recall import fetch_ids, keyword_query
@@ -90,16 +92,6 @@ def parse_caller(headers) -> Caller:
     return Caller(user_id=headers.get("x-user-id") or None, session_tags=tags)
 
 
-ACCESS_SQL = (
-    "((cardinality(d.tags) = 0 AND cardinality(d.allowed_users) = 0)"
-    " OR d.tags && $TAGS::text[] OR $USER::text = ANY(d.allowed_users))"
-)
-
-
-def _access(first: int) -> str:
-    return ACCESS_SQL.replace("$TAGS", f"${first}").replace("$USER", f"${first + 1}")
-
-
 class Segment(BaseModel):
     segment_uid: str
     source_file_name: str
@@ -158,49 +150,24 @@ async def search_chunks(
 ) -> list[ChunkHit]:
     """Every phrase x arm (semantic, keyword; or one of them per `mode`) on its own connection,
     restricted to documents the caller may see and to `opts.filter`; fused with RRF."""
-    filt = compile_filter(opts.filter, CHUNK_FIELDS, 5)
-    fsql = f" AND {filt.sql}" if filt else ""
-    fparams = filt.params if filt else []
+    filt = Fragment()
+    compiled = compile_filter(opts.filter, CHUNK_FIELDS, filt)
+    filt.sql = f" AND {compiled}" if compiled else ""
     async with engine.cpu_slots:
         vectors = await asyncio.to_thread(engine.embedder.embed, phrases)
     pool = engine.pool
-    access = _access(3)
     lists: list[tuple[str, Any]] = []
+
+    def search(arm: str, statement: str, query: Any) -> None:
+        p = Binder(bank_id, query, caller.session_tags, caller.user_id, PER_ARM)
+        lists.append((arm, fetch_ids(pool, fill(statement, filter=filt.into(p)), *p.values)))
+
     for phrase, vec in zip(phrases, vectors):
         if opts.mode != "keyword":
-            lists.append(
-                (
-                    "semantic",
-                    fetch_ids(
-                        pool,
-                        "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id"
-                        f" WHERE c.bank_id = $1 AND {access}{fsql} ORDER BY c.embedding <=> $2 LIMIT {PER_ARM}",
-                        bank_id,
-                        vec,
-                        caller.session_tags,
-                        caller.user_id,
-                        *fparams,
-                    ),
-                )
-            )
+            search("semantic", Q.chunk_semantic, vec)
         tsq = keyword_query(phrase)
         if tsq and opts.mode != "vector":
-            lists.append(
-                (
-                    "keyword",
-                    fetch_ids(
-                        pool,
-                        "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id, to_tsquery('english', $2) q"
-                        f" WHERE c.bank_id = $1 AND c.tsv @@ q AND {access}{fsql}"
-                        f" ORDER BY ts_rank_cd(c.tsv, q, 1) DESC LIMIT {PER_ARM}",
-                        bank_id,
-                        tsq,
-                        caller.session_tags,
-                        caller.user_id,
-                        *fparams,
-                    ),
-                )
-            )
+            search("keyword", Q.chunk_keyword, tsq)
     scores: dict = {}
     found_by: dict = {}
     for (arm, _), ids in zip(lists, await asyncio.gather(*(f for _, f in lists))):
@@ -211,18 +178,10 @@ async def search_chunks(
     top = sorted(scores, key=scores.__getitem__, reverse=True)[: top_k * 3]
     if not top:
         return []
-    rel, rel_params = relevance_sql(opts.mode, "c.embedding", "c.tsv", 2, list(vectors), phrases)
+    p = Binder(top)
+    sql = fill(Q.chunk_details, relevance=relevance_sql(opts.mode, "c.embedding", "c.tsv", p, list(vectors), phrases))
     async with pool.acquire() as conn:
-        rows = {
-            r["id"]: r
-            for r in await conn.fetch(
-                "SELECT c.id, c.document_id, c.position, c.text, c.headline, c.page_start, c.page_end, d.source_name,"
-                f" d.source_type, d.source_url, {rel} AS relevance"
-                " FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ANY($1::uuid[])",
-                top,
-                *rel_params,
-            )
-        }
+        rows = {r["id"]: r for r in await conn.fetch(sql, *p.values)}
     floor = opts.threshold(default_strictness)
     hits = [
         ChunkHit(
@@ -328,8 +287,7 @@ async def verify_document_access(engine: Engine, bank_id: str, segment_uid: str,
         return AccessResult(has_access=False, error="unknown segment_uid")
     async with engine.pool.acquire() as conn:
         r = await conn.fetchrow(
-            f"SELECT d.source_url, {_access(3)} AS ok FROM chunks c JOIN documents d ON d.id = c.document_id"
-            " WHERE c.bank_id = $1 AND c.id = $2",
+            Q.chunk_access,
             bank_id,
             sid,
             caller.session_tags,

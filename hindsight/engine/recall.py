@@ -22,12 +22,12 @@ import asyncio
 import math
 import re
 from collections.abc import Awaitable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from ..db.sql import Q, fill
 from ..metrics import RECALL_ARM_SECONDS, timed
-from .binder import Binder
+from .binder import Binder, Fragment
 from .entities import canonical
 from .filters import MEMORY_FIELDS, compile_filter
 from .memories import COLUMNS, to_memory
@@ -118,27 +118,19 @@ _QUERY_STOP = {
 }
 
 
-@dataclass
-class Filters:
-    """SQL fragment and parameters shared by every arm; values are always bind parameters."""
-
-    sql: str = ""
-    params: list = field(default_factory=list)
-
-    @classmethod
-    def build(cls, req: RecallRequest, first_param: int) -> Filters:
-        parts = ["NOT m.superseded"]
-        p = Binder(first=first_param)
-        tagged = tag_condition("m.tags", req.tags, req.tags_match, p)
-        if tagged:
-            parts.append(tagged)
-        if req.types:
-            parts.append(f"m.kind = ANY({p(list(req.types), 'text[]')})")
-        compiled = compile_filter(req.filter, MEMORY_FIELDS, p.next)
-        if compiled is not None:
-            parts.append(compiled.sql)
-            p.values.extend(compiled.params)
-        return cls("".join(f" AND {part}" for part in parts), p.values)
+def request_filters(req: RecallRequest) -> Fragment:
+    """The conditions every arm and the details statement share (tags, types, the filter
+    expression; superseded units left out), built once and bound into each statement."""
+    f = Fragment()
+    parts = ["NOT m.superseded"]
+    if tagged := tag_condition("m.tags", req.tags, req.tags_match, f):
+        parts.append(tagged)
+    if req.types:
+        parts.append(f"m.kind = ANY({f(list(req.types), 'text[]')})")
+    if compiled := compile_filter(req.filter, MEMORY_FIELDS, f):
+        parts.append(compiled)
+    f.sql = "".join(f" AND {part}" for part in parts)
+    return f
 
 
 def content_words(query: str) -> list[str]:
@@ -172,31 +164,18 @@ async def fetch_ids(pool, sql: str, *params, custom_plan: bool = False) -> list:
         return [r[0] for r in await conn.fetch(sql, *params)]
 
 
-async def temporal_ids(pool, bank_id: str, qvec, f: Filters, window: TimeWindow) -> list:
+async def temporal_ids(pool, bank_id: str, qvec, f: Fragment, window: TimeWindow) -> list:
     """The temporal arm: memories in the window, nearest the query first.
 
     Planned for each call's window: a generic plan cannot tell a day from a year, and the one
     PostgreSQL kept on a large bank sorted every memory of a wide window by distance where the
     custom plan walks the HNSW index (bench/README.md, "Keyword and temporal arms: a custom plan
     each call")."""
-    n = 4 + len(f.params)
-    return await fetch_ids(
-        pool,
-        "SELECT m.id FROM memories m WHERE m.bank_id = $1"
-        f" AND ((m.occurred_start < ${n + 1} AND m.occurred_end > ${n})"
-        f"  OR (m.mentioned_at >= ${n} AND m.mentioned_at < ${n + 1})){f.sql}"
-        " ORDER BY m.embedding <=> $2 LIMIT $3",
-        bank_id,
-        qvec,
-        ARM_LIMIT,
-        *f.params,
-        window.start,
-        window.end,
-        custom_plan=True,
-    )
+    p = Binder(bank_id, qvec, ARM_LIMIT, window.start, window.end)
+    return await fetch_ids(pool, fill(Q.recall_temporal, filter=f.into(p)), *p.values, custom_plan=True)
 
 
-async def keyword_ids(pool, bank_id: str, words: list[str], f: Filters) -> list:
+async def keyword_ids(pool, bank_id: str, words: list[str], f: Fragment) -> list:
     """The keyword arm, ranked by the summed inverse document frequency of the query words a
     memory contains (BM25's idf with binary term frequency).
 
@@ -216,55 +195,33 @@ async def keyword_ids(pool, bank_id: str, words: list[str], f: Filters) -> list:
     intersects the postings). This returns the same scores as fetching every seed memory while
     reading about a third as many rows (same entry)."""
     async with pool.acquire() as conn:
-        stats = await conn.fetch(
-            "SELECT u.w, coalesce(b.n, 0) AS n, t.n AS total FROM unnest($2::text[]) u(w)"
-            " LEFT JOIN bank_lexemes b ON b.bank_id = $1"
-            "  AND b.lexeme = (tsvector_to_array(to_tsvector('english', u.w)))[1]"
-            " LEFT JOIN bank_lexemes t ON t.bank_id = $1 AND t.lexeme = ''",
-            bank_id,
-            words,
-        )
+        stats = await conn.fetch(Q.recall_word_frequencies, bank_id, words)
         present = sorted((r["n"], r["w"]) for r in stats if r["n"] > 0)
         if not present:
             return []
         total = max(stats[0]["total"] or 0, present[-1][0])
         idf = [math.log(1 + (total - n + 0.5) / (n + 0.5)) for n, _ in present]
-        n = 4 + len(f.params)  # the filter's parameters start at $4
+        p = Binder(bank_id, [w for _, w in present], idf, ARM_LIMIT)
+        filters = f.into(p)
         # A custom plan for every call: the generic one cannot see how common the words are, and
         # took several times as long (bench/README.md, "... a custom plan each call").
         await conn.custom_plans()
-        # One term per word, each query parsed once (MATERIALIZED): a per-row subquery over the
-        # words re-parsed them for every candidate and took twice as long.
         score = " + ".join(f"(c.tsv @@ q.tq[{i}])::int * ($3::float8[])[{i}]" for i in range(1, len(present) + 1))
         # The full-text index is shared by all banks: for a small bank next to a big one, reading
         # the big bank's postings costs more than testing the small bank's own rows
         # (bench/README.md, "Keyword arm: seed cap and common seeds").
         if total <= SMALL_BANK:
-            own = f", own AS MATERIALIZED (SELECT m.id, m.tsv FROM memories m WHERE m.bank_id = $1{f.sql})"
-            candidates = f"(SELECT m.id, m.tsv FROM own m WHERE m.tsv @@ to_tsquery('english', ${n})) c"
-            matches = [" | ".join(w for _, w in present)]
+            own = fill(Q.recall_keyword_own, filter=filters)
+            candidates = fill(Q.recall_keyword_own_candidates, match=p(" | ".join(w for _, w in present)))
         else:
             own = ""
-            matches, limits = _seed_matches(present)
-            candidates = (
-                "("
-                + " UNION ".join(
-                    f"(SELECT m.id, m.tsv FROM memories m WHERE m.bank_id = $1"
-                    f" AND m.tsv @@ to_tsquery('english', ${n + i}){f.sql} LIMIT {limit})"
-                    for i, limit in enumerate(limits)
-                )
-                + ") c"
-            )
-        rows = await conn.fetch(
-            "WITH q AS MATERIALIZED (SELECT array_agg(to_tsquery('english', w) ORDER BY i) AS tq"
-            f"  FROM unnest($2::text[]) WITH ORDINALITY u(w, i)){own}"
-            f" SELECT c.id FROM q, {candidates} ORDER BY {score} DESC LIMIT {ARM_LIMIT}",
-            bank_id,
-            [w for _, w in present],
-            idf,
-            *f.params,
-            *matches,
-        )
+            seeds = [
+                fill(Q.recall_keyword_seed, match=p(match), filter=filters, limit=p(limit))
+                for match, limit in zip(*_seed_matches(present))
+            ]
+            candidates = "(" + " UNION ".join(seeds) + ") c"
+        sql = fill(Q.recall_keyword, own=own, candidates=candidates, score=score)
+        rows = await conn.fetch(sql, *p.values)
     return [r[0] for r in rows]
 
 
@@ -306,7 +263,7 @@ async def recall(engine: Engine, bank_id: str, req: RecallRequest) -> RecallResu
     base = req.query_timestamp or datetime.now(UTC)
     if base.tzinfo is None:
         base = base.replace(tzinfo=UTC)
-    f = Filters.build(req, 4)
+    f = request_filters(req)
 
     arms: dict[str, Awaitable[list]] = {}
     hybrid = req.mode == "hybrid"
@@ -324,36 +281,11 @@ async def recall(engine: Engine, bank_id: str, req: RecallRequest) -> RecallResu
                 started.cancel()
         raise
     if req.mode != "keyword":
-        arms["semantic"] = _timed(
-            "semantic",
-            fetch_ids(
-                pool,
-                "SELECT id FROM (SELECT m.id, m.embedding <=> $2 AS d FROM memories m"
-                f" WHERE m.bank_id = $1{f.sql} ORDER BY m.embedding <=> $2 LIMIT $3) s ORDER BY d",
-                bank_id,
-                qvec,
-                ARM_LIMIT,
-                *f.params,
-            ),
-        )
+        p = Binder(bank_id, qvec, ARM_LIMIT)
+        arms["semantic"] = _timed("semantic", fetch_ids(pool, fill(Q.recall_semantic, filter=f.into(p)), *p.values))
     if hybrid:
-        arms["entity"] = _timed(
-            "entity",
-            fetch_ids(
-                pool,
-                "SELECT m.id FROM entities e JOIN memory_entities me ON me.entity_id = e.id"
-                " JOIN memories m ON m.id = me.memory_id"
-                f" WHERE e.bank_id = $1 AND e.canonical = ANY($2::text[]){f.sql}"
-                " GROUP BY m.id, m.embedding ORDER BY sum(ln(1 + (SELECT n FROM bank_lexemes WHERE bank_id = $1"
-                "  AND lexeme = '') / greatest(e.mention_count, 1)::float8)) DESC,"
-                f" m.embedding <=> ${4 + len(f.params)} LIMIT $3",
-                bank_id,
-                entity_candidates(req.query),
-                ARM_LIMIT,
-                *f.params,
-                qvec,
-            ),
-        )
+        p = Binder(bank_id, entity_candidates(req.query), ARM_LIMIT, qvec)
+        arms["entity"] = _timed("entity", fetch_ids(pool, fill(Q.recall_entity, filter=f.into(p)), *p.values))
     windows = find_time_windows(req.query, base) if hybrid else []
     if windows:
         arms["temporal"] = _timed("temporal", temporal_ids(pool, bank_id, qvec, f, windows[0]))
@@ -379,7 +311,7 @@ async def recall(engine: Engine, bank_id: str, req: RecallRequest) -> RecallResu
     return RecallResult(bank_id=bank_id, query=req.query, **_cut(results, req.max_tokens))
 
 
-async def _details(pool, bank_id, order, f: Filters, scores, found_by, req: RecallRequest, qvec) -> list[Memory]:
+async def _details(pool, bank_id, order, f: Fragment, scores, found_by, req: RecallRequest, qvec) -> list[Memory]:
     """One round trip: the fused hits, their relevance, plus the neighbours of the best of them.
 
     The hits and their neighbours are united by id and each row is read once: a UNION of whole
@@ -388,24 +320,15 @@ async def _details(pool, bank_id, order, f: Filters, scores, found_by, req: Reca
     if not order:
         return []
     parents = order[:NEIGHBOUR_PARENTS] if req.mode == "hybrid" else []
-    n = 4 + len(f.params)
-    rel, rel_params = relevance_sql(req.mode, "m.embedding", "m.tsv", n, [qvec], [req.query])
+    p = Binder(bank_id, order, parents)
+    sql = fill(
+        Q.recall_details,
+        filter=f.into(p),
+        columns=COLUMNS,
+        relevance=relevance_sql(req.mode, "m.embedding", "m.tsv", p, [qvec], [req.query]),
+    )
     async with pool.acquire() as conn:
-        rows = await conn.fetch(
-            f"WITH hits AS (SELECT m.id, m.source_id, m.position FROM memories m"
-            f"   WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[])),"
-            f" parents AS (SELECT source_id, position FROM hits WHERE id = ANY($3::uuid[])),"
-            f" nb AS (SELECT m.id FROM memories m JOIN parents p ON m.bank_id = $1"
-            f"   AND m.source_id = p.source_id AND m.position IN (p.position - 1, p.position + 1)"
-            f"   WHERE true{f.sql})"
-            f" SELECT {COLUMNS}, {rel} AS relevance FROM memories m"
-            f" WHERE m.bank_id = $1 AND m.id IN (SELECT id FROM hits UNION SELECT id FROM nb)",
-            bank_id,
-            order,
-            parents,
-            *f.params,
-            *rel_params,
-        )
+        rows = await conn.fetch(sql, *p.values)
     by_id = {r["id"]: r for r in rows}
     by_pos = {(r["source_id"], r["position"]): r["id"] for r in rows}
     scored: dict = {mid: scores[mid] for mid in order if mid in by_id}

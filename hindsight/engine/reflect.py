@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..db.sql import Q
 from ..llm import LLMError, Usage
 from .models import RecallRequest, _clean_tags, not_blank
 from .recall import recall
@@ -149,11 +150,9 @@ async def reflect(
     )
     qvec = await asyncio.to_thread(engine.embedder.embed_query, req.query)
     async with engine.pool.acquire() as conn:
-        bank = await conn.fetchrow("SELECT mission, disposition FROM banks WHERE id = $1", bank_id)
+        bank = await conn.fetchrow(Q.bank_profile, bank_id)
         models = await conn.fetch(
-            "SELECT id, name, content FROM mental_models WHERE bank_id = $1 AND content IS NOT NULL"
-            " AND embedding IS NOT NULL AND id IS DISTINCT FROM $3 AND 1 - (embedding <=> $2) >= $4"
-            " ORDER BY embedding <=> $2 LIMIT $5",
+            Q.mental_models_near,
             bank_id,
             qvec,
             exclude_model,

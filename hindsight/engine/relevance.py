@@ -10,6 +10,7 @@ the text contains for `keyword`, and 0.7 x similarity + 0.3 x word share for `hy
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -51,23 +52,22 @@ class SearchOptions(BaseModel):
 
 
 def relevance_sql(
-    mode: str, embedding: str, tsv: str, first_param: int, vectors: list, phrases: list[str]
-) -> tuple[str, list]:
-    """SQL for a row's relevance and its bind parameters (numbered from `first_param`): the best
+    mode: str, embedding: str, tsv: str, bind: Callable[..., str], vectors: list, phrases: list[str]
+) -> str:
+    """SQL for a row's relevance, its values bound with `bind` (engine/binder.Binder): the best
     similarity over the query vectors and the best word share over the phrases. Words are the
     phrase's own lexemes from PostgreSQL's parser (the one that indexed the text), so codes such
     as "ERR-4012" and stemmed forms match exactly as the full-text index sees them."""
     w_sim, w_kw = WEIGHTS[mode]
-    parts, params = [], []
+    parts = []
     if w_sim:
-        sims = ", ".join(f"1 - ({embedding} <=> ${first_param + i})" for i in range(len(vectors)))
+        sims = ", ".join(f"1 - ({embedding} <=> {bind(v)})" for v in vectors)
         # Cosine similarity can be negative (unrelated texts); relevance is documented as 0..1.
         parts.append(f"{w_sim} * greatest(0, {sims})")
-        params.extend(vectors)
     if w_kw and not phrases:
         parts.append("0")
     elif w_kw:
-        p = f"${first_param + len(params)}"
+        p = bind(list(phrases))
         # A phrase's lexemes are parsed once per statement (uncorrelated sub-selects run as
         # init plans), not once per row. The share is counted with ts_delete: the lexemes a
         # row holds are those deleting them removes. A per-row sub-select matching each lexeme
@@ -80,5 +80,4 @@ def relevance_sql(
                 f"(length({tsv}) - length(ts_delete({tsv}, {lex})))::float8 / greatest(1, cardinality({lex}))"
             )
         parts.append(f"{w_kw} * greatest({', '.join(shares)})")
-        params.append(list(phrases))
-    return " + ".join(parts), params
+    return " + ".join(parts)

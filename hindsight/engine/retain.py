@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import asyncpg
 from pydantic import BaseModel
 
+from ..db.sql import Q
 from ..metrics import RETAIN_ITEMS, RETAIN_UNITS
 from . import operations as ops
 from .banks import ensure_bank, lock_writes
@@ -148,11 +149,7 @@ async def store_units(conn: asyncpg.Connection, bank_id: str, units: list[Unit],
         return
     keys = sorted(mentions)  # fixed order: concurrent upserts of the same names cannot deadlock
     rows = await conn.fetch(
-        "INSERT INTO entities (bank_id, name, canonical, kind, mention_count)"
-        " SELECT $1, n, c, k, m FROM unnest($2::text[], $3::text[], $4::text[], $5::int[]) AS t(n, c, k, m)"
-        " ORDER BY c"
-        " ON CONFLICT (bank_id, canonical) DO UPDATE SET mention_count = entities.mention_count + EXCLUDED.mention_count"
-        " RETURNING id, canonical",
+        Q.entity_mentions_add,
         bank_id,
         [names[k][0] for k in keys],
         keys,
@@ -166,8 +163,7 @@ async def store_units(conn: asyncpg.Connection, bank_id: str, units: list[Unit],
             ent_ids.append(ids[c])
             mem_ids.append(u.id)
     await conn.execute(
-        "INSERT INTO memory_entities (entity_id, memory_id)"
-        " SELECT * FROM unnest($1::bigint[], $2::uuid[]) ON CONFLICT DO NOTHING",
+        Q.memory_entities_link,
         ent_ids,
         mem_ids,
     )
@@ -176,20 +172,12 @@ async def store_units(conn: asyncpg.Connection, bank_id: str, units: list[Unit],
 async def delete_documents(conn: asyncpg.Connection, bank_id: str, document_ids: list[str]) -> int:
     """Remove a document's units (and their share of entity mention counts)."""
     await conn.execute(
-        "UPDATE entities e SET mention_count = greatest(0, e.mention_count - x.n)"
-        " FROM (SELECT me.entity_id, count(*) AS n FROM memory_entities me"
-        "       JOIN memories m ON m.id = me.memory_id"
-        "       WHERE m.bank_id = $1 AND m.document_id = ANY($2::text[]) GROUP BY me.entity_id) x"
-        " WHERE e.id = x.entity_id",
+        Q.document_entities_release,
         bank_id,
         document_ids,
     )
-    status = await conn.execute(
-        "DELETE FROM memories WHERE bank_id = $1 AND document_id = ANY($2::text[])", bank_id, document_ids
-    )
-    await conn.execute(
-        "DELETE FROM memory_documents WHERE bank_id = $1 AND id = ANY($2::text[])", bank_id, document_ids
-    )
+    status = await conn.execute(Q.document_memories_delete, bank_id, document_ids)
+    await conn.execute(Q.retained_documents_delete, bank_id, document_ids)
     return int(status.split()[-1])
 
 
@@ -218,8 +206,7 @@ async def store_documents(conn: asyncpg.Connection, bank_id: str, items: list[Re
         )
     if rows:
         await conn.executemany(
-            "INSERT INTO memory_documents (bank_id, id, original_text, content_hash, tags, metadata)"
-            " VALUES ($1, $2, $3, $4, $5, $6::jsonb)",
+            Q.retained_document_add,
             rows,
         )
 

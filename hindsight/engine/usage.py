@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
+from ..db.sql import Q
+
 
 async def bank_usage(pool, bank_id: str) -> dict:
     async with pool.acquire() as conn:
-        rows = await conn.fetch(
-            "SELECT operation, model, count(*) AS calls, sum(prompt_tokens) AS prompt_tokens,"
-            " sum(completion_tokens) AS completion_tokens, sum(cost_usd) AS cost_usd,"
-            " min(created_at) AS first_call, max(created_at) AS last_call"
-            " FROM llm_usage WHERE bank_id = $1 GROUP BY operation, model ORDER BY operation, model",
-            bank_id,
-        )
+        rows = await conn.fetch(Q.usage_by_bank, bank_id)
     by = [
         {
             "operation": r["operation"],

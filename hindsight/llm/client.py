@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from ..db.sql import Q
 from ..metrics import LLM_CALLS, LLM_COST, LLM_SECONDS, LLM_TOKENS, timed
 
 log = logging.getLogger("hindsight.llm")
@@ -245,8 +246,7 @@ class LLM:
             LLM_COST.labels(operation, model).inc(cost)
         async with self.pool.acquire() as conn:
             await conn.execute(
-                "INSERT INTO llm_usage (bank_id, operation, operation_id, model, prompt_tokens, completion_tokens, cost_usd)"
-                " VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                Q.usage_record,
                 bank_id,
                 operation,
                 operation_id,

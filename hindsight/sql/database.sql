@@ -1,0 +1,72 @@
+-- The database itself: extensions, migrations, session settings and the start-up vector
+-- self-check (db/pool.py, db/selfcheck.py).
+
+-- session_set --
+-- A session setting of a pooled connection (reset when it goes back to the pool).
+SELECT set_config($1, $2, false);
+
+-- session_reset --
+-- Back to the server's defaults, before a connection that changed them serves anyone else.
+RESET ALL;
+
+-- vector_extension_versions --
+-- The pgvector version installed in this database and the one the server's files provide.
+SELECT installed_version, default_version FROM pg_available_extensions WHERE name = 'vector';
+
+-- vector_extension_update --
+-- The embedded PostgreSQL's files are newer than the database's catalogue: bring the extension up to them.
+ALTER EXTENSION vector UPDATE;
+
+-- vector_extension_create --
+-- Install pgvector in this database (needs the right to create extensions).
+CREATE EXTENSION IF NOT EXISTS vector;
+
+-- migration_lock --
+-- One process applies migrations at a time; the others wait and then find nothing to do.
+SELECT pg_advisory_lock($1);
+
+-- migration_unlock --
+-- Let the next process check the migrations.
+SELECT pg_advisory_unlock($1);
+
+-- migration_table --
+-- The record of applied migrations.
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version integer PRIMARY KEY,
+    name text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- migrations_applied --
+-- The migrations this database already has.
+SELECT version FROM schema_migrations;
+
+-- migration_record --
+-- Record a migration as applied (in its own transaction).
+INSERT INTO schema_migrations (version, name) VALUES ($1, $2);
+
+-- selfcheck_table --
+-- The self-check works in a temporary table of 384-dimension vectors, gone at commit.
+CREATE TEMP TABLE hindsight_self_check (id int PRIMARY KEY, v vector(384)) ON COMMIT DROP;
+
+-- selfcheck_index --
+-- An HNSW index, as memories and chunks have (its build is where a mis-compiled pgvector dies).
+CREATE INDEX ON hindsight_self_check USING hnsw (v vector_cosine_ops);
+
+-- selfcheck_insert --
+-- Vectors through the binary protocol, as retain stores them.
+INSERT INTO hindsight_self_check (id, v) VALUES ($1, $2);
+
+-- selfcheck_compute --
+-- Text input, norm and cosine distance on known vectors ($1 norm 5, $2 and $3 orthogonal, $4 stored as id 7).
+SELECT vector_norm($1::text::vector) AS norm,
+       $2::text::vector <=> $3::text::vector AS orthogonal,
+       (SELECT v <=> $4 FROM hindsight_self_check WHERE id = 7) AS self_distance;
+
+-- selfcheck_force_index --
+-- Make the next search use the HNSW index, as recall's does.
+SET LOCAL enable_seqscan = off;
+
+-- selfcheck_search --
+-- An index scan for the stored vector nearest $1.
+SELECT id FROM hindsight_self_check ORDER BY v <=> $1 LIMIT 1;

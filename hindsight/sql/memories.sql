@@ -1,0 +1,89 @@
+-- Stored memory units: browsing, deleting, lineage and entities (engine/memories.py).
+
+-- memory_columns --
+-- Fragment: the columns of a Memory (memories.to_memory) for statements reading `memories m`.
+-- Entity names come from one primary-key lookup per link (a scalar subquery the planner cannot
+-- turn into a join): written as a join, a bank with a few hundred entities got a hash join that
+-- scanned the whole entities table once per memory (bench/README.md, "Recall's PostgreSQL statements").
+m.id, m.text, m.kind, m.context, m.occurred_start, m.occurred_end, m.mentioned_at,
+m.document_id, m.metadata, m.tags, m.created_at, m.source_id, m.position, m.superseded,
+ARRAY(SELECT n FROM (SELECT (SELECT e.name FROM entities e WHERE e.id = me.entity_id) AS n
+                     FROM memory_entities me WHERE me.memory_id = m.id) s ORDER BY n) AS entities
+
+-- memory_list --
+-- A page of the bank's memories, newest first, under the listing's conditions (bound after $3).
+SELECT /*columns*/ FROM memories m WHERE m.bank_id = $1 /*where*/
+ORDER BY m.created_at DESC, m.source_id, m.position LIMIT $2 OFFSET $3;
+
+-- memory_count --
+-- How many memories match memory_list's conditions.
+SELECT count(*) FROM memories m WHERE m.bank_id = $1 /*where*/;
+
+-- memory_get --
+-- One memory of a bank.
+SELECT /*columns*/ FROM memories m WHERE m.bank_id = $1 AND m.id = $2;
+
+-- memory_get_many --
+-- The bank's memories among the given ids (reflect's and the client API's look-ups).
+SELECT /*columns*/ FROM memories m WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[]);
+
+-- memory_exists --
+-- Whether a memory is in the bank.
+SELECT true FROM memories WHERE bank_id = $1 AND id = $2;
+
+-- memory_orphan_facts --
+-- Facts extracted only from this raw unit, which go with it (facts shared with other units stay).
+SELECT f.fact_id FROM fact_sources f
+WHERE f.raw_id = $1 AND NOT EXISTS (SELECT 1 FROM fact_sources g WHERE g.fact_id = f.fact_id AND g.raw_id <> $1);
+
+-- memory_release_entities --
+-- The entities of memories about to be deleted lose those mentions.
+UPDATE entities e SET mention_count = greatest(0, e.mention_count - x.n)
+FROM (SELECT entity_id, count(*) AS n FROM memory_entities WHERE memory_id = ANY($1::uuid[]) GROUP BY entity_id) x
+WHERE x.entity_id = e.id;
+
+-- memory_delete_many --
+-- Delete some of the bank's memories.
+DELETE FROM memories WHERE bank_id = $1 AND id = ANY($2::uuid[]);
+
+-- memory_delete --
+-- Delete one memory of the bank.
+DELETE FROM memories WHERE bank_id = $1 AND id = $2 RETURNING id;
+
+-- memory_sources --
+-- The raw units a fact was extracted from, in their order.
+SELECT /*columns*/ FROM memories m JOIN fact_sources f ON f.raw_id = m.id
+WHERE f.fact_id = $1 AND m.bank_id = $2 ORDER BY m.source_id, m.position;
+
+-- memory_facts --
+-- The facts extracted from a raw unit.
+SELECT /*columns*/ FROM memories m JOIN fact_sources f ON f.fact_id = m.id
+WHERE f.raw_id = $1 AND m.bank_id = $2 ORDER BY m.created_at, m.id;
+
+-- entity_list --
+-- A page of the bank's entities still mentioned, most mentioned first, under the listing's conditions.
+SELECT id, name, kind, mention_count FROM entities WHERE bank_id = $1 AND mention_count > 0 /*where*/
+ORDER BY mention_count DESC, name LIMIT $2 OFFSET $3;
+
+-- entity_count --
+-- How many entities match entity_list's conditions.
+SELECT count(*) FROM entities WHERE bank_id = $1 AND mention_count > 0 /*where*/;
+
+-- retained_document_get --
+-- The text retained under a document_id, with how many memories it holds.
+SELECT d.*, (SELECT count(*) FROM memories m WHERE m.bank_id = d.bank_id AND m.document_id = d.id) AS n
+FROM memory_documents d WHERE d.bank_id = $1 AND d.id = $2;
+
+-- retained_document_list --
+-- A page of retained documents, last updated first, under the listing's conditions.
+SELECT d.*, (SELECT count(*) FROM memories m WHERE m.bank_id = d.bank_id AND m.document_id = d.id) AS n
+FROM memory_documents d WHERE d.bank_id = $1 /*where*/
+ORDER BY d.updated_at DESC, d.id LIMIT $2 OFFSET $3;
+
+-- retained_document_count --
+-- How many retained documents match retained_document_list's conditions.
+SELECT count(*) FROM memory_documents d WHERE d.bank_id = $1 /*where*/;
+
+-- retained_document_exists --
+-- Whether text was retained under a document_id.
+SELECT true FROM memory_documents WHERE bank_id = $1 AND id = $2;

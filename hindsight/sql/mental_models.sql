@@ -1,0 +1,122 @@
+-- Mental models: a source query whose content reflect keeps current (engine/mental_models.py).
+
+-- mental_model_ids_like --
+-- Ids taken by a name's slug and its numbered variants, to give a new model a free one.
+SELECT id FROM mental_models WHERE bank_id = $1 AND (id = $2 OR id LIKE $2 || '-%');
+
+-- mental_model_create --
+-- A new model; no row when its id is taken.
+INSERT INTO mental_models (bank_id, id, name, source_query, tags, max_tokens, embedding)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT DO NOTHING
+RETURNING id;
+
+-- mental_model_refreshes_pending --
+-- The refresh queued or running for each of the given models (by their dedup keys).
+SELECT dedup_key, id FROM operations WHERE dedup_key = ANY($1::text[]) AND status IN ('queued', 'running');
+
+-- mental_model_list --
+-- A bank's models, oldest first, filtered by their own tags as memories are (engine/tags.py).
+SELECT bank_id, id, name, source_query, tags, max_tokens, content, based_on, status, last_refreshed_at,
+       last_error, created_at, updated_at
+FROM mental_models WHERE bank_id = $1 /*tags*/
+ORDER BY created_at, id;
+
+-- mental_model_get --
+-- One model of a bank.
+SELECT bank_id, id, name, source_query, tags, max_tokens, content, based_on, status, last_refreshed_at,
+       last_error, created_at, updated_at
+FROM mental_models WHERE bank_id = $1 AND id = $2;
+
+-- mental_model_history --
+-- The contents a model had, newest first.
+SELECT version, content, based_on, created_at FROM mental_model_versions
+WHERE bank_id = $1 AND model_id = $2 ORDER BY version DESC;
+
+-- mental_model_update --
+-- Change what is given (NULL keeps the current value); a new source query comes with its embedding.
+UPDATE mental_models SET name = coalesce($3, name), source_query = coalesce($4, source_query),
+                         tags = coalesce($5, tags), max_tokens = coalesce($6, max_tokens),
+                         embedding = coalesce($7, embedding), updated_at = now()
+WHERE bank_id = $1 AND id = $2
+RETURNING id;
+
+-- mental_model_delete --
+-- Delete a model; its versions go by cascade.
+DELETE FROM mental_models WHERE bank_id = $1 AND id = $2 RETURNING id;
+
+-- mental_model_cancel_refreshes --
+-- A deleted model's pending refresh ends as cancelled, with the reason ($2).
+UPDATE operations SET status = 'cancelled', error = $2, finished_at = now(), updated_at = now()
+WHERE dedup_key = $1 AND status IN ('queued', 'running');
+
+-- mental_model_refresh_input --
+-- What a refresh reflects on, and the time its content will be current as of (the watermark).
+SELECT source_query, tags, max_tokens, now() AS watermark FROM mental_models WHERE bank_id = $1 AND id = $2;
+
+-- mental_model_record_error --
+-- A failed refresh keeps the previous content and says why; no row when the model was deleted meanwhile.
+UPDATE mental_models SET last_error = $3, status = CASE WHEN content IS NULL THEN 'failed' ELSE status END,
+                         updated_at = now()
+WHERE bank_id = $1 AND id = $2
+RETURNING true;
+
+-- mental_model_lock --
+-- Lock the model for the refresh's commit (the sweep skips locked models); no row when it was deleted.
+SELECT true FROM mental_models WHERE bank_id = $1 AND id = $2 FOR UPDATE;
+
+-- mental_model_keep_previous --
+-- An empty refresh keeps the previous content, says so, and still moves the watermark.
+UPDATE mental_models SET last_error = 'refresh produced empty content; previous content kept',
+                         status = CASE WHEN content IS NULL THEN 'failed' ELSE status END,
+                         watermark = $3, updated_at = now()
+WHERE bank_id = $1 AND id = $2;
+
+-- mental_model_set_content --
+-- A refresh's new content, what it was based on, and its watermark.
+UPDATE mental_models SET content = $3, based_on = $4::jsonb, status = 'ready', last_error = NULL,
+                         last_refreshed_at = now(), watermark = $5, updated_at = now()
+WHERE bank_id = $1 AND id = $2;
+
+-- mental_model_add_version --
+-- Keep the new content as the model's next version.
+INSERT INTO mental_model_versions (bank_id, model_id, version, content, based_on)
+SELECT $1, $2, coalesce(max(version), 0) + 1, $3, $4::jsonb FROM mental_model_versions
+WHERE bank_id = $1 AND model_id = $2
+RETURNING version;
+
+-- mental_model_trim_versions --
+-- Drop versions beyond the history kept (HINDSIGHT_API_MENTAL_MODEL_HISTORY).
+DELETE FROM mental_model_versions WHERE bank_id = $1 AND model_id = $2 AND version <= $3;
+
+-- mental_model_sweep --
+-- Queue a refresh for every stale model: memories carrying all its tags arrived after its
+-- watermark, and the bank has been quiet for $1 seconds (or the oldest such memory waited ten
+-- times that). Locked models are being refreshed and are skipped; the dedup key keeps one refresh per model.
+WITH stale AS (
+    SELECT mm.bank_id, mm.id FROM mental_models mm
+    WHERE EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id
+                  AND m.created_at > coalesce(mm.watermark, mm.created_at)
+                  AND m.tags @> mm.tags)
+      AND (NOT EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id
+                       AND m.created_at > now() - make_interval(secs => $1)
+                       AND m.tags @> mm.tags)
+           OR EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id
+                      AND m.created_at > coalesce(mm.watermark, mm.created_at)
+                      AND m.created_at < now() - make_interval(secs => $1 * 10)
+                      AND m.tags @> mm.tags))
+    FOR UPDATE OF mm SKIP LOCKED
+)
+INSERT INTO operations (id, bank_id, type, payload, max_attempts, dedup_key)
+SELECT gen_random_uuid(), bank_id, $2, jsonb_build_object('mental_model_id', id, 'reason', 'new memories'),
+       $3, 'mental_model:' || bank_id || ':' || id
+FROM stale
+ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING
+RETURNING id;
+
+-- mental_models_near --
+-- The models closest to a reflect query ($2), at least $4 similar, other than the one being refreshed ($3).
+SELECT id, name, content FROM mental_models
+WHERE bank_id = $1 AND content IS NOT NULL AND embedding IS NOT NULL AND id IS DISTINCT FROM $3
+  AND 1 - (embedding <=> $2) >= $4
+ORDER BY embedding <=> $2 LIMIT $5;

@@ -1,0 +1,91 @@
+-- Operations: the durable work queue is a table (engine/operations.py, worker.py).
+
+-- operation_enqueue --
+-- Queue work in the caller's transaction; with a dedup key, nothing when one is already queued or running.
+INSERT INTO operations (id, bank_id, type, payload, max_attempts, dedup_key)
+VALUES ($1, $2, $3, $4::jsonb, $5, $6)
+ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING
+RETURNING id;
+
+-- operation_pending_by_key --
+-- The operation already queued or running under a dedup key (it is returned instead of a new one).
+SELECT id FROM operations WHERE dedup_key = $1 AND status IN ('queued', 'running');
+
+-- operation_get --
+-- One operation of a bank.
+SELECT id, bank_id, type, status, payload, result, error, attempts, max_attempts, run_after, progress,
+       created_at, started_at, finished_at, updated_at
+FROM operations WHERE id = $1 AND bank_id = $2;
+
+-- operation_list --
+-- A page of the bank's operations, newest first, optionally of one status ($2) and type ($3).
+SELECT id, bank_id, type, status, payload, result, error, attempts, max_attempts, run_after, progress,
+       created_at, started_at, finished_at, updated_at
+FROM operations
+WHERE bank_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR type = $3)
+ORDER BY created_at DESC LIMIT $4 OFFSET $5;
+
+-- operation_count --
+-- How many operations match operation_list's filters in all.
+SELECT count(*) FROM operations
+WHERE bank_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR type = $3);
+
+-- operation_cancel --
+-- Queued work never starts; running work stops at its next heartbeat; finished work is left as it is.
+UPDATE operations SET status = 'cancelled', finished_at = now(), updated_at = now(),
+                      error = coalesce(error, 'cancelled by request')
+WHERE id = $1 AND bank_id = $2 AND status IN ('queued', 'running');
+
+-- operation_claim --
+-- A worker claims due work of the types it can run, and work whose lease expired (its worker
+-- crashed); SKIP LOCKED lets several workers claim at once without waiting on each other.
+WITH c AS (
+    SELECT id FROM operations
+    WHERE ((status = 'queued' AND run_after <= now()) OR (status = 'running' AND lease_until < now()))
+      AND type = ANY($4::text[])
+    ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED
+)
+UPDATE operations o SET status = 'running', attempts = o.attempts + 1, locked_by = $1,
+       lease_until = now() + make_interval(secs => $3), started_at = coalesce(o.started_at, now()),
+       updated_at = now(),
+       error = CASE WHEN o.status = 'running' THEN 'previous worker stopped renewing its lease (crash or restart)'
+               ELSE o.error END
+FROM c WHERE o.id = c.id
+RETURNING o.id, o.bank_id, o.type, o.status, o.payload, o.result, o.error, o.attempts, o.max_attempts,
+          o.run_after, o.progress, o.created_at, o.started_at, o.finished_at, o.updated_at;
+
+-- operation_heartbeat --
+-- Renew a running operation's lease; no row means it was cancelled or taken over.
+UPDATE operations SET lease_until = now() + make_interval(secs => $3), updated_at = now()
+WHERE id = $1 AND status = 'running' AND locked_by = $2
+RETURNING 1;
+
+-- operation_succeed --
+-- Mark done, in the transaction of the data the result describes when the caller passes its connection.
+UPDATE operations SET status = 'succeeded', result = $3::jsonb, finished_at = now(), updated_at = now(),
+                      locked_by = NULL, lease_until = NULL
+WHERE id = $1 AND status = 'running' AND locked_by = $2;
+
+-- operation_fail --
+-- Queue a retry after a backoff of $5 seconds, or fail for good ($3 = 'failed'); no row if it was cancelled meanwhile.
+UPDATE operations SET status = $3, error = $4, updated_at = now(), locked_by = NULL, lease_until = NULL,
+                      run_after = now() + make_interval(secs => $5),
+                      finished_at = CASE WHEN $3 = 'failed' THEN now() END
+WHERE id = $1 AND status = 'running' AND locked_by = $2
+RETURNING status;
+
+-- operation_status --
+-- An operation's status (after operation_fail found it no longer running).
+SELECT status FROM operations WHERE id = $1;
+
+-- operation_end_cancelled --
+-- A running operation whose subject is gone ends as cancelled; one cancelled already keeps its reason.
+UPDATE operations SET status = 'cancelled', error = $3, finished_at = now(), updated_at = now(),
+                      locked_by = NULL, lease_until = NULL
+WHERE id = $1 AND status = 'running' AND locked_by = $2;
+
+-- operation_release --
+-- On a clean shutdown, hand running work back at once instead of waiting for its lease.
+UPDATE operations SET status = 'queued', attempts = greatest(0, attempts - 1), locked_by = NULL,
+                      lease_until = NULL, updated_at = now()
+WHERE id = ANY($1::uuid[]) AND status = 'running' AND locked_by = $2;

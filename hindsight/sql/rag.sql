@@ -1,0 +1,34 @@
+-- Document search: rag_search, search_documents and verify_document_access (engine/rag.py).
+-- Access: a caller sees a document that is public (no tags, no allowed users), shares one of its
+-- session tags ($3) or is among its allowed users ($4). /*filter*/ holds the request's filter
+-- expression, bound after each statement's own parameters.
+
+-- chunk_semantic --
+-- The semantic arm of one phrase: the bank's chunks nearest its vector ($2) that the caller may see.
+SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id
+WHERE c.bank_id = $1
+  AND ((cardinality(d.tags) = 0 AND cardinality(d.allowed_users) = 0) OR d.tags && $3::text[] OR $4::text = ANY(d.allowed_users))
+  /*filter*/
+ORDER BY c.embedding <=> $2 LIMIT $5;
+
+-- chunk_keyword --
+-- The keyword arm of one phrase: chunks matching its words ($2, a tsquery) that the caller may see.
+SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id, to_tsquery('english', $2) q
+WHERE c.bank_id = $1 AND c.tsv @@ q
+  AND ((cardinality(d.tags) = 0 AND cardinality(d.allowed_users) = 0) OR d.tags && $3::text[] OR $4::text = ANY(d.allowed_users))
+  /*filter*/
+ORDER BY ts_rank_cd(c.tsv, q, 1) DESC LIMIT $5;
+
+-- chunk_details --
+-- The fused chunks ($1) with their documents and relevance to the phrases.
+SELECT c.id, c.document_id, c.position, c.text, c.headline, c.page_start, c.page_end,
+       d.source_name, d.source_type, d.source_url, /*relevance*/ AS relevance
+FROM chunks c JOIN documents d ON d.id = c.document_id
+WHERE c.id = ANY($1::uuid[]);
+
+-- chunk_access --
+-- Whether the caller may still see a segment's document, checked with the current headers.
+SELECT d.source_url,
+       ((cardinality(d.tags) = 0 AND cardinality(d.allowed_users) = 0) OR d.tags && $3::text[] OR $4::text = ANY(d.allowed_users)) AS ok
+FROM chunks c JOIN documents d ON d.id = c.document_id
+WHERE c.bank_id = $1 AND c.id = $2;

@@ -1,0 +1,71 @@
+-- Recall: four arms, each one indexed query, fused in Python, then one details statement
+-- (engine/recall.py). /*filter*/ holds the request's conditions (tags, types, filter expression,
+-- superseded units left out), bound after each statement's own parameters.
+
+-- recall_semantic --
+-- The semantic arm: the bank's memories nearest the query vector ($2) under the filters. One
+-- HNSW index serves all banks, bank-filtered by pgvector's iterative index scans.
+SELECT id FROM (SELECT m.id, m.embedding <=> $2 AS d FROM memories m
+                WHERE m.bank_id = $1 /*filter*/ ORDER BY m.embedding <=> $2 LIMIT $3) s
+ORDER BY d;
+
+-- recall_entity --
+-- The entity arm: memories mentioning the entities the query names ($2, canonical n-grams), ranked
+-- by how rare those entities are in the bank, then by closeness to the query vector ($4).
+SELECT m.id FROM entities e JOIN memory_entities me ON me.entity_id = e.id JOIN memories m ON m.id = me.memory_id
+WHERE e.bank_id = $1 AND e.canonical = ANY($2::text[]) /*filter*/
+GROUP BY m.id, m.embedding
+ORDER BY sum(ln(1 + (SELECT n FROM bank_lexemes WHERE bank_id = $1 AND lexeme = '')
+                    / greatest(e.mention_count, 1)::float8)) DESC,
+         m.embedding <=> $4
+LIMIT $3;
+
+-- recall_temporal --
+-- The temporal arm: memories that occurred or were mentioned within the query's window [$4, $5),
+-- nearest the query vector first. Planned for each call's window (engine/recall.temporal_ids).
+SELECT m.id FROM memories m
+WHERE m.bank_id = $1
+  AND ((m.occurred_start < $5 AND m.occurred_end > $4) OR (m.mentioned_at >= $4 AND m.mentioned_at < $5))
+  /*filter*/
+ORDER BY m.embedding <=> $2 LIMIT $3;
+
+-- recall_word_frequencies --
+-- How many of the bank's memories hold each query word, and how many memories it has in all
+-- (the '' lexeme): one index lookup a word in bank_lexemes (migration 004).
+SELECT u.w, coalesce(b.n, 0) AS n, t.n AS total FROM unnest($2::text[]) u(w)
+LEFT JOIN bank_lexemes b ON b.bank_id = $1 AND b.lexeme = (tsvector_to_array(to_tsvector('english', u.w)))[1]
+LEFT JOIN bank_lexemes t ON t.bank_id = $1 AND t.lexeme = '';
+
+-- recall_keyword --
+-- The keyword arm: candidate memories holding query words, ranked by the summed rarity ($3, IDF)
+-- of the words ($2) each holds; every word's query is parsed once (MATERIALIZED), not per row.
+-- /*score*/ adds one term per word; /*own*/ and /*candidates*/ are the fragments below.
+WITH q AS MATERIALIZED (SELECT array_agg(to_tsquery('english', w) ORDER BY i) AS tq
+                        FROM unnest($2::text[]) WITH ORDINALITY u(w, i)) /*own*/
+SELECT c.id FROM q, /*candidates*/ ORDER BY /*score*/ DESC LIMIT $4;
+
+-- recall_keyword_own --
+-- Fragment of recall_keyword for a small bank: its own rows under the filters, tested directly;
+-- reading a big bank's postings in the shared full-text index would cost more.
+, own AS MATERIALIZED (SELECT m.id, m.tsv FROM memories m WHERE m.bank_id = $1 /*filter*/)
+
+-- recall_keyword_own_candidates --
+-- Fragment of recall_keyword for a small bank: its own rows holding any query word (/*match*/).
+(SELECT m.id, m.tsv FROM own m WHERE m.tsv @@ to_tsquery('english', /*match*/)) c
+
+-- recall_keyword_seed --
+-- Fragment of recall_keyword for a large bank: the memories one seed query (/*match*/) finds under
+-- the filters, at most /*limit*/ of them; the candidates are the union of these.
+(SELECT m.id, m.tsv FROM memories m WHERE m.bank_id = $1 AND m.tsv @@ to_tsquery('english', /*match*/) /*filter*/
+ LIMIT /*limit*/)
+
+-- recall_details --
+-- One round trip for the fused hits ($2) with their relevance, and the neighbouring units of the
+-- best of them ($3); hits and neighbours are united by id, so each row is read once.
+WITH hits AS (SELECT m.id, m.source_id, m.position FROM memories m WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[])),
+     parents AS (SELECT source_id, position FROM hits WHERE id = ANY($3::uuid[])),
+     nb AS (SELECT m.id FROM memories m JOIN parents p ON m.bank_id = $1 AND m.source_id = p.source_id
+                AND m.position IN (p.position - 1, p.position + 1)
+            WHERE true /*filter*/)
+SELECT /*columns*/, /*relevance*/ AS relevance FROM memories m
+WHERE m.bank_id = $1 AND m.id IN (SELECT id FROM hits UNION SELECT id FROM nb);

@@ -1,0 +1,73 @@
+-- Retain and fact extraction: writing memory units, their entities and facts (engine/retain.py, engine/extract.py).
+
+-- entity_mentions_add --
+-- Upsert the entities a batch of units mentions, adding to their mention counts; names come
+-- sorted so that concurrent upserts of the same names cannot deadlock.
+INSERT INTO entities (bank_id, name, canonical, kind, mention_count)
+SELECT $1, n, c, k, m FROM unnest($2::text[], $3::text[], $4::text[], $5::int[]) AS t(n, c, k, m)
+ORDER BY c
+ON CONFLICT (bank_id, canonical) DO UPDATE SET mention_count = entities.mention_count + EXCLUDED.mention_count
+RETURNING id, canonical;
+
+-- memory_entities_link --
+-- Link units to the entities they mention.
+INSERT INTO memory_entities (entity_id, memory_id)
+SELECT * FROM unnest($1::bigint[], $2::uuid[])
+ON CONFLICT DO NOTHING;
+
+-- document_entities_release --
+-- The entities of a document_id's units lose those mentions (the units are deleted next).
+UPDATE entities e SET mention_count = greatest(0, e.mention_count - x.n)
+FROM (SELECT me.entity_id, count(*) AS n FROM memory_entities me JOIN memories m ON m.id = me.memory_id
+      WHERE m.bank_id = $1 AND m.document_id = ANY($2::text[]) GROUP BY me.entity_id) x
+WHERE e.id = x.entity_id;
+
+-- document_memories_delete --
+-- Delete the units retained under the given document_ids (retaining one again replaces them).
+DELETE FROM memories WHERE bank_id = $1 AND document_id = ANY($2::text[]);
+
+-- retained_documents_delete --
+-- Delete the text retained under the given document_ids.
+DELETE FROM memory_documents WHERE bank_id = $1 AND id = ANY($2::text[]);
+
+-- retained_document_add --
+-- Keep the text retained under a document_id, with its tags and metadata, for clients that read it back.
+INSERT INTO memory_documents (bank_id, id, original_text, content_hash, tags, metadata)
+VALUES ($1, $2, $3, $4, $5, $6::jsonb);
+
+-- extraction_raw_units --
+-- The raw units of a retain still waiting for extraction (not superseded, no facts yet), in order.
+SELECT id, text, context, mentioned_at, tags, metadata, document_id, source_id, position, given_entities
+FROM memories m
+WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND NOT superseded
+  AND NOT EXISTS (SELECT 1 FROM fact_sources f WHERE f.raw_id = m.id)
+ORDER BY source_id, position;
+
+-- extraction_lock_raw_units --
+-- Lock the raw units a group's facts replace, keeping those still waiting (deleted, replaced or done meanwhile drop out).
+SELECT id FROM memories m
+WHERE id = ANY($1::uuid[]) AND NOT superseded
+  AND NOT EXISTS (SELECT 1 FROM fact_sources f WHERE f.raw_id = m.id)
+FOR UPDATE;
+
+-- fact_nearest --
+-- The bank's closest existing fact to a new one, to merge duplicates instead of storing them twice.
+SELECT m.id, 1 - (m.embedding <=> $2) AS sim FROM memories m
+WHERE m.bank_id = $1 AND NOT m.superseded AND EXISTS (SELECT 1 FROM fact_sources f WHERE f.fact_id = m.id)
+ORDER BY m.embedding <=> $2 LIMIT 1;
+
+-- fact_sources_link --
+-- Link facts to the raw units they were extracted from.
+INSERT INTO fact_sources (fact_id, raw_id)
+SELECT * FROM unnest($1::uuid[], $2::uuid[])
+ON CONFLICT DO NOTHING;
+
+-- raw_units_supersede --
+-- Raw units whose facts are stored are replaced by them in recall (kept, and listed).
+UPDATE memories SET superseded = true WHERE id = ANY($1::uuid[]);
+
+-- extraction_visible --
+-- What a retain left in recall: the facts of its raw units, and the raw units that yielded none.
+SELECT DISTINCT f.fact_id AS id FROM fact_sources f WHERE f.raw_id = ANY($1::uuid[])
+UNION
+SELECT m.id FROM memories m WHERE m.id = ANY($1::uuid[]) AND NOT m.superseded;
