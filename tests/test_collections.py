@@ -98,7 +98,8 @@ def test_collection_life_cycle_over_plain_json_rpc(server, page_url, bank):
     gone = rpc(server, "delete_document", {"doc_id": added["document_id"], "confirm": True})["result"][
         "structuredContent"
     ]
-    assert gone == {"deleted": True, "document_id": added["document_id"], "bank_id": cid}  # found without the collection
+    # found without naming its collection
+    assert gone == {"deleted": True, "document_id": added["document_id"], "bank_id": cid}
     assert rpc(server, "list_documents", {"collection_id": cid})["result"]["structuredContent"]["count"] == 0
 
     assert rpc(server, "delete_collection", {"collection_id": cid})["error"]["code"] == -32602

@@ -29,7 +29,9 @@ def test_every_statement_has_a_reason_and_is_used():
 
 def test_fill_puts_fragments_only_in_their_slots():
     sql = "SELECT id FROM memories m WHERE m.bank_id = $1 /*filter*/ LIMIT $2"
-    assert fill(sql, filter="AND m.kind = $3") == "SELECT id FROM memories m WHERE m.bank_id = $1 AND m.kind = $3 LIMIT $2"
+    assert (
+        fill(sql, filter="AND m.kind = $3") == "SELECT id FROM memories m WHERE m.bank_id = $1 AND m.kind = $3 LIMIT $2"
+    )
     assert fill(sql, filter="") == "SELECT id FROM memories m WHERE m.bank_id = $1  LIMIT $2"
     with pytest.raises(KeyError):
         fill(sql)  # a slot left empty by mistake
