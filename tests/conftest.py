@@ -1,5 +1,7 @@
-"""Test harness: a real embedded PostgreSQL (the product's own, with pgvector) for the session, real
-`hindsight serve` processes over HTTP, and the official MCP client."""
+"""Test harness: a real embedded PostgreSQL (the product's own, with pgvector) for the session;
+the app in this process for contract tests (REST over httpx's ASGI transport, MCP tools through
+the SDK's in-memory client); real `hindsight serve` processes over HTTP, with the official MCP
+client and the other real clients, for routing, lifecycle and durability."""
 
 from __future__ import annotations
 
@@ -75,6 +77,63 @@ async def mcp_session(url: str, headers: dict | None = None):
     async with create_mcp_http_client(headers=headers or {}) as http:
         async with Client(streamable_http_client(url, http_client=http)) as client:
             yield client
+
+
+# ---- in process: the app, its REST over ASGI, its MCP tools in memory --------------------------
+@pytest.fixture(scope="session")
+def contract_db(pg_url):
+    return fresh_database(pg_url, "contract")
+
+
+@pytest.fixture(scope="session")
+async def app(contract_db):
+    """The whole application in this process (engine, worker, scheduler, REST and MCP), on a
+    database of its own so that no server process claims its operations."""
+    import asyncio
+
+    from hindsight.api.app import create_app
+    from hindsight.config import load_settings
+
+    application = create_app(
+        load_settings({"HINDSIGHT_API_DATABASE_URL": contract_db, "HINDSIGHT_API_ALLOW_PRIVATE_URLS": "true"})
+    )
+    started, stop = asyncio.Event(), asyncio.Event()
+
+    async def lifespan():
+        # entered and left in one task, as the MCP session managers' task groups require
+        async with application.api.router.lifespan_context(application.api):
+            started.set()
+            await stop.wait()
+
+    task = asyncio.create_task(lifespan())
+    await asyncio.wait([task, asyncio.create_task(started.wait())], return_when=asyncio.FIRST_COMPLETED)
+    if task.done():
+        task.result()  # start-up failed: raise its error
+    yield application
+    stop.set()
+    await task
+
+
+@pytest.fixture
+async def rest(app):
+    import httpx
+
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://hindsight.test") as c:
+        yield c
+
+
+@contextlib.asynccontextmanager
+async def mcp_local(app, bank: str | None = None, multi: bool = False, who=None, header_bank=None, caller=None):
+    """The SDK's in-memory client on the app's single-bank (`bank`) or multi-bank tools, acting
+    for `who` (default: no API keys configured), as if the router had resolved that request."""
+    from mcp import Client
+
+    from hindsight.engine.keys import OPEN
+    from hindsight.mcp.surfaces import RequestState, build_server
+
+    state = RequestState(who=who or OPEN, bank_id=bank, header_bank=header_bank, caller=caller or {})
+    async with Client(build_server(app.engine, multi, state)) as client:
+        yield client
 
 
 # ---- LLM features: a stub OpenAI-compatible server and servers configured to use it -----------

@@ -1,0 +1,34 @@
+"""The entity heuristic (engine/entities.py): runs of capitalised words, minus sentence-initial
+common words, pronouns, weekdays and months, with a kind from suffixes and prepositions."""
+
+from __future__ import annotations
+
+from hindsight.engine.entities import canonical, extract_entities, kind_of_type, merge_entities
+
+
+def test_people_places_and_organisations():
+    found = extract_entities("Caroline met Melanie at the Santa Maria Hospital in Lisbon.")
+    assert found == [
+        ("Caroline", "person"),
+        ("Melanie", "person"),
+        ("Santa Maria Hospital", "organization"),
+        ("Lisbon", "place"),
+    ]
+    assert ("New York City", "place") in extract_entities("My friend Anna moved to New York City.")
+
+
+def test_common_words_weekdays_and_months_are_not_entities():
+    assert extract_entities("The meeting on Monday in May was fun.") == []
+    names = [n for n, _ in extract_entities("Yesterday I went hiking with John Smith.")]
+    assert names == ["John Smith"]
+
+
+def test_each_entity_once_by_canonical_form():
+    found = extract_entities("Melanie painted. Later MELANIE and melanie's friend Melanie sang.")
+    assert [canonical(n) for n, _ in found].count("melanie") == 1
+
+
+def test_client_types_map_to_kinds_and_merge_without_duplicates():
+    assert kind_of_type("PERSON") == "person" and kind_of_type(None) == "name"
+    merged = merge_entities([("Alice", "person")], [("alice", "name"), ("Acme", "organization")])
+    assert [canonical(n) for n, _ in merged] == ["alice", "acme"]

@@ -1,0 +1,88 @@
+"""The request models are the contract of each operation (defaults, limits, cleaning), and one
+wording of what is wrong serves every face (engine/validation.py); MCP arguments are generated
+from the models (mcp/surfaces.py)."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from pydantic import ValidationError
+
+from hindsight.docs import tools_table
+from hindsight.engine.documents import DocumentDelete, ImportDocumentsRequest
+from hindsight.engine.errors import InvalidArgument
+from hindsight.engine.mental_models import MentalModelChange, MentalModelUpdate
+from hindsight.engine.models import RecallRequest, RetainBatchRequest, RetainRequest
+from hindsight.engine.operations import OperationQuery
+from hindsight.engine.rag import DocumentSearchRequest, RagSearchRequest
+from hindsight.engine.validation import describe, parse
+from hindsight.mcp.surfaces import arguments
+from hindsight.mcp.tools import TOOLS
+
+
+def message(model, **values) -> str:
+    with pytest.raises(InvalidArgument) as e:
+        parse(model, values)
+    return e.value.message
+
+
+def test_defaults_and_limits_live_in_the_models():
+    assert DocumentSearchRequest(query="x").top_k == 5 and RagSearchRequest(search_phrases=["x"]).top_k == 10
+    assert OperationQuery().limit == 50 and RecallRequest(query="x").max_tokens == 4096
+    assert message(RecallRequest, query="x", top_k=51) == "top_k: Input should be less than or equal to 50"
+    assert message(RagSearchRequest, search_phrases=["a"] * 6).startswith("search_phrases: ")
+    assert message(RagSearchRequest, search_phrases=["ok", " "]) == "search_phrases.1: must not be blank"
+    assert message(OperationQuery, limit=501) == "limit: Input should be less than or equal to 500"
+    assert message(DocumentSearchRequest, query="x", strictness=1, min_score=0.5).endswith(
+        "give strictness or min_score, not both"
+    )
+    assert message(DocumentDelete, doc_id="5b0f4f0e-1d4b-4f3c-9a43-6b9f1f0a2c11") == (
+        "confirm: deleting a document needs confirm=true"
+    )
+    assert message(DocumentDelete, doc_id="nope", confirm=True) == "doc_id: 'nope' is not a document id (a UUID)"
+
+
+def test_tags_are_cleaned_the_same_for_every_operation():
+    assert RetainRequest(content="x", tags=[" b", "a", "a"]).tags == ["a", "b"]
+    assert RecallRequest(query="x", tags='["b", "a"]').tags == ["a", "b"]  # agents send JSON strings
+    assert message(RetainRequest, content="x", tags=[""]).startswith("tags: each tag must be")
+
+
+def test_one_wording_names_nested_arguments_and_request_parts():
+    assert message(RetainBatchRequest, items=[{"content": "ok"}, {"content": 3}]) == (
+        "items.1.content: Input should be a valid string"
+    )
+    assert message(RetainBatchRequest, items=[]).startswith("items: ")
+    # FastAPI's locations start with where the argument was; the client knows it by name
+    http = [{"loc": ("query", "limit"), "msg": "bad"}, {"loc": ("body",), "msg": "Field required"}]
+    assert describe(http, http=True) == ("limit: bad; body: Field required", "limit")
+    assert describe([{"type": "json_invalid", "loc": ("body", 1), "msg": "x"}], http=True)[0] == "body: malformed JSON"
+
+
+def test_already_validated_parts_are_not_validated_again():
+    change = MentalModelChange(mental_model_id="team", name="Team", tags=["b", "a"])
+    update = change.changes()
+    assert isinstance(update, MentalModelUpdate) and update.model_fields_set == {"name", "tags"}
+    assert update.tags == ["a", "b"] and update.source_query is None
+    item = RetainRequest(content="x", wait=True).item()
+    assert "wait" not in item.model_fields_set and item.content == "x"
+
+
+def test_mcp_arguments_are_the_model_fields_required_first():
+    params = arguments(ImportDocumentsRequest)
+    assert [p.name for p in params] == list(ImportDocumentsRequest.model_fields)
+    recall = arguments(RecallRequest)
+    assert recall[0].name == "query" and recall[0].default is inspect.Parameter.empty
+    assert {p.name: p.default for p in recall}["max_tokens"] == 4096
+    assert arguments(None) == []
+
+
+def test_every_tool_is_documented_once_with_its_contract():
+    table = tools_table()
+    assert len({td.name for td in TOOLS}) == len(TOOLS)
+    for td in TOOLS:
+        assert td.description and f"| `{td.name}` |" in table
+        if td.request is not None:
+            with pytest.raises(ValidationError):  # a model forbids arguments it does not know
+                td.request.model_validate({"no_such_argument": 1})
