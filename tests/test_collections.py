@@ -109,16 +109,13 @@ def test_collection_life_cycle_over_plain_json_rpc(server, page_url, bank):
         c["collection_id"] for c in rpc(server, "list_collections", {})["result"]["structuredContent"]["collections"]
     }
     assert cid not in cols
-    for args, field in [
-        ({"name": "!!!"}, "name"),
-        ({"url": "ftp://x", "collection_id": bank}, "urls"),
-        ({"collectionId": "bad id", "query": "x"}, "collectionId"),
+    for tool, args, field in [
+        ("create_collection", {"name": "!!!"}, "name"),
+        ("fetch_and_add_document_from_url", {"url": "ftp://x", "collection_id": bank}, "url"),
+        ("search_rag", {"collectionId": "bad id", "query": "x"}, "collectionId"),
     ]:
-        tool = {"name": "create_collection", "urls": "fetch_and_add_document_from_url", "collectionId": "search_rag"}[
-            field
-        ]
         err = rpc(server, tool, args)["error"]
-        assert err["code"] == -32602 and field in err["message"], err
+        assert err["code"] == -32602 and err["message"].startswith(f"{field}: "), err
 
 
 async def test_document_tools_with_the_official_client(server, api, bank):

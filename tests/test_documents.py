@@ -97,7 +97,7 @@ def test_import_errors(api, bank):
     r = api.post(f"/v1/banks/{bank}/documents", json={"files": [{"name": "a.txt", "content_base64": "***"}]})
     assert r.status_code == 422 and "base64" in r.json()["message"]
     r = api.post(f"/v1/banks/{bank}/documents", json={"urls": ["ftp://example.com/x"]})
-    assert r.status_code == 422 and "urls[0]" in r.json()["message"]
+    assert r.status_code == 422 and "is not an http(s) URL" in r.json()["message"]
     assert api.get(f"/v1/banks/{bank}/documents/not-a-uuid").status_code in (404, 422)
 
 

@@ -39,6 +39,14 @@ IMPORT = "document_import"
 MAX_USERS = 256
 
 
+def http_url(u: str) -> str:
+    """An import fetches http(s) URLs only (which hosts it may reach is checked when fetching)."""
+    p = urlparse(u)
+    if p.scheme not in ("http", "https") or not p.hostname:
+        raise ValueError(f"{u!r} is not an http(s) URL")
+    return u
+
+
 class FileIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -52,11 +60,13 @@ class ImportRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     files: list[FileIn] = Field(default_factory=list)
-    urls: list[str] = Field(default_factory=list)
+    urls: list[str] = Field(default_factory=list, description="Public http(s) URLs to fetch and import.")
     tags: list[str] = Field(
         default_factory=list, description="Access tags: callers need one in common (x-session-tags)."
     )
-    allowed_users: list[str] = Field(default_factory=list, description="User ids (x-user-id) that may always see it.")
+    allowed_users: list[str] = Field(
+        default_factory=list, max_length=MAX_USERS, description="User ids (x-user-id) that may always see it."
+    )
     chunk_size: int | None = Field(
         None,
         ge=200,
@@ -65,6 +75,11 @@ class ImportRequest(BaseModel):
     )
 
     _tags = field_validator("tags", mode="before")(_clean_tags)
+
+    @field_validator("urls")
+    @classmethod
+    def _http_urls(cls, urls: list[str]) -> list[str]:
+        return [http_url(u) for u in urls]
 
 
 class ImportDocumentsRequest(ImportRequest):
@@ -202,12 +217,6 @@ async def start_import(engine: Engine, bank_id: str, req: ImportRequest, wait: b
         raise InvalidArgument("files: give at least one file or URL", "files")
     if len(req.files) + len(req.urls) > s.max_import_files:
         raise InvalidArgument(f"files: at most {s.max_import_files} files and URLs per import", "files")
-    if len(req.allowed_users) > MAX_USERS:
-        raise InvalidArgument(f"allowed_users: at most {MAX_USERS}", "allowed_users")
-    for i, u in enumerate(req.urls):
-        p = urlparse(u)
-        if p.scheme not in ("http", "https") or not p.hostname:
-            raise InvalidArgument(f"urls[{i}]: {u!r} is not an http(s) URL", f"urls[{i}]")
     files = _decode_files(req, s.max_document_bytes)
     payload = {
         "urls": req.urls,

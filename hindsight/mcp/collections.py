@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..config import valid_bank_id
 from ..engine import documents
-from ..engine.documents import ImportRequest
+from ..engine.documents import ImportRequest, http_url
 from ..engine.errors import InvalidArgument
 from ..engine.models import BankCreate, ChunkSize
 from ..engine.rag import DocumentSearchRequest, DocumentSearchResult, Phrase
@@ -52,6 +52,8 @@ class UrlImport(BaseModel):
 
     url: str = Field(min_length=1, max_length=4_096, description="A public http(s) URL.")
     collection_id: str = Field(description="The collection (bank) to add it to.")
+
+    _url = field_validator("url")(http_url)
 
 
 class CollectionDelete(BaseModel):
