@@ -28,7 +28,7 @@ from ..documents.readers import UnreadableFile, detect_type, read
 from . import operations as ops
 from .banks import ensure_bank
 from .errors import InvalidArgument, NotFound, parse_uuid
-from .models import _clean_tags
+from .models import _clean_tags, confirmation
 
 if TYPE_CHECKING:
     from ..worker import Job
@@ -113,14 +113,7 @@ class DocumentRef(BaseModel):
 
 
 class DocumentDelete(DocumentRef):
-    confirm: bool = Field(False, validate_default=True, description="Must be true: deleting cannot be undone.")
-
-    @field_validator("confirm")
-    @classmethod
-    def _confirmed(cls, v: bool) -> bool:
-        if v is not True:
-            raise ValueError("deleting a document needs confirm=true")
-        return v
+    confirm: confirmation("a document") = False  # type: ignore[valid-type]
 
 
 class DocumentDeleted(BaseModel):

@@ -27,6 +27,22 @@ MAX_TAGS = 64
 MAX_TAG_CHARS = 128
 
 
+def confirmation(what: str) -> Any:
+    """The type of a `confirm` argument that must be true to delete `what` (default false, so
+    that leaving it out is refused too)."""
+
+    def check(v: bool) -> bool:
+        if v is not True:
+            raise ValueError(f"deleting {what} needs confirm=true")
+        return v
+
+    return Annotated[
+        bool,
+        AfterValidator(check),
+        Field(validate_default=True, description="Must be true: deleting cannot be undone."),
+    ]
+
+
 def _maybe_json(v: Any) -> Any:
     """LLM agents often send lists and objects as JSON strings; accept those."""
     if isinstance(v, str):

@@ -16,7 +16,7 @@ from ..config import valid_bank_id
 from ..engine import documents
 from ..engine.documents import ImportRequest, http_url
 from ..engine.errors import InvalidArgument
-from ..engine.models import BankCreate, ChunkSize
+from ..engine.models import BankCreate, ChunkSize, confirmation
 from ..engine.rag import DocumentSearchRequest, DocumentSearchResult, Phrase
 from ..engine.relevance import MAX_TOP_K
 from .tools import Call, tool
@@ -60,14 +60,7 @@ class CollectionDelete(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     collection_id: str = Field(description="The collection (bank) to delete.")
-    confirm: bool = Field(False, validate_default=True, description="Must be true: deleting cannot be undone.")
-
-    @field_validator("confirm")
-    @classmethod
-    def _confirmed(cls, v: bool) -> bool:
-        if v is not True:
-            raise ValueError("deleting a collection needs confirm=true")
-        return v
+    confirm: confirmation("a collection") = False  # type: ignore[valid-type]
 
 
 class CollectionSearch(BaseModel):
