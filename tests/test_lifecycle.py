@@ -126,6 +126,11 @@ def test_cli_round_trip(server, bank):
     assert run("retain", bank, "The CLI stored this fact about lighthouses.", "--tag", "cli").returncode == 0
     out = run("recall", bank, "lighthouses")
     assert out.returncode == 0 and "lighthouses" in out.stdout
+    # the CLI leaves defaults and limits to the server: it sends a budget only when given one
+    assert "lighthouses" in run("recall", bank, "lighthouses", "--max-tokens", "2048").stdout
+    over = run("recall", bank, "lighthouses", "--max-tokens", "0")
+    assert over.returncode == 1 and "max_tokens" in over.stderr and "Traceback" not in over.stderr
+    assert run("operations", "list", bank).returncode == 0
     assert bank in run("banks", "list").stdout
     empty = run("recall", bank + "_none", "x")  # a bank never written reads as empty
     assert empty.returncode == 0 and empty.stdout == "" and "no memories match" in empty.stderr

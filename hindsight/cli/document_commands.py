@@ -109,7 +109,7 @@ def register(cli: click.Group) -> None:
     @click.argument("bank_id")
     @click.argument("query")
     @click.option("--mode", type=click.Choice(["hybrid", "vector", "keyword"]), default="hybrid", show_default=True)
-    @click.option("--top-k", type=int, default=5, show_default=True)
+    @click.option("--top-k", type=int, default=None, help="How many results (the server's default when left out).")
     @click.option("--strictness", type=int, default=None, help="0-5 (default 1).")
     @click.option("--min-score", type=float, default=None, help="0-1, instead of --strictness.")
     @click.option("--filter", "filter_", default=None, help='e.g. source_type = "pdf" and tags contains "manual"')

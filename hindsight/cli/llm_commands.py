@@ -119,7 +119,7 @@ def register(cli: click.Group) -> None:
     @click.argument("bank_id")
     @click.option("--status", type=click.Choice(["queued", "running", "succeeded", "failed", "cancelled"]))
     @click.option("--type", "type_")
-    @click.option("--limit", type=int, default=50, show_default=True)
+    @click.option("--limit", type=int, default=None, help="At most this many (the server's default when left out).")
     @pass_client
     def ops_list(c: Client, bank_id, status, type_, limit):
         params = {k: v for k, v in {"status": status, "type": type_, "limit": limit}.items() if v is not None}

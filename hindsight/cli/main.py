@@ -299,7 +299,9 @@ def retain(bank_id, content, file_, jsonl, context, timestamp, tags, document_id
 @cli.command()
 @click.argument("bank_id")
 @click.argument("query")
-@click.option("--max-tokens", default=4096, show_default=True)
+@click.option(
+    "--max-tokens", type=int, default=None, help="Token budget of the results (the server's default when left out)."
+)
 @click.option("--tag", "tags", multiple=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the full JSON result.")
 @click.option("--url", envvar="HINDSIGHT_URL", default=DEFAULT_URL)
@@ -307,7 +309,9 @@ def retain(bank_id, content, file_, jsonl, context, timestamp, tags, document_id
 def recall(bank_id, query, max_tokens, tags, as_json, url, key):
     """Recall memories of BANK_ID for QUERY."""
     c = Client(url, key)
-    body = {"query": query, "max_tokens": max_tokens}
+    body: dict = {"query": query}
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
     if tags:
         body["tags"] = list(tags)
     res = c.call("POST", f"/v1/banks/{bank_id}/recall", json=body)
