@@ -5,6 +5,7 @@ import tempfile
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
+from ..engine import Engine
 from ..engine.errors import InvalidArgument
 from ..engine.keys import Principal
 from ..engine.models import Bank, BankCreate, BankDeleted, BankList, BankUpdate
@@ -15,13 +16,13 @@ router = APIRouter(prefix="/v1/banks", tags=["banks"])
 
 
 @router.get("", summary="List banks (those the key may access)")
-async def list_banks(who: Principal = Depends(principal), eng=Depends(engine)) -> BankList:
+async def list_banks(who: Principal = Depends(principal), eng: Engine = Depends(engine)) -> BankList:
     return await eng.list_banks(who)
 
 
 @router.post("", status_code=201, summary="Create a bank (returns the existing one with 200)")
 async def create_bank(
-    req: BankCreate, response: Response, who: Principal = Depends(principal), eng=Depends(engine)
+    req: BankCreate, response: Response, who: Principal = Depends(principal), eng: Engine = Depends(engine)
 ) -> Bank:
     created = await eng.create_bank(who, req)
     if not created.created:
@@ -30,19 +31,21 @@ async def create_bank(
 
 
 @router.get("/{bank_id}", summary="Get a bank with its statistics")
-async def get_bank(bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)) -> Bank:
+async def get_bank(bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)) -> Bank:
     return await eng.get_bank(who, bank_id)
 
 
 @router.patch("/{bank_id}", summary="Update a bank's name, mission or disposition")
 async def update_bank(
-    req: BankUpdate, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+    req: BankUpdate, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
 ) -> Bank:
     return await eng.update_bank(who, bank_id, req)
 
 
 @router.delete("/{bank_id}", summary="Delete a bank and everything in it")
-async def delete_bank(bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)) -> BankDeleted:
+async def delete_bank(
+    bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
+) -> BankDeleted:
     return await eng.delete_bank(who, bank_id)
 
 
@@ -51,7 +54,7 @@ async def delete_bank(bank_id: str = Path(), who: Principal = Depends(principal)
     summary="Export the bank to one portable file (gzip JSON Lines)",
     response_class=StreamingResponse,
 )
-async def export_bank(bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)):
+async def export_bank(bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)):
     stream = await eng.export_bank(who, bank_id)
     return StreamingResponse(
         stream,
@@ -66,7 +69,7 @@ async def import_bank(
     bank_id: str = Path(),
     on_conflict: OnConflict = Query("rename", description="rename, skip or replace objects whose name is taken"),
     who: Principal = Depends(principal),
-    eng=Depends(engine),
+    eng: Engine = Depends(engine),
 ) -> ImportResult:
     eng.require(who, bank_id, write=True)  # before reading an upload that may be gigabytes
     limit = eng.settings.max_archive_bytes

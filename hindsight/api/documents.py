@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 
+from ..engine import Engine
 from ..engine.documents import (
     Document,
     DocumentDeleted,
@@ -25,7 +26,7 @@ async def import_documents(
     bank_id: str = Path(),
     wait: bool = Query(False),
     who: Principal = Depends(principal),
-    eng=Depends(engine),
+    eng: Engine = Depends(engine),
 ) -> ImportAccepted:
     return await eng.import_documents(who, bank_id, req, wait)
 
@@ -35,7 +36,7 @@ async def list_documents(
     bank_id: str = Path(),
     query: DocumentListQuery = Query(),
     who: Principal = Depends(principal),
-    eng=Depends(engine),
+    eng: Engine = Depends(engine),
 ) -> DocumentList:
     return await eng.list_documents(who, bank_id, query)
 
@@ -46,7 +47,7 @@ async def search(
     request: Request,
     bank_id: str = Path(),
     who: Principal = Depends(principal),
-    eng=Depends(engine),
+    eng: Engine = Depends(engine),
 ) -> RagSearchResult:
     return await eng.rag_search(who, bank_id, req, parse_caller(request.headers))
 
@@ -57,20 +58,20 @@ async def query(
     request: Request,
     bank_id: str = Path(),
     who: Principal = Depends(principal),
-    eng=Depends(engine),
+    eng: Engine = Depends(engine),
 ) -> DocumentSearchResult:
     return await eng.search_documents(who, bank_id, req, parse_caller(request.headers))
 
 
 @router.get("/{document_id}", summary="Get one document")
 async def get_document(
-    document_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+    document_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
 ) -> Document:
     return await eng.get_document(who, bank_id, document_id)
 
 
 @router.delete("/{document_id}", summary="Delete a document and its chunks")
 async def delete_document(
-    document_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+    document_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
 ) -> DocumentDeleted:
     return await eng.delete_document(who, bank_id, document_id)

@@ -4,6 +4,7 @@ from typing import Any
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Response
 
+from ..engine import Engine
 from ..engine.errors import InvalidArgument
 from ..engine.keys import Principal
 from ..engine.memories import EntityList, EntityQuery, Lineage, MemoryDeleted, MemoryList, MemoryQuery
@@ -26,7 +27,7 @@ async def retain(
     body: Any = Body(...),
     wait: bool = Query(False, description="With an LLM: return once facts are extracted, with their ids."),
     who: Principal = Depends(principal),
-    eng=Depends(engine),
+    eng: Engine = Depends(engine),
 ) -> RetainResult:
     if not isinstance(body, dict):
         raise InvalidArgument("body: expected a JSON object with 'content' or 'items'")
@@ -37,7 +38,9 @@ async def retain(
 
 
 @router.post("/recall", summary="Recall memories for a query, cut to max_tokens", response_model=RecallResult)
-async def recall(req: RecallRequest, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)):
+async def recall(
+    req: RecallRequest, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
+):
     # Serialised once by pydantic: the hot path skips FastAPI's second validation of the result.
     result = await eng.recall(who, bank_id, req)
     return Response(result.model_dump_json(), media_type="application/json")
@@ -48,21 +51,21 @@ async def list_memories(
     bank_id: str = Path(),
     query: MemoryQuery = Query(),
     who: Principal = Depends(principal),
-    eng=Depends(engine),
+    eng: Engine = Depends(engine),
 ) -> MemoryList:
     return await eng.list_memories(who, bank_id, query)
 
 
 @router.get("/memories/{memory_id}", summary="Get one memory")
 async def get_memory(
-    memory_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+    memory_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
 ) -> Memory:
     return await eng.get_memory(who, bank_id, memory_id)
 
 
 @router.get("/memories/{memory_id}/lineage", summary="The raw units a fact came from, or the facts a raw unit gave")
 async def memory_lineage(
-    memory_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+    memory_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
 ) -> Lineage:
     return await eng.memory_lineage(who, bank_id, memory_id)
 
@@ -72,13 +75,13 @@ async def list_entities(
     bank_id: str = Path(),
     query: EntityQuery = Query(),
     who: Principal = Depends(principal),
-    eng=Depends(engine),
+    eng: Engine = Depends(engine),
 ) -> EntityList:
     return await eng.list_entities(who, bank_id, query)
 
 
 @router.delete("/memories/{memory_id}", summary="Delete one memory")
 async def delete_memory(
-    memory_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+    memory_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
 ) -> MemoryDeleted:
     return await eng.delete_memory(who, bank_id, memory_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Path, Query
 
+from ..engine import Engine
 from ..engine.keys import Principal
 from ..engine.mental_models import (
     MentalModel,
@@ -26,7 +27,7 @@ router = APIRouter(prefix="/v1/banks/{bank_id}")
     "/reflect", tags=["reflect"], summary="Answer a question from the bank's memories (LLM, or extractive offline)"
 )
 async def reflect(
-    req: ReflectRequest, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+    req: ReflectRequest, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
 ) -> ReflectResult:
     return await eng.reflect(who, bank_id, req)
 
@@ -38,7 +39,7 @@ async def reflect(
     summary="Create a mental model; content is filled asynchronously",
 )
 async def create(
-    req: MentalModelCreate, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+    req: MentalModelCreate, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
 ) -> MentalModelOperation:
     return await eng.create_mental_model(who, bank_id, req)
 
@@ -48,14 +49,14 @@ async def list_(
     bank_id: str = Path(),
     query: MentalModelQuery = Query(),
     who: Principal = Depends(principal),
-    eng=Depends(engine),
+    eng: Engine = Depends(engine),
 ) -> MentalModelList:
     return await eng.list_mental_models(who, bank_id, query)
 
 
 @router.get("/mental-models/{mental_model_id}", tags=["mental models"], summary="Get a mental model with its content")
 async def get(
-    mental_model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+    mental_model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
 ) -> MentalModel:
     return await eng.get_mental_model(who, bank_id, mental_model_id)
 
@@ -64,7 +65,7 @@ async def get(
     "/mental-models/{mental_model_id}/history", tags=["mental models"], summary="Previous contents, newest first"
 )
 async def history(
-    mental_model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+    mental_model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
 ) -> list[MentalModelVersion]:
     return await eng.mental_model_history(who, bank_id, mental_model_id)
 
@@ -77,14 +78,14 @@ async def update(
     mental_model_id: str,
     bank_id: str = Path(),
     who: Principal = Depends(principal),
-    eng=Depends(engine),
+    eng: Engine = Depends(engine),
 ) -> MentalModel:
     return await eng.update_mental_model(who, bank_id, mental_model_id, req)
 
 
 @router.delete("/mental-models/{mental_model_id}", tags=["mental models"], summary="Delete a mental model")
 async def delete(
-    mental_model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+    mental_model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
 ) -> MentalModelDeleted:
     return await eng.delete_mental_model(who, bank_id, mental_model_id)
 
@@ -93,7 +94,7 @@ async def delete(
     "/mental-models/{mental_model_id}/refresh", status_code=202, tags=["mental models"], summary="Queue a refresh"
 )
 async def refresh(
-    mental_model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+    mental_model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
 ) -> MentalModelOperation:
     return await eng.refresh_mental_model(who, bank_id, mental_model_id)
 
@@ -103,25 +104,25 @@ async def list_operations(
     bank_id: str = Path(),
     query: OperationQuery = Query(),
     who: Principal = Depends(principal),
-    eng=Depends(engine),
+    eng: Engine = Depends(engine),
 ) -> OperationList:
     return await eng.list_operations(who, bank_id, query)
 
 
 @router.get("/operations/{operation_id}", tags=["operations"], summary="Get one operation")
 async def get_operation(
-    operation_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+    operation_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
 ) -> Operation:
     return await eng.get_operation(who, bank_id, operation_id)
 
 
 @router.post("/operations/{operation_id}/cancel", tags=["operations"], summary="Cancel a queued or running operation")
 async def cancel_operation(
-    operation_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+    operation_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
 ) -> Operation:
     return await eng.cancel_operation(who, bank_id, operation_id)
 
 
 @router.get("/usage", tags=["operations"], summary="LLM calls, tokens and cost, by operation and model")
-async def usage(bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)) -> dict:
+async def usage(bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)) -> dict:
     return await eng.usage(who, bank_id)

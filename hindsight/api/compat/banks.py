@@ -7,8 +7,9 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Path, Query
 
+from ...engine import Engine
 from ...engine.keys import Principal
-from ...engine.models import BankCreate, BankUpdate
+from ...engine.models import Bank, BankCreate, BankUpdate
 from ...engine.validation import parse
 from ..deps import engine, principal
 from . import convert
@@ -23,7 +24,7 @@ async def list_banks(
     limit: int = Query(100, ge=0),
     offset: int = Query(0, ge=0),
     who: Principal = Depends(principal),
-    eng=Depends(engine),
+    eng: Engine = Depends(engine),
 ):
     banks = (await eng.list_banks(who)).banks
     if q:
@@ -33,7 +34,7 @@ async def list_banks(
     return M.BankList(banks=[convert.bank_item(b) for b in page], total=len(banks), limit=limit, offset=offset)
 
 
-async def _apply(eng, who: Principal, bank_id: str, body: M.BankIn, bank) -> M.BankProfile:
+async def _apply(eng: Engine, who: Principal, bank_id: str, body: M.BankIn, bank: Bank) -> M.BankProfile:
     """Write what the body sets onto `bank` (disposition traits merge into the existing ones)."""
     update: dict[str, Any] = {}
     if body.name is not None:
@@ -48,24 +49,28 @@ async def _apply(eng, who: Principal, bank_id: str, body: M.BankIn, bank) -> M.B
 
 
 @router.put("/{bank_id}", response_model=M.BankProfile, summary="Create a bank, or update it if it exists")
-async def put_bank(body: M.BankIn, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)):
+async def put_bank(
+    body: M.BankIn, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
+):
     created = await eng.create_bank(who, parse(BankCreate, dict(bank_id=bank_id)))
     return await _apply(eng, who, bank_id, body, created.bank)
 
 
 @router.patch("/{bank_id}", response_model=M.BankProfile, summary="Update an existing bank")
-async def patch_bank(body: M.BankIn, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)):
+async def patch_bank(
+    body: M.BankIn, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
+):
     return await _apply(eng, who, bank_id, body, await eng.get_bank(who, bank_id))
 
 
 @router.get("/{bank_id}", response_model=M.BankProfile, summary="A bank's profile")
 @router.get("/{bank_id}/profile", response_model=M.BankProfile, summary="A bank's profile")
-async def get_profile(bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)):
+async def get_profile(bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)):
     return convert.profile(await eng.get_bank(who, bank_id))
 
 
 @router.delete("/{bank_id}", response_model=M.Deleted, summary="Delete a bank and everything in it")
-async def delete_bank(bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)):
+async def delete_bank(bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)):
     gone = await eng.delete_bank(who, bank_id)
     return M.Deleted(
         message=f"Bank '{bank_id}' and all associated data deleted successfully", deleted_count=gone.memories_deleted

@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Path, Query
 
+from ...engine import Engine
 from ...engine.keys import Principal
 from ...engine.memories import DocumentQuery, MemoryQuery
 from ...engine.models import RecallRequest
@@ -27,7 +28,9 @@ router = APIRouter(prefix="/v1/default/banks/{bank_id}", tags=["Hindsight-compat
     response_model_by_alias=True,
     summary="Retain items (async: queued as an operation; else stored, and with an LLM, extracted)",
 )
-async def retain(body: M.RetainIn, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)):
+async def retain(
+    body: M.RetainIn, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
+):
     items = convert.retain_items(body)
     if body.is_async:
         accepted = await eng.retain_later(who, bank_id, items)
@@ -39,7 +42,9 @@ async def retain(body: M.RetainIn, bank_id: str = Path(), who: Principal = Depen
 
 
 @router.post("/memories/recall", response_model=M.RecallOut, summary="Recall memories for a query")
-async def recall(body: M.RecallIn, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)):
+async def recall(
+    body: M.RecallIn, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
+):
     known = [t for t in body.types if t in convert.KNOWN_TYPES] if body.types else None
     if body.types and not known:  # only observations asked for: we keep none
         parse(RecallRequest, dict(query=body.query))
@@ -69,7 +74,9 @@ async def recall(body: M.RecallIn, bank_id: str = Path(), who: Principal = Depen
 
 
 @router.post("/reflect", response_model=M.ReflectOut, summary="Answer a question from the bank's memories")
-async def reflect(body: M.ReflectIn, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)):
+async def reflect(
+    body: M.ReflectIn, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
+):
     req = parse(
         ReflectRequest,
         dict(
@@ -117,7 +124,7 @@ async def list_memories(
     limit: int = Query(100, ge=0, le=1000),
     offset: int = Query(0, ge=0),
     who: Principal = Depends(principal),
-    eng=Depends(engine),
+    eng: Engine = Depends(engine),
 ):
     if type is not None and type not in convert.KNOWN_TYPES:
         return M.MemoryUnitList(items=[], total=0, limit=limit, offset=offset)
@@ -133,7 +140,7 @@ async def list_memories(
 
 @router.get("/memories/{memory_id}", summary="One memory")
 async def get_memory(
-    memory_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+    memory_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
 ) -> dict[str, Any]:
     m = await eng.get_memory(who, bank_id, memory_id)
     unit = convert.memory_unit(m).model_dump()
@@ -149,7 +156,7 @@ async def list_documents(
     limit: int = Query(100, ge=0, le=1000),
     offset: int = Query(0, ge=0),
     who: Principal = Depends(principal),
-    eng=Depends(engine),
+    eng: Engine = Depends(engine),
 ):
     query = parse(DocumentQuery, dict(q=q, tags=tags, tags_match=tags_match, limit=limit, offset=offset))
     found, total = await eng.list_retained_documents(who, bank_id, query)
@@ -180,7 +187,7 @@ async def list_documents(
     summary="Delete a retained document and its memories",
 )
 async def delete_document(
-    document_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+    document_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
 ):
     n = await eng.delete_retained_document(who, bank_id, document_id)
     return M.DocumentDeleted(
@@ -192,7 +199,7 @@ async def delete_document(
     "/documents/{document_id:path}", response_model=M.DocumentOut, summary="The text retained under a document_id"
 )
 async def get_document(
-    document_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+    document_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
 ):
     d = await eng.get_retained_document(who, bank_id, document_id)
     return M.DocumentOut(

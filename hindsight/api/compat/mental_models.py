@@ -8,6 +8,7 @@ from typing import Literal
 
 from fastapi import APIRouter, Body, Depends, Path, Query
 
+from ...engine import Engine
 from ...engine.keys import Principal
 from ...engine.mental_models import MentalModelCreate, MentalModelQuery, MentalModelUpdate
 from ...engine.tags import TagsMatch
@@ -29,7 +30,7 @@ async def list_models(
     limit: int = Query(100, ge=1, le=1000),
     offset: int = Query(0, ge=0),
     who: Principal = Depends(principal),
-    eng=Depends(engine),
+    eng: Engine = Depends(engine),
 ):
     query = parse(MentalModelQuery, dict(tags=convert.as_list(tags) or None, tags_match=tags_match))
     models = (await eng.list_mental_models(who, bank_id, query)).mental_models
@@ -46,7 +47,7 @@ async def list_models(
     "", response_model=M.MentalModelCreated, summary="Create a mental model; its content is generated in the background"
 )
 async def create_model(
-    body: M.MentalModelIn, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+    body: M.MentalModelIn, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
 ):
     req = parse(
         MentalModelCreate,
@@ -68,7 +69,7 @@ async def get_model(
     detail: Detail = "full",
     bank_id: str = Path(),
     who: Principal = Depends(principal),
-    eng=Depends(engine),
+    eng: Engine = Depends(engine),
 ):
     return convert.mental_model(await eng.get_mental_model(who, bank_id, model_id), detail != "metadata")
 
@@ -79,7 +80,7 @@ async def update_model(
     body: M.MentalModelPatch,
     bank_id: str = Path(),
     who: Principal = Depends(principal),
-    eng=Depends(engine),
+    eng: Engine = Depends(engine),
 ):
     req = parse(
         MentalModelUpdate,
@@ -95,7 +96,7 @@ async def update_model(
 
 @router.delete("/{model_id}", summary="Delete a mental model")
 async def delete_model(
-    model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+    model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
 ) -> dict:
     await eng.delete_mental_model(who, bank_id, model_id)
     return {"status": "deleted"}
@@ -107,7 +108,7 @@ async def refresh_model(
     bank_id: str = Path(),
     _body: dict | None = Body(None),
     who: Principal = Depends(principal),
-    eng=Depends(engine),
+    eng: Engine = Depends(engine),
 ):
     op = await eng.refresh_mental_model(who, bank_id, model_id)
     return M.Submitted(operation_id=op.operation_id)
@@ -115,7 +116,7 @@ async def refresh_model(
 
 @router.get("/{model_id}/history", summary="A mental model's contents, most recent first")
 async def history(
-    model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+    model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
 ) -> list[dict]:
     versions = await eng.mental_model_history(who, bank_id, model_id)
     return [

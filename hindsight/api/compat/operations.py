@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Path, Query
 
+from ...engine import Engine
 from ...engine.errors import Conflict, InvalidArgument
 from ...engine.keys import Principal
 from ...engine.operations import TERMINAL, OperationQuery
@@ -23,7 +24,7 @@ async def list_operations(
     limit: int = Query(20, ge=1, le=100),
     offset: int = Query(0, ge=0),
     who: Principal = Depends(principal),
-    eng=Depends(engine),
+    eng: Engine = Depends(engine),
 ):
     if status is not None and status not in convert.STATUS_IN:
         raise InvalidArgument(f"status: one of {', '.join(convert.STATUS_OUT.values())}", "status")
@@ -41,14 +42,14 @@ async def list_operations(
 
 @router.get("/{operation_id}", response_model=M.OperationStatus, summary="One operation's status")
 async def get_operation(
-    operation_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+    operation_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
 ):
     return convert.operation_status(await eng.get_operation(who, bank_id, operation_id))
 
 
 @router.delete("/{operation_id}", response_model=M.Cancelled, summary="Cancel a pending or running operation")
 async def cancel_operation(
-    operation_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng=Depends(engine)
+    operation_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
 ):
     before = await eng.get_operation(who, bank_id, operation_id)
     if before.status in TERMINAL:
