@@ -50,72 +50,13 @@ ARM_WEIGHTS = {"semantic": 1.0, "keyword": 2.0, "entity": 0.6, "temporal": 0.8}
 NEIGHBOUR_PARENTS = 8
 NEIGHBOUR_DECAY = 0.5
 _WORD = re.compile(r"[A-Za-z0-9]+")
-_QUERY_STOP = {
-    "what",
-    "when",
-    "where",
-    "who",
-    "whom",
-    "which",
-    "why",
-    "how",
-    "did",
-    "does",
-    "do",
-    "is",
-    "are",
-    "was",
-    "were",
-    "the",
-    "a",
-    "an",
-    "of",
-    "to",
-    "in",
-    "on",
-    "for",
-    "and",
-    "or",
-    "with",
-    "has",
-    "have",
-    "had",
-    "be",
-    "been",
-    "at",
-    "by",
-    "from",
-    "about",
-    "as",
-    "it",
-    "its",
-    "that",
-    "this",
-    "there",
-    "their",
-    "they",
-    "he",
-    "she",
-    "his",
-    "her",
-    "him",
-    "you",
-    "your",
-    "i",
-    "me",
-    "my",
-    "we",
-    "our",
-    "us",
-    "can",
-    "could",
-    "would",
-    "should",
-    "will",
-    "some",
-    "any",
-    "kind",
-}
+_QUERY_STOP = frozenset(
+    """
+    what when where who whom which why how did does do is are was were the a an of to in on for and
+    or with has have had be been at by from about as it its that this there their they he she his
+    her him you your i me my we our us can could would should will some any kind
+    """.split()
+)
 
 
 def request_filters(req: RecallRequest) -> Fragment:
