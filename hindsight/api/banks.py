@@ -2,28 +2,24 @@ from __future__ import annotations
 
 import tempfile
 
-from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
-from ..engine import Engine
 from ..engine.errors import InvalidArgument
-from ..engine.keys import Principal
 from ..engine.models import Bank, BankCreate, BankDeleted, BankList, BankUpdate
 from ..engine.portable import ImportResult, OnConflict
-from .deps import engine, principal
+from .deps import BankId, Caller, EngineDep
 
 router = APIRouter(prefix="/v1/banks", tags=["banks"])
 
 
 @router.get("", summary="List banks (those the key may access)")
-async def list_banks(who: Principal = Depends(principal), eng: Engine = Depends(engine)) -> BankList:
+async def list_banks(who: Caller, eng: EngineDep) -> BankList:
     return await eng.list_banks(who)
 
 
 @router.post("", status_code=201, summary="Create a bank (returns the existing one with 200)")
-async def create_bank(
-    req: BankCreate, response: Response, who: Principal = Depends(principal), eng: Engine = Depends(engine)
-) -> Bank:
+async def create_bank(req: BankCreate, response: Response, who: Caller, eng: EngineDep) -> Bank:
     created = await eng.create_bank(who, req)
     if not created.created:
         response.status_code = 200
@@ -31,21 +27,17 @@ async def create_bank(
 
 
 @router.get("/{bank_id}", summary="Get a bank with its statistics")
-async def get_bank(bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)) -> Bank:
+async def get_bank(bank_id: BankId, who: Caller, eng: EngineDep) -> Bank:
     return await eng.get_bank(who, bank_id)
 
 
 @router.patch("/{bank_id}", summary="Update a bank's name, mission or disposition")
-async def update_bank(
-    req: BankUpdate, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-) -> Bank:
+async def update_bank(req: BankUpdate, bank_id: BankId, who: Caller, eng: EngineDep) -> Bank:
     return await eng.update_bank(who, bank_id, req)
 
 
 @router.delete("/{bank_id}", summary="Delete a bank and everything in it")
-async def delete_bank(
-    bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-) -> BankDeleted:
+async def delete_bank(bank_id: BankId, who: Caller, eng: EngineDep) -> BankDeleted:
     return await eng.delete_bank(who, bank_id)
 
 
@@ -54,7 +46,7 @@ async def delete_bank(
     summary="Export the bank to one portable file (gzip JSON Lines)",
     response_class=StreamingResponse,
 )
-async def export_bank(bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)):
+async def export_bank(bank_id: BankId, who: Caller, eng: EngineDep):
     stream = await eng.export_bank(who, bank_id)
     return StreamingResponse(
         stream,
@@ -66,10 +58,10 @@ async def export_bank(bank_id: str = Path(), who: Principal = Depends(principal)
 @router.post("/{bank_id}/import", summary="Import an exported bank file into this bank (created if needed)")
 async def import_bank(
     request: Request,
-    bank_id: str = Path(),
+    bank_id: BankId,
+    who: Caller,
+    eng: EngineDep,
     on_conflict: OnConflict = Query("rename", description="rename, skip or replace objects whose name is taken"),
-    who: Principal = Depends(principal),
-    eng: Engine = Depends(engine),
 ) -> ImportResult:
     eng.require(who, bank_id, write=True)  # before reading an upload that may be gigabytes
     limit = eng.settings.max_archive_bytes

@@ -6,8 +6,11 @@ are checked by the engine operation itself, like every other argument naming a b
 
 from __future__ import annotations
 
-from fastapi import Request
+from typing import Annotated
 
+from fastapi import Depends, Path, Request
+
+from ..config import BANK_ID_RULE
 from ..engine import Engine
 from ..engine.keys import Principal
 
@@ -18,3 +21,10 @@ async def engine(request: Request) -> Engine:
 
 async def principal(request: Request) -> Principal:
     return await request.app.state.engine.authenticate(request.headers.get("authorization"))
+
+
+# FastAPI's `Annotated` aliases, so a route says `bank_id: BankId, who: Caller, eng: EngineDep`
+# and each is typed (mypy checks the route's body against the engine) and documented once.
+BankId = Annotated[str, Path(description=f"The bank's id: {BANK_ID_RULE}.")]
+Caller = Annotated[Principal, Depends(principal)]
+EngineDep = Annotated[Engine, Depends(engine)]

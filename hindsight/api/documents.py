@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Query, Request
 
-from ..engine import Engine
 from ..engine.documents import (
     Document,
     DocumentDeleted,
@@ -13,9 +12,8 @@ from ..engine.documents import (
     ImportAccepted,
     ImportRequest,
 )
-from ..engine.keys import Principal
 from ..engine.rag import DocumentSearchRequest, DocumentSearchResult, RagSearchRequest, RagSearchResult, parse_caller
-from .deps import engine, principal
+from .deps import BankId, Caller, EngineDep
 
 router = APIRouter(prefix="/v1/banks/{bank_id}/documents", tags=["documents"])
 
@@ -23,20 +21,20 @@ router = APIRouter(prefix="/v1/banks/{bank_id}/documents", tags=["documents"])
 @router.post("", status_code=202, summary="Import files and URLs (an operation; ?wait=true waits for it)")
 async def import_documents(
     req: ImportRequest,
-    bank_id: str = Path(),
+    bank_id: BankId,
+    who: Caller,
+    eng: EngineDep,
     wait: bool = Query(False),
-    who: Principal = Depends(principal),
-    eng: Engine = Depends(engine),
 ) -> ImportAccepted:
     return await eng.import_documents(who, bank_id, req, wait)
 
 
 @router.get("", summary="List documents")
 async def list_documents(
-    bank_id: str = Path(),
+    bank_id: BankId,
+    who: Caller,
+    eng: EngineDep,
     query: DocumentListQuery = Query(),
-    who: Principal = Depends(principal),
-    eng: Engine = Depends(engine),
 ) -> DocumentList:
     return await eng.list_documents(who, bank_id, query)
 
@@ -45,9 +43,9 @@ async def list_documents(
 async def search(
     req: RagSearchRequest,
     request: Request,
-    bank_id: str = Path(),
-    who: Principal = Depends(principal),
-    eng: Engine = Depends(engine),
+    bank_id: BankId,
+    who: Caller,
+    eng: EngineDep,
 ) -> RagSearchResult:
     return await eng.rag_search(who, bank_id, req, parse_caller(request.headers))
 
@@ -56,22 +54,18 @@ async def search(
 async def query(
     req: DocumentSearchRequest,
     request: Request,
-    bank_id: str = Path(),
-    who: Principal = Depends(principal),
-    eng: Engine = Depends(engine),
+    bank_id: BankId,
+    who: Caller,
+    eng: EngineDep,
 ) -> DocumentSearchResult:
     return await eng.search_documents(who, bank_id, req, parse_caller(request.headers))
 
 
 @router.get("/{document_id}", summary="Get one document")
-async def get_document(
-    document_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-) -> Document:
+async def get_document(document_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> Document:
     return await eng.get_document(who, bank_id, document_id)
 
 
 @router.delete("/{document_id}", summary="Delete a document and its chunks")
-async def delete_document(
-    document_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-) -> DocumentDeleted:
+async def delete_document(document_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> DocumentDeleted:
     return await eng.delete_document(who, bank_id, document_id)

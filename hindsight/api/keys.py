@@ -1,25 +1,23 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 
-from ..engine import Engine
-from ..engine.keys import Principal
 from ..engine.models import ApiKey, ApiKeyCreate, ApiKeyList
-from .deps import engine, principal
+from .deps import Caller, EngineDep
 
 router = APIRouter(prefix="/v1/keys", tags=["keys"])
 
 
 @router.post("", status_code=201, summary="Create an API key (admin); the secret is returned once")
-async def create_key(req: ApiKeyCreate, who: Principal = Depends(principal), eng: Engine = Depends(engine)) -> ApiKey:
+async def create_key(req: ApiKeyCreate, who: Caller, eng: EngineDep) -> ApiKey:
     return await eng.create_key(who, req)
 
 
 @router.get("", summary="List API keys (admin); secrets are never returned")
-async def list_keys(who: Principal = Depends(principal), eng: Engine = Depends(engine)) -> ApiKeyList:
+async def list_keys(who: Caller, eng: EngineDep) -> ApiKeyList:
     return await eng.list_keys(who)
 
 
 @router.delete("/{key_id}", summary="Revoke an API key (admin)")
-async def revoke_key(key_id: str, who: Principal = Depends(principal), eng: Engine = Depends(engine)) -> ApiKey:
+async def revoke_key(key_id: str, who: Caller, eng: EngineDep) -> ApiKey:
     return await eng.revoke_key(who, key_id)

@@ -2,15 +2,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Body, Depends, Path, Query, Response
+from fastapi import APIRouter, Body, Query, Response
 
-from ..engine import Engine
 from ..engine.errors import InvalidArgument
-from ..engine.keys import Principal
 from ..engine.memories import EntityList, EntityQuery, Lineage, MemoryDeleted, MemoryList, MemoryQuery
 from ..engine.models import Memory, RecallRequest, RecallResult, RetainBatchRequest, RetainItem, RetainResult
 from ..engine.validation import parse
-from .deps import engine, principal
+from .deps import BankId, Caller, EngineDep
 
 router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["memories"])
 
@@ -23,11 +21,11 @@ _RETAIN_BODY = {"oneOf": [RetainItem.model_json_schema(), RetainBatchRequest.mod
     openapi_extra={"requestBody": {"content": {"application/json": {"schema": _RETAIN_BODY}}, "required": True}},
 )
 async def retain(
-    bank_id: str = Path(),
+    bank_id: BankId,
+    who: Caller,
+    eng: EngineDep,
     body: Any = Body(...),
     wait: bool = Query(False, description="With an LLM: return once facts are extracted, with their ids."),
-    who: Principal = Depends(principal),
-    eng: Engine = Depends(engine),
 ) -> RetainResult:
     if not isinstance(body, dict):
         raise InvalidArgument("body: expected a JSON object with 'content' or 'items'")
@@ -38,9 +36,7 @@ async def retain(
 
 
 @router.post("/recall", summary="Recall memories for a query, cut to max_tokens", response_model=RecallResult)
-async def recall(
-    req: RecallRequest, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-):
+async def recall(req: RecallRequest, bank_id: BankId, who: Caller, eng: EngineDep):
     # Serialised once by pydantic: the hot path skips FastAPI's second validation of the result.
     result = await eng.recall(who, bank_id, req)
     return Response(result.model_dump_json(), media_type="application/json")
@@ -48,40 +44,34 @@ async def recall(
 
 @router.get("/memories", summary="List memories, newest first")
 async def list_memories(
-    bank_id: str = Path(),
+    bank_id: BankId,
+    who: Caller,
+    eng: EngineDep,
     query: MemoryQuery = Query(),
-    who: Principal = Depends(principal),
-    eng: Engine = Depends(engine),
 ) -> MemoryList:
     return await eng.list_memories(who, bank_id, query)
 
 
 @router.get("/memories/{memory_id}", summary="Get one memory")
-async def get_memory(
-    memory_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-) -> Memory:
+async def get_memory(memory_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> Memory:
     return await eng.get_memory(who, bank_id, memory_id)
 
 
 @router.get("/memories/{memory_id}/lineage", summary="The raw units a fact came from, or the facts a raw unit gave")
-async def memory_lineage(
-    memory_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-) -> Lineage:
+async def memory_lineage(memory_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> Lineage:
     return await eng.memory_lineage(who, bank_id, memory_id)
 
 
 @router.get("/entities", summary="The bank's entities, most mentioned first")
 async def list_entities(
-    bank_id: str = Path(),
+    bank_id: BankId,
+    who: Caller,
+    eng: EngineDep,
     query: EntityQuery = Query(),
-    who: Principal = Depends(principal),
-    eng: Engine = Depends(engine),
 ) -> EntityList:
     return await eng.list_entities(who, bank_id, query)
 
 
 @router.delete("/memories/{memory_id}", summary="Delete one memory")
-async def delete_memory(
-    memory_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-) -> MemoryDeleted:
+async def delete_memory(memory_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> MemoryDeleted:
     return await eng.delete_memory(who, bank_id, memory_id)

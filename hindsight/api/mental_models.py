@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Query
 
-from ..engine import Engine
-from ..engine.keys import Principal
 from ..engine.mental_models import (
     MentalModel,
     MentalModelCreate,
@@ -18,7 +16,7 @@ from ..engine.mental_models import (
 )
 from ..engine.operations import Operation, OperationList, OperationQuery
 from ..engine.reflect import ReflectRequest, ReflectResult
-from .deps import engine, principal
+from .deps import BankId, Caller, EngineDep
 
 router = APIRouter(prefix="/v1/banks/{bank_id}")
 
@@ -26,9 +24,7 @@ router = APIRouter(prefix="/v1/banks/{bank_id}")
 @router.post(
     "/reflect", tags=["reflect"], summary="Answer a question from the bank's memories (LLM, or extractive offline)"
 )
-async def reflect(
-    req: ReflectRequest, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-) -> ReflectResult:
+async def reflect(req: ReflectRequest, bank_id: BankId, who: Caller, eng: EngineDep) -> ReflectResult:
     return await eng.reflect(who, bank_id, req)
 
 
@@ -38,35 +34,29 @@ async def reflect(
     tags=["mental models"],
     summary="Create a mental model; content is filled asynchronously",
 )
-async def create(
-    req: MentalModelCreate, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-) -> MentalModelOperation:
+async def create(req: MentalModelCreate, bank_id: BankId, who: Caller, eng: EngineDep) -> MentalModelOperation:
     return await eng.create_mental_model(who, bank_id, req)
 
 
 @router.get("/mental-models", tags=["mental models"], summary="List mental models (optionally sharing a tag)")
 async def list_(
-    bank_id: str = Path(),
+    bank_id: BankId,
+    who: Caller,
+    eng: EngineDep,
     query: MentalModelQuery = Query(),
-    who: Principal = Depends(principal),
-    eng: Engine = Depends(engine),
 ) -> MentalModelList:
     return await eng.list_mental_models(who, bank_id, query)
 
 
 @router.get("/mental-models/{mental_model_id}", tags=["mental models"], summary="Get a mental model with its content")
-async def get(
-    mental_model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-) -> MentalModel:
+async def get(mental_model_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> MentalModel:
     return await eng.get_mental_model(who, bank_id, mental_model_id)
 
 
 @router.get(
     "/mental-models/{mental_model_id}/history", tags=["mental models"], summary="Previous contents, newest first"
 )
-async def history(
-    mental_model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-) -> list[MentalModelVersion]:
+async def history(mental_model_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> list[MentalModelVersion]:
     return await eng.mental_model_history(who, bank_id, mental_model_id)
 
 
@@ -76,53 +66,45 @@ async def history(
 async def update(
     req: MentalModelUpdate,
     mental_model_id: str,
-    bank_id: str = Path(),
-    who: Principal = Depends(principal),
-    eng: Engine = Depends(engine),
+    bank_id: BankId,
+    who: Caller,
+    eng: EngineDep,
 ) -> MentalModel:
     return await eng.update_mental_model(who, bank_id, mental_model_id, req)
 
 
 @router.delete("/mental-models/{mental_model_id}", tags=["mental models"], summary="Delete a mental model")
-async def delete(
-    mental_model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-) -> MentalModelDeleted:
+async def delete(mental_model_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> MentalModelDeleted:
     return await eng.delete_mental_model(who, bank_id, mental_model_id)
 
 
 @router.post(
     "/mental-models/{mental_model_id}/refresh", status_code=202, tags=["mental models"], summary="Queue a refresh"
 )
-async def refresh(
-    mental_model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-) -> MentalModelOperation:
+async def refresh(mental_model_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> MentalModelOperation:
     return await eng.refresh_mental_model(who, bank_id, mental_model_id)
 
 
 @router.get("/operations", tags=["operations"], summary="List operations, newest first")
 async def list_operations(
-    bank_id: str = Path(),
+    bank_id: BankId,
+    who: Caller,
+    eng: EngineDep,
     query: OperationQuery = Query(),
-    who: Principal = Depends(principal),
-    eng: Engine = Depends(engine),
 ) -> OperationList:
     return await eng.list_operations(who, bank_id, query)
 
 
 @router.get("/operations/{operation_id}", tags=["operations"], summary="Get one operation")
-async def get_operation(
-    operation_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-) -> Operation:
+async def get_operation(operation_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> Operation:
     return await eng.get_operation(who, bank_id, operation_id)
 
 
 @router.post("/operations/{operation_id}/cancel", tags=["operations"], summary="Cancel a queued or running operation")
-async def cancel_operation(
-    operation_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-) -> Operation:
+async def cancel_operation(operation_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> Operation:
     return await eng.cancel_operation(who, bank_id, operation_id)
 
 
 @router.get("/usage", tags=["operations"], summary="LLM calls, tokens and cost, by operation and model")
-async def usage(bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)) -> dict:
+async def usage(bank_id: BankId, who: Caller, eng: EngineDep) -> dict:
     return await eng.usage(who, bank_id)

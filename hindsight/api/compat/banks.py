@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Query
 
 from ...engine import Engine
 from ...engine.keys import Principal
 from ...engine.models import Bank, BankCreate, BankUpdate
 from ...engine.validation import parse
-from ..deps import engine, principal
+from ..deps import BankId, Caller, EngineDep
 from . import convert
 from . import models as M
 
@@ -20,11 +20,11 @@ router = APIRouter(prefix="/v1/default/banks", tags=["Hindsight-compatible: bank
 
 @router.get("", response_model=M.BankList, summary="List the banks this key may use")
 async def list_banks(
+    who: Caller,
+    eng: EngineDep,
     q: str | None = Query(None, description="Substring of the bank id or name (any case)."),
     limit: int = Query(100, ge=0),
     offset: int = Query(0, ge=0),
-    who: Principal = Depends(principal),
-    eng: Engine = Depends(engine),
 ):
     banks = (await eng.list_banks(who)).banks
     if q:
@@ -49,28 +49,24 @@ async def _apply(eng: Engine, who: Principal, bank_id: str, body: M.BankIn, bank
 
 
 @router.put("/{bank_id}", response_model=M.BankProfile, summary="Create a bank, or update it if it exists")
-async def put_bank(
-    body: M.BankIn, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-):
+async def put_bank(body: M.BankIn, bank_id: BankId, who: Caller, eng: EngineDep):
     created = await eng.create_bank(who, parse(BankCreate, dict(bank_id=bank_id)))
     return await _apply(eng, who, bank_id, body, created.bank)
 
 
 @router.patch("/{bank_id}", response_model=M.BankProfile, summary="Update an existing bank")
-async def patch_bank(
-    body: M.BankIn, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-):
+async def patch_bank(body: M.BankIn, bank_id: BankId, who: Caller, eng: EngineDep):
     return await _apply(eng, who, bank_id, body, await eng.get_bank(who, bank_id))
 
 
 @router.get("/{bank_id}", response_model=M.BankProfile, summary="A bank's profile")
 @router.get("/{bank_id}/profile", response_model=M.BankProfile, summary="A bank's profile")
-async def get_profile(bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)):
+async def get_profile(bank_id: BankId, who: Caller, eng: EngineDep):
     return convert.profile(await eng.get_bank(who, bank_id))
 
 
 @router.delete("/{bank_id}", response_model=M.Deleted, summary="Delete a bank and everything in it")
-async def delete_bank(bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)):
+async def delete_bank(bank_id: BankId, who: Caller, eng: EngineDep):
     gone = await eng.delete_bank(who, bank_id)
     return M.Deleted(
         message=f"Bank '{bank_id}' and all associated data deleted successfully", deleted_count=gone.memories_deleted

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Query
 
-from ...engine import Engine
-from ...engine.keys import Principal
 from ...engine.memories import DocumentQuery, MemoryQuery
 from ...engine.models import RecallRequest
 from ...engine.reflect import ReflectRequest
 from ...engine.tags import TagsMatch
 from ...engine.validation import parse
-from ..deps import engine, principal
+from ..deps import BankId, Caller, EngineDep
 from . import convert
 from . import models as M
 
@@ -28,9 +26,7 @@ router = APIRouter(prefix="/v1/default/banks/{bank_id}", tags=["Hindsight-compat
     response_model_by_alias=True,
     summary="Retain items (async: queued as an operation; else stored, and with an LLM, extracted)",
 )
-async def retain(
-    body: M.RetainIn, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-):
+async def retain(body: M.RetainIn, bank_id: BankId, who: Caller, eng: EngineDep):
     items = convert.retain_items(body)
     if body.is_async:
         accepted = await eng.retain_later(who, bank_id, items)
@@ -42,9 +38,7 @@ async def retain(
 
 
 @router.post("/memories/recall", response_model=M.RecallOut, summary="Recall memories for a query")
-async def recall(
-    body: M.RecallIn, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-):
+async def recall(body: M.RecallIn, bank_id: BankId, who: Caller, eng: EngineDep):
     known = [t for t in body.types if t in convert.KNOWN_TYPES] if body.types else None
     if body.types and not known:  # only observations asked for: we keep none
         parse(RecallRequest, dict(query=body.query))
@@ -74,9 +68,7 @@ async def recall(
 
 
 @router.post("/reflect", response_model=M.ReflectOut, summary="Answer a question from the bank's memories")
-async def reflect(
-    body: M.ReflectIn, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-):
+async def reflect(body: M.ReflectIn, bank_id: BankId, who: Caller, eng: EngineDep):
     req = parse(
         ReflectRequest,
         dict(
@@ -115,7 +107,9 @@ async def reflect(
 
 @router.get("/memories/list", response_model=M.MemoryUnitList, summary="List memories, newest first")
 async def list_memories(
-    bank_id: str = Path(),
+    bank_id: BankId,
+    who: Caller,
+    eng: EngineDep,
     type: str | None = None,
     q: str | None = None,
     document_id: str | None = None,
@@ -123,8 +117,6 @@ async def list_memories(
     tags_match: TagsMatch = "any",
     limit: int = Query(100, ge=0, le=1000),
     offset: int = Query(0, ge=0),
-    who: Principal = Depends(principal),
-    eng: Engine = Depends(engine),
 ):
     if type is not None and type not in convert.KNOWN_TYPES:
         return M.MemoryUnitList(items=[], total=0, limit=limit, offset=offset)
@@ -139,9 +131,7 @@ async def list_memories(
 
 
 @router.get("/memories/{memory_id}", summary="One memory")
-async def get_memory(
-    memory_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-) -> dict[str, Any]:
+async def get_memory(memory_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> dict[str, Any]:
     m = await eng.get_memory(who, bank_id, memory_id)
     unit = convert.memory_unit(m).model_dump()
     return {**unit, "entities": m.entities, "chunk_id": None, "history": []}
@@ -149,14 +139,14 @@ async def get_memory(
 
 @router.get("/documents", response_model=M.DocumentList, summary="Retained documents, most recently written first")
 async def list_documents(
-    bank_id: str = Path(),
+    bank_id: BankId,
+    who: Caller,
+    eng: EngineDep,
     q: str | None = None,
     tags: list[str] | None = Query(None),
     tags_match: TagsMatch = "any",
     limit: int = Query(100, ge=0, le=1000),
     offset: int = Query(0, ge=0),
-    who: Principal = Depends(principal),
-    eng: Engine = Depends(engine),
 ):
     query = parse(DocumentQuery, dict(q=q, tags=tags, tags_match=tags_match, limit=limit, offset=offset))
     found, total = await eng.list_retained_documents(who, bank_id, query)
@@ -186,9 +176,7 @@ async def list_documents(
     response_model=M.DocumentDeleted,
     summary="Delete a retained document and its memories",
 )
-async def delete_document(
-    document_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-):
+async def delete_document(document_id: str, bank_id: BankId, who: Caller, eng: EngineDep):
     n = await eng.delete_retained_document(who, bank_id, document_id)
     return M.DocumentDeleted(
         message=f"document {document_id!r} deleted", document_id=document_id, memory_units_deleted=n
@@ -198,9 +186,7 @@ async def delete_document(
 @router.get(
     "/documents/{document_id:path}", response_model=M.DocumentOut, summary="The text retained under a document_id"
 )
-async def get_document(
-    document_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-):
+async def get_document(document_id: str, bank_id: BankId, who: Caller, eng: EngineDep):
     d = await eng.get_retained_document(who, bank_id, document_id)
     return M.DocumentOut(
         id=d.id,

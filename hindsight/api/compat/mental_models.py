@@ -6,14 +6,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, Body, Depends, Path, Query
+from fastapi import APIRouter, Body, Query
 
-from ...engine import Engine
-from ...engine.keys import Principal
 from ...engine.mental_models import MentalModelCreate, MentalModelQuery, MentalModelUpdate
 from ...engine.tags import TagsMatch
 from ...engine.validation import parse
-from ..deps import engine, principal
+from ..deps import BankId, Caller, EngineDep
 from . import convert
 from . import models as M
 
@@ -23,14 +21,14 @@ Detail = Literal["metadata", "content", "full"]
 
 @router.get("", response_model=M.MentalModelList, summary="List mental models (content with detail=content|full)")
 async def list_models(
-    bank_id: str = Path(),
+    bank_id: BankId,
+    who: Caller,
+    eng: EngineDep,
     tags: list[str] | None = Query(None),
     tags_match: TagsMatch = "any",
     detail: Detail = "metadata",
     limit: int = Query(100, ge=1, le=1000),
     offset: int = Query(0, ge=0),
-    who: Principal = Depends(principal),
-    eng: Engine = Depends(engine),
 ):
     query = parse(MentalModelQuery, dict(tags=convert.as_list(tags) or None, tags_match=tags_match))
     models = (await eng.list_mental_models(who, bank_id, query)).mental_models
@@ -46,9 +44,7 @@ async def list_models(
 @router.post(
     "", response_model=M.MentalModelCreated, summary="Create a mental model; its content is generated in the background"
 )
-async def create_model(
-    body: M.MentalModelIn, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-):
+async def create_model(body: M.MentalModelIn, bank_id: BankId, who: Caller, eng: EngineDep):
     req = parse(
         MentalModelCreate,
         dict(
@@ -66,10 +62,10 @@ async def create_model(
 @router.get("/{model_id}", response_model=M.MentalModelOut, summary="One mental model")
 async def get_model(
     model_id: str,
+    bank_id: BankId,
+    who: Caller,
+    eng: EngineDep,
     detail: Detail = "full",
-    bank_id: str = Path(),
-    who: Principal = Depends(principal),
-    eng: Engine = Depends(engine),
 ):
     return convert.mental_model(await eng.get_mental_model(who, bank_id, model_id), detail != "metadata")
 
@@ -78,9 +74,9 @@ async def get_model(
 async def update_model(
     model_id: str,
     body: M.MentalModelPatch,
-    bank_id: str = Path(),
-    who: Principal = Depends(principal),
-    eng: Engine = Depends(engine),
+    bank_id: BankId,
+    who: Caller,
+    eng: EngineDep,
 ):
     req = parse(
         MentalModelUpdate,
@@ -95,9 +91,7 @@ async def update_model(
 
 
 @router.delete("/{model_id}", summary="Delete a mental model")
-async def delete_model(
-    model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-) -> dict:
+async def delete_model(model_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> dict:
     await eng.delete_mental_model(who, bank_id, model_id)
     return {"status": "deleted"}
 
@@ -105,19 +99,17 @@ async def delete_model(
 @router.post("/{model_id}/refresh", response_model=M.Submitted, summary="Refresh a mental model in the background")
 async def refresh_model(
     model_id: str,
-    bank_id: str = Path(),
+    bank_id: BankId,
+    who: Caller,
+    eng: EngineDep,
     _body: dict | None = Body(None),
-    who: Principal = Depends(principal),
-    eng: Engine = Depends(engine),
 ):
     op = await eng.refresh_mental_model(who, bank_id, model_id)
     return M.Submitted(operation_id=op.operation_id)
 
 
 @router.get("/{model_id}/history", summary="A mental model's contents, most recent first")
-async def history(
-    model_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-) -> list[dict]:
+async def history(model_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> list[dict]:
     versions = await eng.mental_model_history(who, bank_id, model_id)
     return [
         {

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Query
 
-from ...engine import Engine
 from ...engine.errors import Conflict, InvalidArgument
-from ...engine.keys import Principal
 from ...engine.operations import TERMINAL, OperationQuery
 from ...engine.validation import parse
-from ..deps import engine, principal
+from ..deps import BankId, Caller, EngineDep
 from . import convert
 from . import models as M
 
@@ -18,13 +16,13 @@ router = APIRouter(prefix="/v1/default/banks/{bank_id}/operations", tags=["Hinds
 
 @router.get("", response_model=M.OperationList, summary="The bank's operations, newest first")
 async def list_operations(
-    bank_id: str = Path(),
+    bank_id: BankId,
+    who: Caller,
+    eng: EngineDep,
     status: str | None = None,
     type: str | None = None,
     limit: int = Query(20, ge=1, le=100),
     offset: int = Query(0, ge=0),
-    who: Principal = Depends(principal),
-    eng: Engine = Depends(engine),
 ):
     if status is not None and status not in convert.STATUS_IN:
         raise InvalidArgument(f"status: one of {', '.join(convert.STATUS_OUT.values())}", "status")
@@ -41,16 +39,12 @@ async def list_operations(
 
 
 @router.get("/{operation_id}", response_model=M.OperationStatus, summary="One operation's status")
-async def get_operation(
-    operation_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-):
+async def get_operation(operation_id: str, bank_id: BankId, who: Caller, eng: EngineDep):
     return convert.operation_status(await eng.get_operation(who, bank_id, operation_id))
 
 
 @router.delete("/{operation_id}", response_model=M.Cancelled, summary="Cancel a pending or running operation")
-async def cancel_operation(
-    operation_id: str, bank_id: str = Path(), who: Principal = Depends(principal), eng: Engine = Depends(engine)
-):
+async def cancel_operation(operation_id: str, bank_id: BankId, who: Caller, eng: EngineDep):
     before = await eng.get_operation(who, bank_id, operation_id)
     if before.status in TERMINAL:
         raise Conflict(f"operation {operation_id} already ended ({convert.STATUS_OUT[before.status]})", "operation_id")

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import time
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from ... import __version__
-from ...engine import Engine
-from ..deps import engine
+from ..deps import EngineDep
 from . import models as M
 
 router = APIRouter(tags=["Hindsight-compatible: system"])
@@ -17,7 +16,7 @@ router = APIRouter(tags=["Hindsight-compatible: system"])
 
 @router.get("/version", response_model=M.Version, summary="API version and features")
 @router.get("/v1/version", response_model=M.Version, include_in_schema=False)
-async def version(eng: Engine = Depends(engine)):
+async def version(eng: EngineDep):
     return M.Version(
         api_version=__version__,
         features=M.Features(
@@ -28,12 +27,12 @@ async def version(eng: Engine = Depends(engine)):
 
 
 @router.get("/health/live", response_model=M.Liveness, summary="Liveness: the process answers (no database access)")
-async def live(eng: Engine = Depends(engine)):
+async def live(eng: EngineDep):
     return M.Liveness(version=__version__, uptime_seconds=round(time.time() - eng.started_at, 3))
 
 
 @router.get("/health/ready", summary="Readiness: the database answers")
-async def ready(eng: Engine = Depends(engine)):
+async def ready(eng: EngineDep):
     try:
         ok = await eng.ready()
     except Exception:
