@@ -11,19 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import ipaddress
 import json
-import socket
 import uuid
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Literal
 from urllib.parse import urlparse
 
-import httpx
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from ..db.sql import Q
 from ..documents.chunking import chunk_blocks
+from ..documents.fetch import fetch
 from ..documents.readers import UnreadableFile, detect_type, read
 from . import operations as ops
 from .banks import ensure_bank
@@ -235,42 +233,6 @@ async def start_import(engine: Engine, bank_id: str, req: ImportRequest, wait: b
     return accepted
 
 
-def _public_host(host: str) -> bool:
-    try:
-        infos = socket.getaddrinfo(host, None)
-    except socket.gaierror:
-        return True  # let the fetch report it
-    for info in infos:
-        ip = ipaddress.ip_address(info[4][0])
-        if ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved or ip.is_multicast:
-            return False
-    return True
-
-
-async def fetch_url(engine: Engine, url: str) -> tuple[str, bytes, str | None]:
-    s = engine.settings
-    host = urlparse(url).hostname or ""
-    if not s.allow_private_urls and not await asyncio.to_thread(_public_host, host):
-        raise UnreadableFile(
-            f"{url}: private, loopback and link-local addresses are refused "
-            "(HINDSIGHT_API_ALLOW_PRIVATE_URLS=true allows them)",
-            "urls",
-        )
-    try:
-        async with httpx.AsyncClient(timeout=30, follow_redirects=True, max_redirects=5) as client:
-            async with client.stream("GET", url) as r:
-                if r.status_code >= 400:
-                    raise UnreadableFile(f"{url}: HTTP {r.status_code}", "urls")
-                data = bytearray()
-                async for chunk in r.aiter_bytes():
-                    data += chunk
-                    if len(data) > s.max_document_bytes:
-                        raise UnreadableFile(f"{url}: larger than {s.max_document_bytes} bytes", "urls")
-                return url, bytes(data), r.headers.get("content-type")
-    except httpx.HTTPError as exc:
-        raise UnreadableFile(f"{url}: {type(exc).__name__}: {exc}", "urls") from None
-
-
 async def ingest(
     engine: Engine, bank_id: str, name: str, data: bytes, source_type: str, url: str | None, payload: dict
 ) -> FileOutcome:
@@ -376,9 +338,10 @@ async def run_import(engine: Engine, job: Job) -> dict:
         await progress()
     for url in p["urls"]:
         try:
-            _, data, ctype = await fetch_url(engine, url)
-            name = url
-            outcomes.append(await ingest(engine, job.bank_id, name, data, detect_type(url, ctype, data), url, p))
+            data, ctype = await fetch(
+                url, max_bytes=engine.settings.max_document_bytes, allow_private=engine.settings.allow_private_urls
+            )
+            outcomes.append(await ingest(engine, job.bank_id, url, data, detect_type(url, ctype, data), url, p))
         except UnreadableFile as exc:
             outcomes.append(FileOutcome(name=url, status="failed", error=exc.message))
         await progress()
