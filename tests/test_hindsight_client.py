@@ -66,6 +66,8 @@ def test_banks_retain_recall_reflect_list_delete(client, api):
 
     answer = client.reflect(bank, "Where does Ana live?", include_facts=True)
     assert "Porto" in answer.text and answer.based_on.memories[0].text == "Ana moved to Porto last May."
+    fact = answer.based_on.memories[0]
+    assert fact.document_id == "chat-1" and fact.tags == ["home"] and fact.occurred_start.startswith("2024-05-01")
     assert client.reflect(bank, "Where does Ana live?").based_on is None  # facts only when asked for
 
     listed = client.list_memories(bank, limit=2)

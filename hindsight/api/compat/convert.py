@@ -51,18 +51,8 @@ def recall_result(m: Memory) -> M.RecallResultOut:
 
 
 def reflect_fact(m: Memory) -> M.ReflectFact:
-    return M.ReflectFact(
-        id=m.id,
-        text=m.text,
-        type=m.type,
-        context=m.context,
-        occurred_start=iso(m.occurred_start),
-        occurred_end=iso(m.occurred_end),
-        mentioned_at=iso(m.mentioned_at),
-        document_id=m.document_id,
-        tags=m.tags,
-        metadata=string_values(m.metadata),
-    )
+    """A fact reflect used: a recall result without entities (Hindsight's FactUsed shape)."""
+    return M.ReflectFact(**recall_result(m).model_dump(exclude={"entities", "chunk_id"}))
 
 
 def memory_unit(m: Memory) -> M.MemoryUnit:
