@@ -12,8 +12,6 @@ tools are tool names, models are the configured model strings.
 
 from __future__ import annotations
 
-import time
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -97,16 +95,6 @@ OPERATIONS = Gauge(
 POOL = Gauge(
     "hindsight_db_pool_connections", "Database pool connections: open, idle, max.", ["state"], registry=REGISTRY
 )
-
-
-@contextmanager
-def timed(histogram: Histogram, *labels: str):
-    """Observe the block's duration (also when it raises)."""
-    t0 = time.perf_counter()
-    try:
-        yield
-    finally:
-        histogram.labels(*labels).observe(time.perf_counter() - t0)
 
 
 async def scrape(engine: Engine) -> tuple[bytes, str]:

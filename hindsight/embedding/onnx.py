@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import malloc
-from ..metrics import EMBED_SECONDS, EMBED_TEXTS, timed
+from ..metrics import EMBED_SECONDS, EMBED_TEXTS
 
 VENDORED = Path(__file__).resolve().parent / "minilm"
 MAX_TOKENS = 256  # all-MiniLM-L6-v2 was trained on 256-token inputs
@@ -87,7 +87,7 @@ class Embedder:
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
         EMBED_TEXTS.labels("batch").inc(len(texts))
-        with timed(EMBED_SECONDS, "batch"):
+        with EMBED_SECONDS.labels("batch").time():
             return self._embed(texts)
 
     def _embed(self, texts: list[str]) -> np.ndarray:
@@ -113,7 +113,7 @@ class Embedder:
                 self._cache.move_to_end(text)
                 return hit
         EMBED_TEXTS.labels("query").inc()
-        with timed(EMBED_SECONDS, "query"):
+        with EMBED_SECONDS.labels("query").time():
             vec = self._run([text])[0].astype(np.float32)
         with self._lock:
             self._cache[text] = vec

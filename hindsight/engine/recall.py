@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ..db.sql import Q, fill
-from ..metrics import RECALL_ARM_SECONDS, timed
+from ..metrics import RECALL_ARM_SECONDS
 from .binder import Binder, Fragment
 from .entities import canonical
 from .filters import MEMORY_FIELDS, compile_filter
@@ -195,7 +195,7 @@ def _seed_matches(present: list[tuple[int, str]]) -> tuple[list[str], list[int]]
 
 async def _timed(arm: str, query):
     """One arm's query, its time observed for /metrics (hindsight_recall_arm_seconds)."""
-    with timed(RECALL_ARM_SECONDS, arm):
+    with RECALL_ARM_SECONDS.labels(arm).time():
         return await query
 
 

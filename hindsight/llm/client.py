@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..db.sql import Q
-from ..metrics import LLM_CALLS, LLM_COST, LLM_SECONDS, LLM_TOKENS, timed
+from ..metrics import LLM_CALLS, LLM_COST, LLM_SECONDS, LLM_TOKENS
 
 log = logging.getLogger("hindsight.llm")
 M = TypeVar("M", bound=BaseModel)
@@ -191,7 +191,7 @@ class LLM:
                 await asyncio.sleep(min(20.0, 0.5 * 2 ** (attempt - 1)) * (0.5 + random.random()))
             try:
                 async with self.slots:
-                    with timed(LLM_SECONDS, operation):
+                    with LLM_SECONDS.labels(operation).time():
                         resp = await lib.acompletion(
                             model=model,
                             messages=messages,

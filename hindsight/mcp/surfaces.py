@@ -30,7 +30,7 @@ from pydantic import BaseModel, ValidationError, WithJsonSchema
 from ..engine.errors import INVALID_PARAMS, HindsightError, InvalidArgument
 from ..engine.keys import Principal
 from ..engine.validation import invalid, parse
-from ..metrics import MCP_CALLS, MCP_SECONDS, timed
+from ..metrics import MCP_CALLS, MCP_SECONDS
 from . import collections as _collections  # noqa: F401  (registers the collection alias tools)
 from .tools import TOOLS, Call, ToolDef
 
@@ -145,7 +145,7 @@ def _handler(td: ToolDef, engine: Engine, multi: bool, resolver):
 
     async def handler(state: RequestState, **args: Any) -> Any:
         named = "bank_id"
-        with timed(MCP_SECONDS, td.name):
+        with MCP_SECONDS.labels(td.name).time():
             try:
                 bank_id, source, named = _select_bank(td, multi, state, args, engine.settings.mcp_bank_id)
                 call = Call(engine=engine, who=state.who, bank_id=bank_id, headers=state.caller, bank_source=source)
