@@ -233,9 +233,9 @@ def build_server(engine: Engine, multi: bool, local_state: RequestState | None =
 
 
 def http_session_manager(server: MCPServer):
-    """The SDK's own Streamable HTTP session manager, stateless with JSON responses. Routing,
-    authentication and Host checks are ours (routing.py), so the SDK's localhost-only DNS
-    rebinding guard is off: it would refuse a server reached by any other name."""
+    """The SDK's own Streamable HTTP session manager, stateless with JSON responses. Routing and
+    authentication are ours (routing.py). The SDK's DNS-rebinding guard is off: it allows only
+    localhost names and would refuse a server reached by any other; no Host header is checked."""
     server.streamable_http_app(
         json_response=True,
         stateless_http=True,
