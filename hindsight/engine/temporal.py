@@ -2,9 +2,9 @@
 
 Retain uses it to give a unit an occurred window ("yesterday" in a message sent on 8 May 2023 is
 7 May 2023); recall uses it on the query ("what did she do last May?") for the temporal arm.
-Relative expressions are resolved here because they denote windows (a day, a week, a month), not
-instants, which is what `dateparser` returns; absolute dates go to `dateparser`. A cheap regex
-gate runs first so that text without a time word costs almost nothing on the retain path.
+Relative and absolute expressions alike are resolved here because they denote windows (a day, a
+week, a month, a year), not the instants a date parser returns. A cheap regex gate runs first so
+that text without a time word costs almost nothing on the retain path.
 """
 
 from __future__ import annotations
@@ -191,10 +191,3 @@ def find_time_windows(text: str, base: datetime | None, anchored: bool = True) -
             taken.append((m.start(), m.end()))
             out.append((m.start(), TimeWindow(win[0], win[1], m.group(0))))
     return [w for _, w in sorted(out, key=lambda x: x[0])]
-
-
-def parse_absolute(text: str) -> datetime | None:
-    """A free-form absolute date ("8 May 2023", "May 8th") via dateparser, for CLI/REST input."""
-    import dateparser
-
-    return dateparser.parse(text, settings={"RETURN_AS_TIMEZONE_AWARE": True, "PREFER_DATES_FROM": "past"})
