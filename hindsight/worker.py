@@ -86,14 +86,14 @@ class Worker:
                 raise RuntimeError(f"no handler for operation type {job.type!r}")
             result = await asyncio.wait_for(fn(self.engine, job), self.timeout)
             async with pool.acquire() as conn:
-                await ops.succeed(conn, job.id, self.id, result)
+                await ops.succeed(conn, job, result)
             self.poke()  # a finished job frees a slot
         except asyncio.CancelledError:
             if self._closing:
                 raise
             log.info("operation %s stopped (cancelled or reclaimed)", job.id)
         except ops.Cancelled as exc:
-            await ops.end_cancelled(pool, job.id, self.id, str(exc))
+            await ops.end_cancelled(pool, job, str(exc))
             log.info("operation %s (%s) cancelled: %s", job.id, job.type, exc)
         except Exception as exc:
             msg = (
@@ -101,7 +101,7 @@ class Worker:
                 if isinstance(exc, TimeoutError)
                 else f"{type(exc).__name__}: {exc}"
             )
-            state = await ops.fail(pool, job.id, self.id, msg, job.attempts, job.max_attempts)
+            state = await ops.fail(pool, job, msg)
             log.warning("operation %s (%s) attempt %d failed, %s: %s", job.id, job.type, job.attempts, state, msg)
         finally:
             beat.cancel()
@@ -121,7 +121,7 @@ class Worker:
         while True:
             await asyncio.sleep(self.lease / 3)
             try:
-                alive = await ops.heartbeat(self.engine.pool, job.id, self.id, self.lease)
+                alive = await ops.heartbeat(self.engine.pool, job, self.lease)
             except Exception:
                 log.exception("heartbeat for operation %s failed", job.id)
                 continue

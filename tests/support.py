@@ -7,6 +7,27 @@ import io
 
 from conftest import wait_for
 
+# Tables whose rows belong to a bank: those with a bank_id column, and the link tables that hang
+# off them. tests/unit/test_sql_bank_scope.py holds every statement on them to its bank;
+# tests/test_sql_statements.py checks this list against the migrated schema.
+BANK_TABLES = {
+    "banks",
+    "memories",
+    "entities",
+    "memory_entities",
+    "fact_sources",
+    "memory_documents",
+    "bank_lexemes",
+    "mental_models",
+    "mental_model_versions",
+    "operations",
+    "llm_usage",
+    "documents",
+    "chunks",
+    "document_uploads",
+}
+WITHOUT_BANK_COLUMN = {"memory_entities", "fact_sources", "document_uploads"}
+
 
 def make_key(admin, **body):
     r = admin.post("/v1/keys", json={"name": "k", **body})

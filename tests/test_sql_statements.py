@@ -8,6 +8,8 @@ import asyncpg
 from hindsight.db.pool import migrate
 from hindsight.db.sql import Q
 
+from support import BANK_TABLES, WITHOUT_BANK_COLUMN
+
 # Statements that change the schema or the session run where they are used; preparing one here
 # would do nothing useful (DDL is not planned) or need their targets filled in.
 NOT_PREPARED = ("CREATE ", "ALTER ", "DROP ", "RESET ", "SET ")
@@ -39,3 +41,30 @@ async def test_every_statement_prepares(pg_url):
 
 class _Rollback(Exception):
     pass
+
+
+async def test_the_bank_scope_check_knows_every_bank_owned_table(pg_url):
+    """tests/unit/test_sql_bank_scope.py holds statements on these tables to their bank: a new
+    table with a bank column (or a link to such a table) must join its list."""
+    await migrate(pg_url)
+    conn = await asyncpg.connect(pg_url)
+    try:
+        with_bank = {
+            r[0]
+            for r in await conn.fetch(
+                "SELECT table_name FROM information_schema.columns "
+                "WHERE table_schema = current_schema() AND column_name = 'bank_id'"
+            )
+        }
+        linked = {
+            r[0]
+            for r in await conn.fetch(
+                "SELECT DISTINCT c.conrelid::regclass::text FROM pg_constraint c "
+                "WHERE c.contype = 'f' AND c.confrelid::regclass::text = ANY($1::text[])",
+                sorted(with_bank | {"banks"}),
+            )
+        }
+    finally:
+        await conn.close()
+    assert BANK_TABLES == with_bank | linked | {"banks"}
+    assert WITHOUT_BANK_COLUMN == BANK_TABLES - with_bank - {"banks"}

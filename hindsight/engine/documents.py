@@ -27,6 +27,7 @@ from . import operations as ops
 from .banks import ensure_bank
 from .errors import InvalidArgument, NotFound, parse_uuid
 from .models import _clean_tags, confirmation
+from .strict import Strict
 
 if TYPE_CHECKING:
     from ..worker import Job
@@ -45,7 +46,7 @@ def http_url(u: str) -> str:
     return u
 
 
-class FileIn(BaseModel):
+class FileIn(Strict):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=512, description="File name; its extension gives the type.")
@@ -54,7 +55,7 @@ class FileIn(BaseModel):
     type: str | None = Field(None, description="txt, md, html, pdf or docx when the name has no extension.")
 
 
-class ImportRequest(BaseModel):
+class ImportRequest(Strict):
     model_config = ConfigDict(extra="forbid")
 
     files: list[FileIn] = Field(default_factory=list)
@@ -86,7 +87,7 @@ class ImportDocumentsRequest(ImportRequest):
     wait: bool = Field(False, description="Return when the import is done, with each file's outcome.")
 
 
-class DocumentListQuery(BaseModel):
+class DocumentListQuery(Strict):
     model_config = ConfigDict(extra="forbid")
 
     limit: int = Field(100, ge=1, le=1000, description="At most this many documents (1-1,000), by name.")
@@ -104,7 +105,7 @@ def _document_uuid(v: str) -> str:
 DocumentUuid = Annotated[str, AfterValidator(_document_uuid)]
 
 
-class DocumentRef(BaseModel):
+class DocumentRef(Strict):
     model_config = ConfigDict(extra="forbid")
 
     doc_id: DocumentUuid = Field(description="The document's id, as list_documents or import_documents returned it.")
@@ -223,7 +224,7 @@ async def start_import(engine: Engine, bank_id: str, req: ImportRequest, wait: b
             if files:
                 await conn.executemany(
                     Q.document_upload_add,
-                    [(uuid.uuid4(), op_id, name, data) for name, data, _ in files],
+                    [(uuid.uuid4(), op_id, name, data, bank_id) for name, data, _ in files],
                 )
     engine.worker.poke()
     accepted = ImportAccepted(operation_id=str(op_id), status="queued", files=len(files), urls=len(req.urls))
@@ -248,6 +249,7 @@ async def ingest(
             # access tags may change without new content
             await conn.execute(
                 Q.document_set_access,
+                bank_id,
                 old["id"],
                 payload["tags"],
                 payload["allowed_users"],
@@ -282,7 +284,7 @@ async def ingest(
                 len(chunks),
                 pages,
             )
-            await conn.execute(Q.document_clear_chunks, doc_id)
+            await conn.execute(Q.document_clear_chunks, bank_id, doc_id)
             await conn.copy_records_to_table(
                 "chunks",
                 columns=[
@@ -314,7 +316,7 @@ async def ingest(
 async def run_import(engine: Engine, job: Job) -> dict:
     p = job.payload
     async with engine.pool.acquire() as conn:
-        uploads = await conn.fetch(Q.document_uploads_of, job.id)
+        uploads = await conn.fetch(Q.document_uploads_of, job.bank_id, job.id)
         p["bank_chunk_size"] = await conn.fetchval(Q.bank_chunk_size, job.bank_id)
     total = len(uploads) + len(p["urls"])
     outcomes: list[FileOutcome] = []
@@ -323,6 +325,7 @@ async def run_import(engine: Engine, job: Job) -> dict:
         async with engine.pool.acquire() as conn:
             await conn.execute(
                 Q.operation_set_progress,
+                job.bank_id,
                 job.id,
                 json.dumps({"done": len(outcomes), "total": total}),
             )
@@ -330,7 +333,7 @@ async def run_import(engine: Engine, job: Job) -> dict:
     for up in uploads:
         try:
             async with engine.pool.acquire() as conn:
-                data = await conn.fetchval(Q.document_upload_data, up["id"])
+                data = await conn.fetchval(Q.document_upload_data, job.bank_id, up["id"])
             t = p["types"].get(up["name"]) or detect_type(up["name"], None, data)
             outcomes.append(await ingest(engine, job.bank_id, up["name"], data, t, None, p))
         except UnreadableFile as exc:
@@ -346,7 +349,7 @@ async def run_import(engine: Engine, job: Job) -> dict:
             outcomes.append(FileOutcome(name=url, status="failed", error=exc.message))
         await progress()
     async with engine.pool.acquire() as conn:
-        await conn.execute(Q.document_uploads_drop, job.id)
+        await conn.execute(Q.document_uploads_drop, job.bank_id, job.id)
     return {
         "files": [o.model_dump() for o in outcomes],
         "failed": sum(o.status == "failed" for o in outcomes),

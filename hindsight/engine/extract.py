@@ -156,6 +156,7 @@ async def _store(engine: Engine, bank_id: str, pairs: list[tuple[Unit, uuid.UUID
                 r["id"]
                 for r in await conn.fetch(
                     Q.extraction_lock_raw_units,
+                    bank_id,
                     raw_ids,
                 )
             }
@@ -189,8 +190,9 @@ async def _store(engine: Engine, bank_id: str, pairs: list[tuple[Unit, uuid.UUID
                     Q.fact_sources_link,
                     [a for a, _ in links],
                     [b for _, b in links],
+                    bank_id,
                 )
-                await conn.execute(Q.raw_units_supersede, sorted({b for _, b in links}))
+                await conn.execute(Q.raw_units_supersede, bank_id, sorted({b for _, b in links}))
     RETAIN_UNITS.labels("fact").inc(len(new_units))
     return {
         "new": [str(u.id) for u in new_units],
@@ -243,6 +245,7 @@ async def run(engine: Engine, job: Job) -> dict:
         # Everything this retain now contributes to recall: its facts, and raw units that gave none.
         visible = await conn.fetch(
             Q.extraction_visible,
+            job.bank_id,
             raw_ids,
         )
     return {

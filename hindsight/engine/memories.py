@@ -14,6 +14,7 @@ from .banks import lock_writes
 from .binder import Binder
 from .errors import NotFound, parse_uuid
 from .models import Memory, MemoryType, _clean_tags
+from .strict import Strict
 from .tags import TagsMatch, tag_condition
 
 COLUMNS = Q.memory_columns  # what to_memory reads
@@ -60,7 +61,7 @@ class MemoryDeleted(BaseModel):
     memory_id: str
 
 
-class MemoryQuery(BaseModel):
+class MemoryQuery(Strict):
     """Which stored memories to list (browsing, not ranking: that is recall)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -137,7 +138,7 @@ async def get_retained_document(pool, bank_id: str, document_id: str) -> Retaine
     return _retained(r)
 
 
-class DocumentQuery(BaseModel):
+class DocumentQuery(Strict):
     """Which retained documents to list: a substring of the id or text, and tags."""
 
     model_config = ConfigDict(extra="forbid")
@@ -208,14 +209,15 @@ async def delete_memory(pool, bank_id: str, memory_id: str) -> None:
     async with pool.acquire() as conn:
         async with conn.transaction():
             await lock_writes(conn, bank_id)
+            # Nothing is written before the memory is known to be the bank's.
+            if not await conn.fetchval(Q.memory_exists, bank_id, mid):
+                raise NotFound(f"memory {memory_id} does not exist in bank {bank_id!r}", "memory_id")
             # Facts extracted only from this unit go with it; facts shared with others stay.
-            orphans = [r[0] for r in await conn.fetch(Q.memory_orphan_facts, mid)]
-            await conn.execute(Q.memory_release_entities, [mid, *orphans])
+            orphans = [r[0] for r in await conn.fetch(Q.memory_orphan_facts, bank_id, mid)]
+            await conn.execute(Q.memory_release_entities, bank_id, [mid, *orphans])
             if orphans:
                 await conn.execute(Q.memory_delete_many, bank_id, orphans)
-            done = await conn.fetchval(Q.memory_delete, bank_id, mid)
-    if done is None:
-        raise NotFound(f"memory {memory_id} does not exist in bank {bank_id!r}", "memory_id")
+            await conn.execute(Q.memory_delete, bank_id, mid)
 
 
 class EntityRow(BaseModel):
@@ -232,7 +234,7 @@ class EntityList(BaseModel):
     offset: int
 
 
-class EntityQuery(BaseModel):
+class EntityQuery(Strict):
     model_config = ConfigDict(extra="forbid")
 
     q: str | None = Field(None, max_length=200, description="Substring of the name (any case).")

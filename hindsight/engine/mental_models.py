@@ -28,6 +28,7 @@ from .binder import Binder
 from .errors import Conflict, InvalidArgument, NotFound
 from .models import _clean_tags
 from .reflect import ReflectRequest, reflect
+from .strict import Strict
 from .tags import MENTAL_MODEL_MATCH, TagsMatch, tag_condition
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ REFRESH = "refresh_mental_model"
 DELETED = "mental model deleted"
 
 
-class MentalModelCreate(BaseModel):
+class MentalModelCreate(Strict):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=200, description="A display name.")
@@ -57,7 +58,7 @@ class MentalModelCreate(BaseModel):
     _tags = field_validator("tags", mode="before")(_clean_tags)
 
 
-class MentalModelUpdate(BaseModel):
+class MentalModelUpdate(Strict):
     model_config = ConfigDict(extra="forbid")
 
     name: str | None = Field(None, min_length=1, max_length=200)
@@ -68,7 +69,7 @@ class MentalModelUpdate(BaseModel):
     _tags = field_validator("tags", mode="before")(_clean_tags)
 
 
-class MentalModelRef(BaseModel):
+class MentalModelRef(Strict):
     """Names one model of the bank; the id's form is checked where it is looked up."""
 
     model_config = ConfigDict(extra="forbid")
@@ -87,7 +88,7 @@ class MentalModelChange(MentalModelUpdate, MentalModelRef):
         )
 
 
-class MentalModelQuery(BaseModel):
+class MentalModelQuery(Strict):
     model_config = ConfigDict(extra="forbid")
 
     tags: list[str] | None = Field(None, description="Only models with these tags (matched as tags_match says).")
@@ -230,6 +231,7 @@ async def create(engine: Engine, bank_id: str, req: MentalModelCreate) -> Mental
 async def _pending(conn, bank_id: str, ids: list[str]) -> dict[str, str]:
     rows = await conn.fetch(
         Q.mental_model_refreshes_pending,
+        bank_id,
         [dedup_key(bank_id, i) for i in ids],
     )
     return {r["dedup_key"].rsplit(":", 1)[1]: str(r["id"]) for r in rows}
@@ -311,6 +313,7 @@ async def delete(engine: Engine, bank_id: str, model_id: str) -> None:
                 raise NotFound(f"mental model {model_id!r} does not exist in bank {bank_id!r}", "mental_model_id")
             await conn.execute(
                 Q.mental_model_cancel_refreshes,
+                bank_id,
                 dedup_key(bank_id, model_id),
                 DELETED,
             )
@@ -405,7 +408,7 @@ async def run_refresh(engine: Engine, job: Job) -> dict:
                     version - engine.settings.mental_model_history,
                 )
                 outcome["version"] = version
-            await ops.succeed(conn, job.id, job.worker_id, outcome)
+            await ops.succeed(conn, job, outcome)
     return outcome
 
 

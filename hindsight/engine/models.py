@@ -6,11 +6,12 @@ import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from ..config import BANK_ID_RULE, valid_bank_id
 from .entities import kind_of_type
 from .relevance import SearchOptions
+from .strict import Strict
 from .tags import TagsMatch
 
 
@@ -43,18 +44,6 @@ def confirmation(what: str) -> Any:
     ]
 
 
-def _maybe_json(v: Any) -> Any:
-    """LLM agents often send lists and objects as JSON strings; accept those."""
-    if isinstance(v, str):
-        s = v.strip()
-        if s[:1] in "[{":
-            try:
-                return json.loads(s)
-            except ValueError:
-                return v
-    return v
-
-
 def not_blank(v: str, what: str) -> str:
     if not v.strip():
         raise ValueError(f"{what} is blank")
@@ -62,9 +51,8 @@ def not_blank(v: str, what: str) -> str:
 
 
 def _clean_tags(v: Any) -> Any:
-    v = _maybe_json(v)
-    if isinstance(v, str):
-        v = [v]
+    """Tags trimmed, deduplicated and sorted. Anything but a list is left to the type check: a
+    string is never taken for a list of one."""
     if isinstance(v, list):
         if len(v) > MAX_TAGS:
             raise ValueError(f"at most {MAX_TAGS} tags")
@@ -75,7 +63,7 @@ def _clean_tags(v: Any) -> Any:
     return v
 
 
-class GivenEntity(BaseModel):
+class GivenEntity(Strict):
     """An entity the client names with an item, added to those found in its text."""
 
     model_config = ConfigDict(extra="forbid")
@@ -84,7 +72,7 @@ class GivenEntity(BaseModel):
     type: str | None = Field(None, max_length=64, description="PERSON, ORG, LOCATION, ... (others are names).")
 
 
-class RetainItem(BaseModel):
+class RetainItem(Strict):
     model_config = ConfigDict(extra="forbid")
 
     content: str = Field(min_length=1, description="The text to remember.")
@@ -122,26 +110,17 @@ class RetainItem(BaseModel):
     @field_validator("metadata", mode="before")
     @classmethod
     def _meta(cls, v: Any) -> Any:
-        v = _maybe_json(v)
         if v is None:
             return {}
-        if isinstance(v, dict):
-            dumped = json.dumps(v, default=str)
-            if len(dumped) > 16_384:
-                raise ValueError("metadata is larger than 16 KiB")
-            if "\\u0000" in dumped:
-                raise ValueError("metadata may not contain NUL characters")
+        if isinstance(v, dict) and len(json.dumps(v, default=str)) > 16_384:
+            raise ValueError("metadata is larger than 16 KiB")
         return v
 
     @field_validator("content", "context", "document_id")
     @classmethod
-    def _content(cls, v: str | None) -> str | None:
-        # PostgreSQL text cannot hold NUL; it never carries meaning in text, so drop it.
-        if v is None:
-            return v
-        v = v.replace("\x00", "")
-        if not v.strip():
-            raise ValueError("content is blank")
+    def _content(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is not None and not v.strip():
+            raise ValueError(f"{info.field_name} is blank")
         return v
 
 
@@ -157,18 +136,13 @@ class RetainRequest(RetainItem):
         )
 
 
-class RetainBatchRequest(BaseModel):
+class RetainBatchRequest(Strict):
     """Many items committed together; the batch limit is a server setting, checked by the engine."""
 
     model_config = ConfigDict(extra="forbid")
 
     items: list[RetainItem] = Field(min_length=1, description="Items with the arguments of retain.")
     wait: bool = Field(False, description="As in retain.")
-
-    @field_validator("items", mode="before")
-    @classmethod
-    def _items(cls, v: Any) -> Any:
-        return _maybe_json(v)
 
 
 class RetainResult(BaseModel):
@@ -232,12 +206,6 @@ class RecallRequest(SearchOptions):
 
     _tags = field_validator("tags", mode="before")(_clean_tags)
 
-    @field_validator("types", mode="before")
-    @classmethod
-    def _types(cls, v: Any) -> Any:
-        v = _maybe_json(v)
-        return [v] if isinstance(v, str) else v
-
     _query = field_validator("query")(lambda v: not_blank(v, "query"))
 
 
@@ -279,7 +247,7 @@ class BankDeleted(BaseModel):
     memories_deleted: int
 
 
-class BankCreate(BaseModel):
+class BankCreate(Strict):
     model_config = ConfigDict(extra="forbid")
 
     bank_id: BankId
@@ -290,7 +258,7 @@ class BankCreate(BaseModel):
     document_chunk_size: int | None = ChunkSize
 
 
-class BankUpdate(BaseModel):
+class BankUpdate(Strict):
     model_config = ConfigDict(extra="forbid")
 
     name: str | None = Field(None, max_length=200)
@@ -299,7 +267,7 @@ class BankUpdate(BaseModel):
     document_chunk_size: int | None = ChunkSize
 
 
-class ApiKeyCreate(BaseModel):
+class ApiKeyCreate(Strict):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=200)

@@ -13,13 +13,17 @@ import json
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import asyncpg
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..db.sql import Q
 from .errors import NotFound, parse_uuid
+from .strict import Strict
+
+if TYPE_CHECKING:
+    from ..worker import Job
 
 Status = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 TERMINAL = ("succeeded", "failed", "cancelled")
@@ -63,13 +67,13 @@ class Operation(BaseModel):
     updated_at: datetime
 
 
-class OperationRef(BaseModel):
+class OperationRef(Strict):
     model_config = ConfigDict(extra="forbid")
 
     operation_id: str = Field(description="The id an asynchronous call returned (a UUID).")
 
 
-class OperationQuery(BaseModel):
+class OperationQuery(Strict):
     model_config = ConfigDict(extra="forbid")
 
     status: Status | None = Field(None, description="Only operations in this status.")
@@ -109,7 +113,7 @@ def parse_operation_id(operation_id: str) -> uuid.UUID:
 
 async def enqueue(
     conn: asyncpg.Connection,
-    bank_id: str | None,
+    bank_id: str,
     type_: str,
     payload: dict,
     *,
@@ -130,7 +134,7 @@ async def enqueue(
         )
         if op_id is not None:
             return op_id
-        op_id = await conn.fetchval(Q.operation_pending_by_key, dedup_key)
+        op_id = await conn.fetchval(Q.operation_pending_by_key, bank_id, dedup_key)
         if op_id is not None:
             return op_id
     raise RuntimeError(f"could not queue operation {dedup_key}")
@@ -206,55 +210,39 @@ async def claim(pool, worker_id: str, limit: int, lease: float, types: list[str]
         )
 
 
-async def heartbeat(pool, op_id, worker_id: str, lease: float) -> bool:
+async def heartbeat(pool, job: Job, lease: float) -> bool:
     async with pool.acquire() as conn:
-        return bool(
-            await conn.fetchval(
-                Q.operation_heartbeat,
-                op_id,
-                worker_id,
-                lease,
-            )
-        )
+        return bool(await conn.fetchval(Q.operation_heartbeat, job.id, job.worker_id, lease, job.bank_id))
 
 
-async def succeed(conn, op_id, worker_id: str, result: Any) -> None:
+async def succeed(conn, job: Job, result: Any) -> None:
     """Mark done; callers may pass their own connection so that the result and the data it
     describes commit together."""
-    await conn.execute(
-        Q.operation_succeed,
-        op_id,
-        worker_id,
-        json.dumps(result, default=str),
-    )
+    await conn.execute(Q.operation_succeed, job.id, job.worker_id, json.dumps(result, default=str), job.bank_id)
 
 
-async def fail(pool, op_id, worker_id: str, error: str, attempts: int, max_attempts: int) -> str:
+async def fail(pool, job: Job, error: str) -> str:
     """Queue a retry, or fail for good after the last attempt. Returns the status the operation
     now has: a user may have cancelled it meanwhile, and then it stays cancelled."""
-    final = attempts >= max_attempts
-    backoff = min(300.0, 2.0**attempts)
+    final = job.attempts >= job.max_attempts
+    backoff = min(300.0, 2.0**job.attempts)
     async with pool.acquire() as conn:
         status = await conn.fetchval(
             Q.operation_fail,
-            op_id,
-            worker_id,
+            job.id,
+            job.worker_id,
             "failed" if final else "queued",
             error[:2000],
             backoff,
+            job.bank_id,
         )
-        return status or await conn.fetchval(Q.operation_status, op_id)
+        return status or await conn.fetchval(Q.operation_status, job.id, job.bank_id)
 
 
-async def end_cancelled(pool, op_id, worker_id: str, reason: str) -> None:
+async def end_cancelled(pool, job: Job, reason: str) -> None:
     """A running operation whose subject is gone (Cancelled); one already cancelled keeps its reason."""
     async with pool.acquire() as conn:
-        await conn.execute(
-            Q.operation_end_cancelled,
-            op_id,
-            worker_id,
-            reason[:2000],
-        )
+        await conn.execute(Q.operation_end_cancelled, job.id, job.worker_id, reason[:2000], job.bank_id)
 
 
 async def release(pool, op_ids: list, worker_id: str) -> None:

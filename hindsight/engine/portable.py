@@ -272,13 +272,13 @@ class _Importer:
         pairs = [(self.ids["entity"].get(r["entity_id"]), self.ids["memory"].get(r["memory_id"])) for r in rows]
         pairs = [p for p in pairs if None not in p]
         if pairs:
-            await self.conn.execute(Q.memory_entities_link, [p[0] for p in pairs], [p[1] for p in pairs])
+            await self.conn.execute(Q.memory_entities_link, [p[0] for p in pairs], [p[1] for p in pairs], self.bank_id)
 
     async def fact_source(self, rows: list[dict]) -> None:
         pairs = [(self.ids["memory"].get(r["fact_id"]), self.ids["memory"].get(r["raw_id"])) for r in rows]
         pairs = [p for p in pairs if None not in p]
         if pairs:
-            await self.conn.execute(Q.fact_sources_link, [p[0] for p in pairs], [p[1] for p in pairs])
+            await self.conn.execute(Q.fact_sources_link, [p[0] for p in pairs], [p[1] for p in pairs], self.bank_id)
 
     async def memory_document(self, rows: list[dict]) -> None:
         """A retained document's text follows its memories: renamed, skipped or replaced as they were."""
@@ -308,7 +308,7 @@ class _Importer:
                     self.skipped["document"] += 1
                     continue
                 if self.policy == "replace":
-                    await self.conn.execute(Q.import_document_replace, existing[r["source_name"]])
+                    await self.conn.execute(Q.import_document_replace, self.bank_id, existing[r["source_name"]])
                     self.replaced["document"] += 1
                 else:
                     r["source_name"] += self.suffix

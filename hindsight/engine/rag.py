@@ -27,6 +27,7 @@ from .filters import CHUNK_FIELDS, compile_filter
 from .recall import fetch_ids, keyword_query
 from .relevance import MAX_TOP_K as MAX_SEARCH_TOP_K
 from .relevance import SearchOptions, relevance_sql
+from .strict import Strict
 
 if TYPE_CHECKING:
     from .core import Engine
@@ -51,7 +52,7 @@ def _phrase(v: str) -> str:
 Phrase = Annotated[str, Field(max_length=MAX_PHRASE_CHARS), AfterValidator(_phrase)]
 
 
-class RagSearchRequest(BaseModel):
+class RagSearchRequest(Strict):
     model_config = ConfigDict(extra="forbid")
 
     search_phrases: list[Phrase] = Field(
@@ -65,13 +66,13 @@ class DocumentSearchRequest(SearchOptions):
     top_k: int = Field(DEFAULT_TOP_K, ge=1, le=MAX_SEARCH_TOP_K, description="At most this many chunks (1-50).")
 
 
-class AccessRequest(BaseModel):
+class AccessRequest(Strict):
     model_config = ConfigDict(extra="forbid")
 
     segment_uid: str = Field(description="A segment_uid rag_search returned.")
 
 
-class Caller(BaseModel):
+class Caller(Strict):
     user_id: str | None = None
     session_tags: list[str] = Field(default_factory=list)
 
@@ -178,7 +179,7 @@ async def search_chunks(
     top = sorted(scores, key=scores.__getitem__, reverse=True)[: top_k * 3]
     if not top:
         return []
-    p = Binder(top)
+    p = Binder(bank_id, top)
     sql = fill(Q.chunk_details, relevance=relevance_sql(opts.mode, "c.embedding", "c.tsv", p, list(vectors), phrases))
     async with pool.acquire() as conn:
         rows = {r["id"]: r for r in await conn.fetch(sql, *p.values)}

@@ -17,6 +17,7 @@ from ..db.sql import Q
 from ..llm import LLMError, Usage
 from .models import RecallRequest, _clean_tags, not_blank
 from .recall import recall
+from .strict import Strict
 from .tags import TagsMatch
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ NO_LLM_STRUCTURED = "structured output needs an LLM, and none is configured (off
 MAX_SCHEMA_BYTES = 32_768
 
 
-class ReflectRequest(BaseModel):
+class ReflectRequest(Strict):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1, max_length=4_000, description="The question or topic to reflect on.")

@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
+
+from .strict import Strict
 
 Mode = Literal["hybrid", "vector", "keyword"]
 STRICTNESS = {0: 0.0, 1: 0.2, 2: 0.3, 3: 0.4, 4: 0.5, 5: 0.6}
@@ -21,7 +23,7 @@ WEIGHTS = {"hybrid": (0.7, 0.3), "vector": (1.0, 0.0), "keyword": (0.0, 1.0)}
 MAX_TOP_K = 50
 
 
-class SearchOptions(BaseModel):
+class SearchOptions(Strict):
     """Options every search takes; a model of its own so recall, document search and the
     collection aliases validate them identically."""
 

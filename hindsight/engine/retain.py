@@ -166,6 +166,7 @@ async def store_units(conn: asyncpg.Connection, bank_id: str, units: list[Unit],
         Q.memory_entities_link,
         ent_ids,
         mem_ids,
+        bank_id,
     )
 
 
@@ -318,7 +319,7 @@ async def run_retain(engine: Engine, job: Job) -> dict:
 
     async def finish(conn, result: RetainResult) -> None:
         done.update(result.model_dump(mode="json"))
-        await ops.succeed(conn, job.id, job.worker_id, done)
+        await ops.succeed(conn, job, done)
 
     await retain(engine, job.bank_id, items, on_commit=finish)
     return done

@@ -185,7 +185,12 @@ def find_time_windows(text: str, base: datetime | None, anchored: bool = True) -
         for m in rx.finditer(text):
             if any(m.start() < e and s < m.end() for s, e in taken):
                 continue
-            win = _resolve(kind, m, base)
+            try:
+                win = _resolve(kind, m, base)
+                # in UTC, as stored: a window off either end of the calendar does not exist
+                win = win and (win[0].astimezone(UTC), win[1].astimezone(UTC))
+            except (ValueError, OverflowError):
+                win = None
             if win is None:
                 continue
             taken.append((m.start(), m.end()))

@@ -13,9 +13,13 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .errors import InvalidArgument
+from .strict import text_problem
 from .models import RetainItem
 
 M = TypeVar("M", bound=BaseModel)
+# pydantic's own words for a string with a lone surrogate ("unable to parse raw data as a unicode
+# string") say nothing a client can act on; ours are engine/strict.py's.
+UNICODE = str(text_problem("\ud800"))
 
 
 def describe(errors: Iterable[Any], prefix: str = "", http: bool = False) -> tuple[str, str | None]:
@@ -32,7 +36,8 @@ def describe(errors: Iterable[Any], prefix: str = "", http: bool = False) -> tup
             loc = loc[1:]
         where = prefix + ".".join(loc) if loc else prefix.rstrip(".") or "body"
         first = first or where.split(".", 1)[0]
-        parts.append(f"{where}: {str(err.get('msg', 'invalid')).removeprefix('Value error, ')}")
+        msg = UNICODE if err.get("type") == "string_unicode" else str(err.get("msg", "invalid"))
+        parts.append(f"{where}: {msg.removeprefix('Value error, ')}")
     return "; ".join(parts), first
 
 

@@ -19,6 +19,7 @@ from ..engine.errors import InvalidArgument
 from ..engine.models import BankCreate, ChunkSize, confirmation
 from ..engine.rag import DocumentSearchRequest, DocumentSearchResult, Phrase
 from ..engine.relevance import MAX_TOP_K
+from ..engine.strict import Strict
 from .tools import Call, tool
 
 
@@ -32,7 +33,7 @@ def collection_slug(name: str) -> str:
     return slug
 
 
-class CollectionCreate(BaseModel):
+class CollectionCreate(Strict):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=200, description="The collection's name (its id when valid as one).")
@@ -47,7 +48,7 @@ class CollectionCreate(BaseModel):
         return v.strip()
 
 
-class UrlImport(BaseModel):
+class UrlImport(Strict):
     model_config = ConfigDict(extra="forbid")
 
     url: str = Field(min_length=1, max_length=4_096, description="A public http(s) URL.")
@@ -56,14 +57,14 @@ class UrlImport(BaseModel):
     _url = field_validator("url")(http_url)
 
 
-class CollectionDelete(BaseModel):
+class CollectionDelete(Strict):
     model_config = ConfigDict(extra="forbid")
 
     collection_id: str = Field(description="The collection (bank) to delete.")
     confirm: confirmation("a collection") = False  # type: ignore[valid-type]
 
 
-class CollectionSearch(BaseModel):
+class CollectionSearch(Strict):
     model_config = ConfigDict(extra="forbid")
 
     collectionId: str = Field(description="The collection (bank) to search.")

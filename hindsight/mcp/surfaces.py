@@ -16,6 +16,7 @@ Both servers are stateless with JSON responses: any process can answer any reque
 from __future__ import annotations
 
 import inspect
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
@@ -101,6 +102,43 @@ def arguments(model: type[BaseModel] | None) -> list[inspect.Parameter]:
     return sorted(out, key=lambda p: p.default is not inspect.Parameter.empty)
 
 
+def _json_types(prop: dict) -> set[str]:
+    """The JSON types a field's schema allows."""
+    kinds = {prop["type"]} if isinstance(prop.get("type"), str) else set(prop.get("type") or ())
+    for alt in prop.get("anyOf", []) + prop.get("oneOf", []):
+        kinds |= _json_types(alt)
+    return kinds
+
+
+def json_encoded(model: type[BaseModel] | None) -> dict[str, type]:
+    """The arguments an LLM agent may send JSON-encoded: lists and objects (never a field that
+    also takes a string), by name, with the Python type the decoded value must have."""
+    if model is None:
+        return {}
+    schema = model.model_json_schema()
+    defs = schema.get("$defs", {})
+    out: dict[str, type] = {}
+    for name, f in model.model_fields.items():
+        kinds = _json_types(_inline(schema["properties"][f.alias or name], defs))
+        if "string" not in kinds and kinds & {"array", "object"}:
+            out[f.alias or name] = list if "array" in kinds else dict
+    return out
+
+
+def decode_json_arguments(args: dict[str, Any], encoded: dict[str, type]) -> None:
+    """Agents often send a list or an object as its JSON text: decode those in place. A string
+    that is not such JSON stays a string, which the request model refuses (never a list of one)."""
+    for name, kind in encoded.items():
+        value = args.get(name)
+        if isinstance(value, str) and value.strip()[:1] in ("[", "{"):
+            try:
+                decoded = json.loads(value)
+            except ValueError:
+                continue
+            if isinstance(decoded, kind):
+                args[name] = decoded
+
+
 def _bank_arguments(td: ToolDef, multi: bool) -> list[inspect.Parameter]:
     if not (multi and td.scope == "bank"):
         return []
@@ -142,6 +180,7 @@ def _as_mcp_error(exc: HindsightError, named: str) -> MCPError:
 
 def _handler(td: ToolDef, engine: Engine, multi: bool, resolver):
     params = arguments(td.request) + _bank_arguments(td, multi)
+    encoded = json_encoded(td.request)
 
     async def handler(state: RequestState, **args: Any) -> Any:
         named = "bank_id"
@@ -149,6 +188,7 @@ def _handler(td: ToolDef, engine: Engine, multi: bool, resolver):
             try:
                 bank_id, source, named = _select_bank(td, multi, state, args, engine.settings.mcp_bank_id)
                 call = Call(engine=engine, who=state.who, bank_id=bank_id, headers=state.caller, bank_source=source)
+                decode_json_arguments(args, encoded)
                 result = await td.fn(call, parse(td.request, args) if td.request is not None else None)
             except HindsightError as exc:
                 MCP_CALLS.labels(td.name, "error").inc()

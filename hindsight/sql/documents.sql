@@ -1,8 +1,9 @@
 -- Documents of the knowledge base: imports as operations, chunks (engine/documents.py).
 
 -- document_upload_add --
--- Uploaded bytes are kept with their import operation, so the import survives a restart.
-INSERT INTO document_uploads (id, operation_id, name, data) VALUES ($1, $2, $3, $4);
+-- Uploaded bytes are kept with their import operation (of bank $5), so the import survives a restart.
+INSERT INTO document_uploads (id, operation_id, name, data)
+SELECT $1, o.id, $3, $4 FROM operations o WHERE o.id = $2 AND o.bank_id = $5;
 
 -- document_by_name --
 -- The document a source name already holds in the bank, to tell an unchanged re-import from a new version.
@@ -10,7 +11,7 @@ SELECT id, content_hash, chunk_size, chunk_count FROM documents WHERE bank_id = 
 
 -- document_set_access --
 -- An unchanged re-import may still change who sees the document.
-UPDATE documents SET tags = $2, allowed_users = $3 WHERE id = $1;
+UPDATE documents SET tags = $3, allowed_users = $4 WHERE bank_id = $1 AND id = $2;
 
 -- document_lock_name --
 -- One import at a time per source name, to the end of the transaction.
@@ -30,11 +31,12 @@ RETURNING id;
 
 -- document_clear_chunks --
 -- A new version's chunks replace the old ones.
-DELETE FROM chunks WHERE document_id = $1;
+DELETE FROM chunks WHERE bank_id = $1 AND document_id = $2;
 
 -- document_uploads_of --
--- The files an import operation carries, by name.
-SELECT id, name FROM document_uploads WHERE operation_id = $1 ORDER BY name;
+-- The files an import operation of the bank carries, by name.
+SELECT u.id, u.name FROM document_uploads u JOIN operations o ON o.id = u.operation_id
+WHERE o.bank_id = $1 AND u.operation_id = $2 ORDER BY u.name;
 
 -- bank_chunk_size --
 -- The bank's default chunk size, if it has one.
@@ -42,15 +44,17 @@ SELECT (config->>'document_chunk_size')::int FROM banks WHERE id = $1;
 
 -- operation_set_progress --
 -- How far an import is ({done, total} files), shown by get_operation and the console.
-UPDATE operations SET progress = $2::jsonb WHERE id = $1;
+UPDATE operations SET progress = $3::jsonb WHERE bank_id = $1 AND id = $2;
 
 -- document_upload_data --
 -- One uploaded file's bytes, read when its turn comes (not all at once).
-SELECT data FROM document_uploads WHERE id = $1;
+SELECT u.data FROM document_uploads u JOIN operations o ON o.id = u.operation_id
+WHERE o.bank_id = $1 AND u.id = $2;
 
 -- document_uploads_drop --
 -- A finished import's uploads are no longer needed.
-DELETE FROM document_uploads WHERE operation_id = $1;
+DELETE FROM document_uploads u USING operations o
+WHERE o.id = u.operation_id AND o.bank_id = $1 AND u.operation_id = $2;
 
 -- document_list --
 -- A page of the bank's documents, by name.

@@ -12,8 +12,9 @@ ON CONFLICT DO NOTHING
 RETURNING id;
 
 -- mental_model_refreshes_pending --
--- The refresh queued or running for each of the given models (by their dedup keys).
-SELECT dedup_key, id FROM operations WHERE dedup_key = ANY($1::text[]) AND status IN ('queued', 'running');
+-- The refresh queued or running for each of the bank's given models (by their dedup keys).
+SELECT dedup_key, id FROM operations
+WHERE bank_id = $1 AND dedup_key = ANY($2::text[]) AND status IN ('queued', 'running');
 
 -- mental_model_list --
 -- A bank's models, oldest first, filtered by their own tags as memories are (engine/tags.py).
@@ -47,8 +48,8 @@ DELETE FROM mental_models WHERE bank_id = $1 AND id = $2 RETURNING id;
 
 -- mental_model_cancel_refreshes --
 -- A deleted model's pending refresh ends as cancelled, with the reason ($2).
-UPDATE operations SET status = 'cancelled', error = $2, finished_at = now(), updated_at = now()
-WHERE dedup_key = $1 AND status IN ('queued', 'running');
+UPDATE operations SET status = 'cancelled', error = $3, finished_at = now(), updated_at = now()
+WHERE bank_id = $1 AND dedup_key = $2 AND status IN ('queued', 'running');
 
 -- mental_model_refresh_input --
 -- What a refresh reflects on, and the time its content will be current as of (the watermark).

@@ -9,7 +9,7 @@ RETURNING id;
 
 -- operation_pending_by_key --
 -- The operation already queued or running under a dedup key (it is returned instead of a new one).
-SELECT id FROM operations WHERE dedup_key = $1 AND status IN ('queued', 'running');
+SELECT id FROM operations WHERE bank_id = $1 AND dedup_key = $2 AND status IN ('queued', 'running');
 
 -- operation_get --
 -- One operation of a bank.
@@ -57,32 +57,32 @@ RETURNING o.id, o.bank_id, o.type, o.status, o.payload, o.result, o.error, o.att
 -- operation_heartbeat --
 -- Renew a running operation's lease; no row means it was cancelled or taken over.
 UPDATE operations SET lease_until = now() + make_interval(secs => $3), updated_at = now()
-WHERE id = $1 AND status = 'running' AND locked_by = $2
+WHERE id = $1 AND bank_id = $4 AND status = 'running' AND locked_by = $2
 RETURNING 1;
 
 -- operation_succeed --
 -- Mark done, in the transaction of the data the result describes when the caller passes its connection.
 UPDATE operations SET status = 'succeeded', result = $3::jsonb, finished_at = now(), updated_at = now(),
                       locked_by = NULL, lease_until = NULL
-WHERE id = $1 AND status = 'running' AND locked_by = $2;
+WHERE id = $1 AND bank_id = $4 AND status = 'running' AND locked_by = $2;
 
 -- operation_fail --
 -- Queue a retry after a backoff of $5 seconds, or fail for good ($3 = 'failed'); no row if it was cancelled meanwhile.
 UPDATE operations SET status = $3, error = $4, updated_at = now(), locked_by = NULL, lease_until = NULL,
                       run_after = now() + make_interval(secs => $5),
                       finished_at = CASE WHEN $3 = 'failed' THEN now() END
-WHERE id = $1 AND status = 'running' AND locked_by = $2
+WHERE id = $1 AND bank_id = $6 AND status = 'running' AND locked_by = $2
 RETURNING status;
 
 -- operation_status --
 -- An operation's status (after operation_fail found it no longer running).
-SELECT status FROM operations WHERE id = $1;
+SELECT status FROM operations WHERE id = $1 AND bank_id = $2;
 
 -- operation_end_cancelled --
 -- A running operation whose subject is gone ends as cancelled; one cancelled already keeps its reason.
 UPDATE operations SET status = 'cancelled', error = $3, finished_at = now(), updated_at = now(),
                       locked_by = NULL, lease_until = NULL
-WHERE id = $1 AND status = 'running' AND locked_by = $2;
+WHERE id = $1 AND bank_id = $4 AND status = 'running' AND locked_by = $2;
 
 -- operation_release --
 -- On a clean shutdown, hand running work back at once instead of waiting for its lease.

@@ -78,7 +78,7 @@ SELECT id, source_name FROM documents WHERE bank_id = $1 AND source_name = ANY($
 
 -- import_document_replace --
 -- on_conflict=replace: the existing document goes (its chunks by cascade).
-DELETE FROM documents WHERE id = $1;
+DELETE FROM documents WHERE bank_id = $1 AND id = $2;
 
 -- import_mental_models_named --
 -- The target bank's mental models under the file's ids (the same source query counts as the same model).

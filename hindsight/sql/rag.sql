@@ -20,11 +20,11 @@ WHERE c.bank_id = $1 AND c.tsv @@ q
 ORDER BY ts_rank_cd(c.tsv, q, 1) DESC LIMIT $5;
 
 -- chunk_details --
--- The fused chunks ($1) with their documents and relevance to the phrases.
+-- The bank's ($1) fused chunks ($2) with their documents and relevance to the phrases.
 SELECT c.id, c.document_id, c.position, c.text, c.headline, c.page_start, c.page_end,
        d.source_name, d.source_type, d.source_url, /*relevance*/ AS relevance
 FROM chunks c JOIN documents d ON d.id = c.document_id
-WHERE c.id = ANY($1::uuid[]);
+WHERE c.bank_id = $1 AND c.id = ANY($2::uuid[]);
 
 -- chunk_access --
 -- Whether the caller may still see a segment's document, checked with the current headers.

@@ -10,9 +10,9 @@ ON CONFLICT (bank_id, canonical) DO UPDATE SET mention_count = entities.mention_
 RETURNING id, canonical;
 
 -- memory_entities_link --
--- Link units to the entities they mention.
+-- Link units to the entities they mention (the bank's own entities).
 INSERT INTO memory_entities (entity_id, memory_id)
-SELECT * FROM unnest($1::bigint[], $2::uuid[])
+SELECT u.e, u.m FROM unnest($1::bigint[], $2::uuid[]) u(e, m) JOIN entities e ON e.id = u.e AND e.bank_id = $3
 ON CONFLICT DO NOTHING;
 
 -- document_entities_release --
@@ -20,7 +20,7 @@ ON CONFLICT DO NOTHING;
 UPDATE entities e SET mention_count = greatest(0, e.mention_count - x.n)
 FROM (SELECT me.entity_id, count(*) AS n FROM memory_entities me JOIN memories m ON m.id = me.memory_id
       WHERE m.bank_id = $1 AND m.document_id = ANY($2::text[]) GROUP BY me.entity_id) x
-WHERE e.id = x.entity_id;
+WHERE e.bank_id = $1 AND e.id = x.entity_id;
 
 -- document_memories_delete --
 -- Delete the units retained under the given document_ids (retaining one again replaces them).
@@ -46,7 +46,7 @@ ORDER BY source_id, position;
 -- extraction_lock_raw_units --
 -- Lock the raw units a group's facts replace, keeping those still waiting (deleted, replaced or done meanwhile drop out).
 SELECT id FROM memories m
-WHERE id = ANY($1::uuid[]) AND NOT superseded
+WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND NOT superseded
   AND NOT EXISTS (SELECT 1 FROM fact_sources f WHERE f.raw_id = m.id)
 FOR UPDATE;
 
@@ -57,17 +57,18 @@ WHERE m.bank_id = $1 AND NOT m.superseded AND EXISTS (SELECT 1 FROM fact_sources
 ORDER BY m.embedding <=> $2 LIMIT 1;
 
 -- fact_sources_link --
--- Link facts to the raw units they were extracted from.
+-- Link facts to the raw units they were extracted from (the bank's own facts).
 INSERT INTO fact_sources (fact_id, raw_id)
-SELECT * FROM unnest($1::uuid[], $2::uuid[])
+SELECT u.f, u.r FROM unnest($1::uuid[], $2::uuid[]) u(f, r) JOIN memories m ON m.id = u.f AND m.bank_id = $3
 ON CONFLICT DO NOTHING;
 
 -- raw_units_supersede --
 -- Raw units whose facts are stored are replaced by them in recall (kept, and listed).
-UPDATE memories SET superseded = true WHERE id = ANY($1::uuid[]);
+UPDATE memories SET superseded = true WHERE bank_id = $1 AND id = ANY($2::uuid[]);
 
 -- extraction_visible --
 -- What a retain left in recall: the facts of its raw units, and the raw units that yielded none.
-SELECT DISTINCT f.fact_id AS id FROM fact_sources f WHERE f.raw_id = ANY($1::uuid[])
+SELECT DISTINCT f.fact_id AS id FROM fact_sources f JOIN memories m ON m.id = f.fact_id
+WHERE m.bank_id = $1 AND f.raw_id = ANY($2::uuid[])
 UNION
-SELECT m.id FROM memories m WHERE m.id = ANY($1::uuid[]) AND NOT m.superseded;
+SELECT m.id FROM memories m WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[]) AND NOT m.superseded;

@@ -45,7 +45,9 @@ def test_defaults_and_limits_live_in_the_models():
 
 def test_tags_are_cleaned_the_same_for_every_operation():
     assert RetainRequest(content="x", tags=[" b", "a", "a"]).tags == ["a", "b"]
-    assert RecallRequest(query="x", tags='["b", "a"]').tags == ["a", "b"]  # agents send JSON strings
+    # a string is never taken for a list (MCP decodes lists sent as JSON text before validating)
+    assert message(RecallRequest, query="x", tags='["b", "a"]') == "tags: Input should be a valid list"
+    assert message(RecallRequest, query="x", tags="a") == "tags: Input should be a valid list"
     assert message(RetainRequest, content="x", tags=[""]).startswith("tags: each tag must be")
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from ...engine.errors import InvalidArgument
 from ...engine.mental_models import MentalModel
-from ...engine.models import Bank, Memory, RetainItem, _maybe_json
+from ...engine.models import Bank, Memory, RetainItem
 from ...engine.operations import Operation
 from ...engine.validation import parse_retain_items
 from . import models as M
@@ -161,12 +161,8 @@ def mental_model(m: MentalModel, with_content: bool = True) -> M.MentalModelOut:
     )
 
 
-def as_list(tags: list[str] | str | None) -> list:
-    """Tags as a list: agents also send one tag, or a list as a JSON string."""
-    tags = _maybe_json(tags)
-    if tags is None:
-        return []
-    return [tags] if isinstance(tags, str) else list(tags)
+def as_list(tags: list[str] | None) -> list:
+    return [] if tags is None else list(tags)
 
 
 def _text_of(content: str | list[dict[str, Any]], where: str) -> str:

@@ -14,12 +14,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ...engine.strict import Strict
 from ...engine.tags import TagsMatch
 
 Budget = Literal["low", "mid", "high"]
 
 
-class Lenient(BaseModel):
+class Lenient(Strict):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
 
@@ -114,7 +115,7 @@ class MemoryItemIn(Lenient):
     metadata: dict[str, Any] | None = None
     document_id: str | None = None
     entities: list[EntityIn] | None = None
-    tags: list[str] | str | None = None
+    tags: list[str] | None = None
     update_mode: str | None = None
 
 
@@ -151,7 +152,7 @@ class RecallIn(TagFiltered):
     trace: bool | None = False
     query_timestamp: str | None = None
     include: dict[str, Any] | None = None
-    tags: list[str] | str | None = None
+    tags: list[str] | None = None
     tags_match: TagsMatch | None = None
 
 
@@ -182,7 +183,7 @@ class ReflectIn(TagFiltered):
     max_tokens: int | None = None
     include: dict[str, Any] | None = None
     response_schema: dict[str, Any] | None = None
-    tags: list[str] | str | None = None
+    tags: list[str] | None = None
     tags_match: TagsMatch | None = None
 
 
@@ -304,7 +305,7 @@ class MentalModelIn(Lenient):
     id: str | None = None
     name: str
     source_query: str
-    tags: list[str] | str | None = None
+    tags: list[str] | None = None
     max_tokens: int | None = None
     trigger: Trigger | None = None
 
@@ -313,7 +314,7 @@ class MentalModelPatch(Lenient):
     name: str | None = None
     source_query: str | None = None
     max_tokens: int | None = None
-    tags: list[str] | str | None = None
+    tags: list[str] | None = None
     trigger: Trigger | None = None
 
 
