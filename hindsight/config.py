@@ -46,6 +46,18 @@ class Settings(BaseSettings):
 
     host: str = Field("127.0.0.1", description="Address `hindsight serve` binds to.")
     port: int = Field(8888, ge=1, le=65535, description="Port `hindsight serve` listens on.")
+    allowed_hosts: str = Field(
+        "",
+        description="Comma-separated host names the server answers to (the `Host` header). Bound to a loopback "
+        "address it answers only to loopback names (a DNS-rebinding guard) and these; bound elsewhere, to any "
+        "name unless this is set. `*` turns the check off (behind a proxy that checks it).",
+    )
+    allowed_origins: str = Field(
+        "",
+        description="Comma-separated web origins (`https://app.example.com`) whose pages may call the server, "
+        "with CORS; requests with any other `Origin` are refused (403), except the server's own (the console). "
+        "No `Origin` (curl, SDKs, Claude Code) is always allowed.",
+    )
     data_dir: Path = Field(
         Path("~/.hindsight").expanduser(),
         description="Folder of the embedded PostgreSQL (used when no database URL is set).",

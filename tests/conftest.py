@@ -118,7 +118,7 @@ async def app(contract_db):
 async def rest(app):
     import httpx
 
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://hindsight.test") as c:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as c:
         yield c
 
 

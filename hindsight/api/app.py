@@ -8,6 +8,7 @@ import time
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse
+from starlette.middleware.cors import CORSMiddleware
 
 from .. import __version__
 from ..config import Settings
@@ -17,6 +18,7 @@ from ..mcp.surfaces import build_server, http_session_manager
 from ..metrics import HTTP_REQUESTS, HTTP_SECONDS, scrape
 from . import banks, compat, documents, errors, keys, memories, mental_models
 from .console import console
+from .edge import Edge
 
 log = logging.getLogger("hindsight")
 
@@ -111,13 +113,26 @@ def create_app(settings: Settings) -> RootApp:
 
 
 class RootApp:
-    """Routes /mcp and /mcp/... to the MCP router without Starlette's slash redirects."""
+    """Checks every request at the edge (api/edge.py), then routes /mcp and /mcp/... to the MCP
+    router without Starlette's slash redirects, and the rest to FastAPI."""
 
     def __init__(self, api: FastAPI, holder: dict, settings: Settings):
         self.api = api
         self.holder = holder
         self.settings = settings
         self.engine = api.state.engine
+        self.edge = Edge(settings)
+        # Pages of the origins the operator allowed get CORS answers (their browsers need them);
+        # any other page is refused by the edge before it gets here.
+        self.checked = self._checked
+        if self.edge.origins or self.edge.any_origin:
+            self.checked = CORSMiddleware(
+                self._checked,
+                allow_origins=["*"] if self.edge.any_origin else sorted(self.edge.origins),
+                allow_methods=["*"],
+                allow_headers=["*"],
+                expose_headers=["mcp-session-id", "www-authenticate"],
+            )
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -132,11 +147,17 @@ class RootApp:
             await send(message)
 
         try:
-            await self._dispatch(scope, receive, counted)
+            await self.checked(scope, receive, counted)
         finally:
             route = _route_label(scope)
             HTTP_SECONDS.labels(scope["method"], route).observe(time.perf_counter() - t0)
             HTTP_REQUESTS.labels(scope["method"], route, str(status)).inc()
+
+    async def _checked(self, scope, receive, send):
+        refused = self.edge.refusal(scope)
+        if refused is not None:
+            return await send_json(send, *refused)
+        await self._dispatch(scope, receive, send)
 
     async def _dispatch(self, scope, receive, send):
         path = scope["path"]
