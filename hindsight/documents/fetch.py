@@ -1,15 +1,24 @@
 """Fetching a document from a URL a client named, without letting the client reach our network.
 
 A server that fetches URLs for its callers is an SSRF risk: by default every request, the first
-and each redirect hop, must go to a public address. The check is an httpx request hook because a
-public page may redirect to `http://169.254.169.254/` or `localhost`; checking only the URL the
-client sent would follow it there. The body is streamed and cut at the document size limit."""
+and each redirect hop, must go to a public address. Redirects are followed here, not by httpx,
+because a public page may redirect to `http://169.254.169.254/` or `localhost`; checking only the
+URL the client sent would follow it there.
+
+Checking a name and then letting the HTTP client look it up again to connect is not enough
+either: a name whose DNS answer changes between the two lookups (DNS rebinding) passes the check
+with a public address and connects to a private one. So each hop's name is looked up once, and
+the connection goes to an address that lookup returned and the check passed. The name still goes
+in the Host header and, for https, as SNI and as the name the certificate must be valid for, so
+pinning the address does not weaken TLS. Proxies from the environment are not used: a proxy
+would look the name up again. The body is streamed and cut at the document size limit."""
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
 import socket
+import ssl
 from collections.abc import Callable
 
 import httpx
@@ -19,50 +28,96 @@ from .readers import UnreadableFile
 TIMEOUT_S = 30
 MAX_REDIRECTS = 5
 
+Resolver = Callable[[str], list[str]]
 
-def public_host(host: str) -> bool:
-    """Whether every address `host` resolves to is public (an unresolvable name is left to the
-    fetch, which reports it)."""
-    try:
-        infos = socket.getaddrinfo(host, None)
-    except socket.gaierror:
-        return True
-    for info in infos:
-        ip = ipaddress.ip_address(info[4][0])
-        if ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved or ip.is_multicast:
-            return False
-    return True
+
+def resolve(host: str) -> list[str]:
+    """The addresses `host` resolves to, in the system's order of preference (raises OSError or
+    UnicodeError when it does not resolve)."""
+    infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def public_address(address: str) -> bool:
+    """Whether `address` is on the public internet."""
+    ip = ipaddress.ip_address(address)
+    return not (ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved or ip.is_multicast)
 
 
 async def fetch(
-    url: str, *, max_bytes: int, allow_private: bool, public: Callable[[str], bool] = public_host
+    url: str,
+    *,
+    max_bytes: int,
+    allow_private: bool,
+    resolver: Resolver = resolve,
+    is_public: Callable[[str], bool] = public_address,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> tuple[bytes, str | None]:
     """The body and content type at `url`. Raises UnreadableFile naming the URL (and the hop that
-    was refused, when a redirect led to a private address)."""
-
-    async def guard(request: httpx.Request) -> None:
-        host = request.url.host
-        if not allow_private and not await asyncio.to_thread(public, host):
-            hop = "" if str(request.url) == url else f" (redirected to {request.url})"
-            raise UnreadableFile(
-                f"{url}: private, loopback and link-local addresses are refused{hop} "
-                "(HINDSIGHT_API_ALLOW_PRIVATE_URLS=true allows them)",
-                "urls",
-            )
-
-    hooks = {"request": [guard]}
+    was refused, when a redirect led there). `resolver`, `is_public` and `ssl_context` are there
+    for tests, which serve "public" sites and made-up names on this machine."""
+    verify = ssl_context or httpx.create_ssl_context()
     try:
-        async with httpx.AsyncClient(
-            timeout=TIMEOUT_S, follow_redirects=True, max_redirects=MAX_REDIRECTS, event_hooks=hooks
-        ) as client:
-            async with client.stream("GET", url) as r:
-                if r.status_code >= 400:
-                    raise UnreadableFile(f"{url}: HTTP {r.status_code}", "urls")
-                data = bytearray()
-                async for chunk in r.aiter_bytes():
-                    data += chunk
-                    if len(data) > max_bytes:
-                        raise UnreadableFile(f"{url}: larger than {max_bytes} bytes", "urls")
-                return bytes(data), r.headers.get("content-type")
-    except httpx.HTTPError as exc:
+        current = httpx.URL(url)
+        for hop in range(MAX_REDIRECTS + 1):
+            where = "" if hop == 0 else f" (redirected to {current})"
+            if current.scheme not in ("http", "https"):
+                raise UnreadableFile(f"{url}: not an http(s) URL{where}", "urls")
+            addresses = await _resolve(url, current, where, resolver)
+            if not allow_private and not all(is_public(a) for a in addresses):
+                raise UnreadableFile(
+                    f"{url}: private, loopback and link-local addresses are refused{where} "
+                    "(HINDSIGHT_API_ALLOW_PRIVATE_URLS=true allows them)",
+                    "urls",
+                )
+            # A client per hop: no connection, cookie or TLS session carries over to another name.
+            async with httpx.AsyncClient(verify=verify, timeout=TIMEOUT_S, trust_env=False) as client:
+                r = await _open(client, current, addresses)
+                try:
+                    if r.has_redirect_location:
+                        current = current.join(r.headers["location"])
+                        continue
+                    if r.status_code >= 400:
+                        raise UnreadableFile(f"{url}: HTTP {r.status_code}", "urls")
+                    data = bytearray()
+                    async for chunk in r.aiter_bytes():
+                        data += chunk
+                        if len(data) > max_bytes:
+                            raise UnreadableFile(f"{url}: larger than {max_bytes} bytes", "urls")
+                    return bytes(data), r.headers.get("content-type")
+                finally:
+                    await r.aclose()
+        raise UnreadableFile(f"{url}: more than {MAX_REDIRECTS} redirects", "urls")
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise UnreadableFile(f"{url}: {type(exc).__name__}: {exc}", "urls") from None
+
+
+async def _resolve(url: str, at: httpx.URL, where: str, resolver: Resolver) -> list[str]:
+    host = at.raw_host.decode("ascii")
+    try:
+        addresses = await asyncio.wait_for(asyncio.to_thread(resolver, host), TIMEOUT_S) if host else []
+    except TimeoutError:
+        raise UnreadableFile(f"{url}: {host} did not resolve in {TIMEOUT_S} s{where}", "urls") from None
+    except (OSError, UnicodeError) as exc:
+        raise UnreadableFile(f"{url}: {host or 'no host'} does not resolve ({exc}){where}", "urls") from None
+    if not addresses:
+        raise UnreadableFile(f"{url}: {host or 'no host'} does not resolve{where}", "urls")
+    return addresses
+
+
+async def _open(client: httpx.AsyncClient, at: httpx.URL, addresses: list[str]) -> httpx.Response:
+    """The response from the first of `addresses` that accepts a connection (a refused or
+    unreachable address, an IPv6 one on a host without IPv6 say, moves on to the next, as
+    httpx's own connect would; a timeout does not, so that a name with many silent addresses
+    cannot hold the import for long)."""
+    extensions = {"sni_hostname": at.raw_host.decode("ascii")} if at.scheme == "https" else {}
+    for i, address in enumerate(addresses):
+        request = client.build_request(
+            "GET", at.copy_with(host=address), headers={"host": at.netloc.decode("ascii")}, extensions=extensions
+        )
+        try:
+            return await client.send(request, stream=True)
+        except httpx.ConnectError:
+            if i == len(addresses) - 1:
+                raise
+    raise AssertionError("unreachable: addresses is never empty")
