@@ -30,6 +30,8 @@ MAX_REDIRECTS = 5
 
 Resolver = Callable[[str], list[str]]
 
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
 
 def resolve(host: str) -> list[str]:
     """The addresses `host` resolves to, in the system's order of preference (raises OSError or
@@ -39,9 +41,21 @@ def resolve(host: str) -> list[str]:
 
 
 def public_address(address: str) -> bool:
-    """Whether `address` is on the public internet."""
-    ip = ipaddress.ip_address(address)
-    return not (ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved or ip.is_multicast)
+    """Whether `address` is on the public internet. An IPv6 address that only wraps an IPv4 one
+    (IPv4-mapped, 6to4, the NAT64 prefix) is judged by the IPv4 address it reaches, so that
+    `::ffff:127.0.0.1` is loopback; `is_global` also refuses shared space such as 100.64/10,
+    where some clouds put their metadata service."""
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        elif ip.sixtofour is not None:
+            ip = ip.sixtofour
+        elif ip in _NAT64:
+            ip = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return ip.is_global and not (
+        ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved or ip.is_multicast or ip.is_unspecified
+    )
 
 
 async def fetch(

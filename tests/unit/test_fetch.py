@@ -256,7 +256,11 @@ def test_https_to_a_pinned_address_verifies_the_certificate_against_the_name(ca)
             srv.server_close()
 
 
-def test_loopback_and_metadata_addresses_are_not_public():
-    assert not public_address("127.0.0.1") and not public_address("169.254.169.254")
-    assert not public_address("10.0.0.1") and not public_address("::1")
-    assert public_address("8.8.8.8") and public_address("2606:4700:4700::1111")
+def test_loopback_metadata_and_wrapped_addresses_are_not_public():
+    for address in (
+        "127.0.0.1", "10.0.0.1", "169.254.169.254", "100.100.100.200", "0.0.0.0", "224.0.0.1",
+        "::1", "::", "fd00::1", "fe80::1", "fe80::1%eth0", "::ffff:127.0.0.1", "64:ff9b::a9fe:a9fe", "2002:7f00:1::",
+    ):  # fmt: skip
+        assert not public_address(address), address
+    for address in ("8.8.8.8", "2606:4700:4700::1111", "::ffff:8.8.8.8"):
+        assert public_address(address), address
