@@ -70,7 +70,7 @@ async def fetch(
     """The body and content type at `url`. Raises UnreadableFile naming the URL (and the hop that
     was refused, when a redirect led there). `resolver`, `is_public` and `ssl_context` are there
     for tests, which serve "public" sites and made-up names on this machine."""
-    verify = ssl_context or httpx.create_ssl_context()
+    verify = httpx.create_ssl_context() if ssl_context is None else ssl_context
     try:
         current = httpx.URL(url)
         for hop in range(MAX_REDIRECTS + 1):
@@ -127,7 +127,7 @@ async def _open(client: httpx.AsyncClient, at: httpx.URL, addresses: list[str]) 
     extensions = {"sni_hostname": at.raw_host.decode("ascii")} if at.scheme == "https" else {}
     for i, address in enumerate(addresses):
         request = client.build_request(
-            "GET", at.copy_with(host=address), headers={"host": at.netloc.decode("ascii")}, extensions=extensions
+            "GET", at.copy_with(host=address), headers={"Host": at.netloc.decode("ascii")}, extensions=extensions
         )
         try:
             return await client.send(request, stream=True)
