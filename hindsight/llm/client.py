@@ -45,7 +45,11 @@ def _litellm():
     litellm.telemetry = False
     litellm.suppress_debug_info = True
     litellm.drop_params = True  # providers without response_format still answer
-    logging.getLogger("LiteLLM").setLevel(logging.WARNING)
+    # Its loggers come with a handler of their own (its format, INFO on stdout, where `hindsight
+    # mcp` speaks the protocol): without it their records reach ours (hindsight/logs.py).
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+        logging.getLogger(name).handlers.clear()
+        logging.getLogger(name).setLevel(logging.WARNING)
     return litellm
 
 
