@@ -5,7 +5,10 @@ to run in any number of processes against one database (SKIP LOCKED claims, dedu
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -26,6 +29,22 @@ class Scheduler:
         self.engine = engine
         self.worker = worker
         self._aps = AsyncIOScheduler(timezone="UTC")
+        self._stopping = False
+
+    def _job(self, fn: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
+        """`fn` as a job that ends quietly when stop() cancels it: APScheduler's shutdown cancels
+        a run in progress and would log that as the job raising, with a traceback, an ERROR at
+        every shutdown that meets a tick."""
+
+        @functools.wraps(fn)  # APScheduler names the job after it in its warnings
+        async def run() -> None:
+            try:
+                await fn()
+            except asyncio.CancelledError:
+                if not self._stopping:
+                    raise
+
+        return run
 
     async def _sweep(self) -> None:
         try:
@@ -40,11 +59,16 @@ class Scheduler:
         interval = self.engine.settings.scheduler_interval
         now = datetime.now().astimezone()
         common = {"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
-        self._aps.add_job(self.worker.safe_tick, "interval", seconds=interval, next_run_time=now, id="claim", **common)
-        self._aps.add_job(self._sweep, "interval", seconds=max(interval, 1.0), next_run_time=now, id="sweep", **common)
+        self._aps.add_job(
+            self._job(self.worker.safe_tick), "interval", seconds=interval, next_run_time=now, id="claim", **common
+        )
+        self._aps.add_job(
+            self._job(self._sweep), "interval", seconds=max(interval, 1.0), next_run_time=now, id="sweep", **common
+        )
         self._aps.start()
 
     async def stop(self) -> None:
+        self._stopping = True
         if self._aps.running:
             self._aps.shutdown(wait=False)
         await self.worker.stop()
