@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import socket
+import time
 import uuid
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,10 @@ if TYPE_CHECKING:
 
 
 log = logging.getLogger("hindsight.worker")
+# What ops.fail() found the operation to be after a failed attempt, as the attempt's outcome:
+# queued for a retry, cancelled by a user meanwhile, or taken over by another worker whose claim
+# followed a lost lease (that worker runs it again).
+_OUTCOMES = {"queued": "will retry", "cancelled": "cancelled", "running": "will retry"}
 
 
 class Job:
@@ -74,10 +79,54 @@ class Worker:
             log.exception("claiming operations failed")
 
     async def _run(self, job: Job) -> None:
-        pool = self.engine.pool
+        """One attempt, logged as one line when it starts and one when it ends (its outcome and
+        duration), with the operation's fields as `extra=` keys for the JSON log format."""
         task = asyncio.current_task()
         assert task is not None  # _run is always a task of its own
+        fields = {"operation_id": str(job.id), "bank_id": job.bank_id, "kind": job.type, "attempt": job.attempts}
+        what = f"{job.type} on bank {job.bank_id}, attempt {job.attempts} of {job.max_attempts}"
+        log.info("operation %s started: %s", job.id, what, extra=fields)
+        started = time.monotonic()
+        outcome, detail, exc_info = "failed", "", False
         beat = asyncio.create_task(self._heartbeat(job, task))
+        try:
+            outcome, detail = await self._attempt(job)
+        except asyncio.CancelledError:
+            if self._closing:
+                outcome = "released at shutdown"  # stop() hands it back to the queue
+                raise
+            outcome, detail = "cancelled", "stopped: cancelled by a user, or its lease was lost"
+        except Exception as exc:
+            # The database failed while recording the outcome: the operation stays claimed
+            # until its lease lapses, and then a worker claims it again.
+            outcome, detail, exc_info = "will retry", f"its outcome was not recorded: {exc}", True
+        finally:
+            beat.cancel()
+            self.running.pop(job.id, None)
+            waiter = self.waiters.get(str(job.id))
+            if waiter is not None:
+                waiter.set()
+            seconds = time.monotonic() - started
+            end = {**fields, "duration_s": round(seconds, 3), "outcome": outcome}
+            if detail:
+                end["detail"] = detail
+            level = logging.WARNING if outcome in ("failed", "will retry") else logging.INFO
+            tail = f": {detail}" if detail else ""
+            log.log(
+                level,
+                "operation %s %s: %s, %.2f s%s",
+                job.id,
+                outcome,
+                what,
+                seconds,
+                tail,
+                extra=end,
+                exc_info=exc_info,
+            )
+
+    async def _attempt(self, job: Job) -> tuple[str, str]:
+        """Run the handler and record how it ended: (outcome, detail) for the log line."""
+        pool = self.engine.pool
         try:
             fn = HANDLERS.get(job.type)
             if job.attempts > job.max_attempts:
@@ -88,27 +137,18 @@ class Worker:
             async with pool.acquire() as conn:
                 await ops.succeed(conn, job, result)
             self.poke()  # a finished job frees a slot
-        except asyncio.CancelledError:
-            if self._closing:
-                raise
-            log.info("operation %s stopped (cancelled or reclaimed)", job.id)
+            return "succeeded", ""
         except ops.Cancelled as exc:
             await ops.end_cancelled(pool, job, str(exc))
-            log.info("operation %s (%s) cancelled: %s", job.id, job.type, exc)
+            return "cancelled", str(exc)
         except Exception as exc:
             msg = (
                 f"exceeded the wall-clock limit of {self.timeout:g} s"
                 if isinstance(exc, TimeoutError)
                 else f"{type(exc).__name__}: {exc}"
             )
-            state = await ops.fail(pool, job, msg)
-            log.warning("operation %s (%s) attempt %d failed, %s: %s", job.id, job.type, job.attempts, state, msg)
-        finally:
-            beat.cancel()
-            self.running.pop(job.id, None)
-            waiter = self.waiters.get(str(job.id))
-            if waiter is not None:
-                waiter.set()
+            status = await ops.fail(pool, job, msg)
+            return _OUTCOMES.get(status, "failed"), msg
 
     async def wait(self, bank_id: str, operation_id: str, timeout: float) -> ops.Operation:
         event = self.waiters.setdefault(operation_id, asyncio.Event())
