@@ -109,6 +109,13 @@ class Settings(BaseSettings):
     )
     unit_max_chars: int = Field(1_200, ge=200, le=20_000, description="Longest memory unit; longer content is split.")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
+    shutdown_grace: float = Field(
+        20.0,
+        ge=0,
+        le=3600,
+        description="Seconds a stopping server (SIGTERM, Ctrl-C) gives requests in flight; meanwhile new ones get 503 "
+        "with Retry-After and readiness is false. Requests still running then are rolled back and answered 503.",
+    )
     log_format: Literal["text", "json"] = Field(
         "text",
         description="`text` (`time LEVEL logger: message`) or `json` (one object a line: time, level, logger, "

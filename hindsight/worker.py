@@ -50,6 +50,7 @@ class Worker:
         self.running: dict = {}  # operation id -> task
         self.waiters: dict[str, asyncio.Event] = {}  # operation id -> set when this process finishes it
         self._claiming = asyncio.Lock()
+        self.stop_waiting = asyncio.Event()
         self._closing = False
 
     async def tick(self) -> None:
@@ -153,9 +154,16 @@ class Worker:
     async def wait(self, bank_id: str, operation_id: str, timeout: float) -> ops.Operation:
         event = self.waiters.setdefault(operation_id, asyncio.Event())
         try:
-            return await ops.wait(self.engine.pool, bank_id, operation_id, timeout, event)
+            return await ops.wait(self.engine.pool, bank_id, operation_id, timeout, event, self.stop_waiting)
         finally:
             self.waiters.pop(operation_id, None)
+
+    def release_waiters(self) -> None:
+        """A stopping server's callers that wait for an operation (`wait=true`) answer now with
+        the operation as it is: their own work is committed, and the operation finishes later."""
+        self.stop_waiting.set()
+        for event in self.waiters.values():
+            event.set()
 
     async def _heartbeat(self, job: Job, task: asyncio.Task) -> None:
         while True:

@@ -18,6 +18,7 @@ from ..mcp.surfaces import build_server, http_session_manager
 from ..metrics import HTTP_REQUESTS, HTTP_SECONDS, scrape
 from . import banks, compat, documents, errors, keys, memories, mental_models
 from .console import console
+from .drain import Drain
 from .edge import Edge
 
 log = logging.getLogger("hindsight")
@@ -122,6 +123,7 @@ class RootApp:
         self.settings = settings
         self.engine = api.state.engine
         self.edge = Edge(settings)
+        self.drainer = Drain()
         # Pages of the origins the operator allowed get CORS answers (their browsers need them);
         # any other page is refused by the edge before it gets here.
         self.checked = self._checked
@@ -147,11 +149,16 @@ class RootApp:
             await send(message)
 
         try:
-            await self.checked(scope, receive, counted)
+            await self.drainer(scope, receive, counted, self.checked)
         finally:
             route = _route_label(scope)
             HTTP_SECONDS.labels(scope["method"], route).observe(time.perf_counter() - t0)
             HTTP_REQUESTS.labels(scope["method"], route, str(status)).inc()
+
+    async def drain(self, grace: float) -> None:
+        """Stop taking requests and let those in flight finish (api/drain.py); the server stops after."""
+        worker = self.engine.worker if self.engine.started else None
+        await self.drainer.drain(grace, worker.release_waiters if worker else None)
 
     async def _checked(self, scope, receive, send):
         refused = self.edge.refusal(scope)

@@ -47,19 +47,23 @@ def serve(host: str | None, port: int | None) -> None:
 
     from .. import logs
     from ..api.app import create_app
+    from ..api.serve import DrainingServer
 
     logs.configure(settings.log_format, settings.log_level)
+    # The address bound is the one the Host check (api/edge.py) must know.
+    settings = settings.model_copy(update={"host": host or settings.host, "port": port or settings.port})
     app = create_app(settings)
     config = uvicorn.Config(
         app,
-        host=host or settings.host,
-        port=port or settings.port,
+        host=settings.host,
+        port=settings.port,
         log_config=None,  # uvicorn's records go to the handler logs.configure() installed
         log_level=settings.log_level,
         lifespan="on",
-        timeout_graceful_shutdown=10,
+        # requests were drained already (api/drain.py): this only bounds closing idle connections
+        timeout_graceful_shutdown=5,
     )
-    server = uvicorn.Server(config)
+    server = DrainingServer(config, app, settings.shutdown_grace)
 
     async def run() -> int:
         # Start the engine before serving so that a database or model problem ends with one

@@ -178,15 +178,23 @@ async def cancel(pool, bank_id: str, operation_id: str) -> Operation:
     return await get(pool, bank_id, operation_id)
 
 
-async def wait(pool, bank_id: str, operation_id: str, timeout: float, wakeup: asyncio.Event | None = None) -> Operation:
+async def wait(
+    pool,
+    bank_id: str,
+    operation_id: str,
+    timeout: float,
+    wakeup: asyncio.Event | None = None,
+    give_up: asyncio.Event | None = None,
+) -> Operation:
     """Poll until the operation finishes or `timeout` passes (it may run in another process);
-    `wakeup`, set by this process's worker when it finishes the operation, cuts the poll short."""
+    `wakeup`, set by this process's worker when it finishes the operation, cuts the poll short;
+    `give_up` (a stopping server) ends the wait with the operation as it is."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     delay = 0.02
     while True:
         op = await get(pool, bank_id, operation_id)
-        if op.status in TERMINAL or loop.time() >= deadline:
+        if op.status in TERMINAL or loop.time() >= deadline or (give_up is not None and give_up.is_set()):
             return op
         if wakeup is None:
             await asyncio.sleep(delay)

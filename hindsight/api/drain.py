@@ -1,0 +1,90 @@
+"""Stopping without dropping requests.
+
+Why: uvicorn on SIGTERM closes its listening socket at once and, after its graceful timeout,
+cancels what still runs, which the client saw as a reset connection or a 500 ("Cancel 8 running
+task(s)"). Here a stop is a drain instead: readiness turns false first, new requests get 503
+with `Retry-After` (the socket stays open, so clients are told, not refused), requests in flight
+get the grace period to finish, and only then does the server stop (the worker, then the
+embedded PostgreSQL). A request still running at the end of the grace period is cancelled,
+which rolls its transaction back, and is answered 503 with `Retry-After`: nothing of it stored,
+and the client knows to send it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from ..mcp.routing import send_json
+
+log = logging.getLogger("hindsight")
+
+RETRY_AFTER = b"5"
+# Probes keep answering while the server drains: liveness stays up, readiness says it is stopping.
+READINESS = {"/ready", "/health/ready"}
+LIVENESS = {"/health", "/health/live", "/metrics"}
+
+
+class Drain:
+    def __init__(self) -> None:
+        self.draining = False
+        self.expired = False
+        self.inflight: set[asyncio.Task] = set()
+
+    async def __call__(self, scope, receive, send, app: Callable[..., Awaitable[None]]) -> None:
+        """Run one HTTP request through `app`, or refuse it while the server drains."""
+        path = scope["path"]
+        if self.draining and path not in LIVENESS:
+            if path in READINESS:
+                return await send_json(send, 503, {"ready": False, "reason": "the server is stopping"})
+            return await send_json(send, 503, _stopping(), [(b"retry-after", RETRY_AFTER), (b"connection", b"close")])
+        task = asyncio.current_task()
+        assert task is not None
+        started = False
+
+        async def tracked(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        self.inflight.add(task)
+        try:
+            await app(scope, receive, tracked)
+        except asyncio.CancelledError:
+            if not self.expired or started:
+                raise
+            task.uncancel()
+            await send_json(send, 503, _stopping(), [(b"retry-after", RETRY_AFTER), (b"connection", b"close")])
+        finally:
+            self.inflight.discard(task)
+
+    async def drain(self, grace: float, before_cancel: Callable[[], None] | None = None) -> None:
+        """Refuse new requests, give those in flight `grace` seconds, then cancel the rest.
+        `before_cancel` runs first at the deadline (the worker stops keeping `wait=true` callers
+        waiting, so they answer with what they have rather than being cancelled)."""
+        self.draining = True
+        log.warning("stopping: %d request(s) in flight get up to %g s to finish", len(self.inflight), grace)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        while self.inflight and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        if self.inflight and before_cancel is not None:
+            before_cancel()
+            settle = loop.time() + 1.0
+            while self.inflight and loop.time() < settle:
+                await asyncio.sleep(0.05)
+        if self.inflight:
+            log.warning(
+                "stopping: %d request(s) still running after %g s: rolled back, answered 503", len(self.inflight), grace
+            )
+            self.expired = True
+            for task in list(self.inflight):
+                task.cancel()
+            settle = loop.time() + 5.0
+            while self.inflight and loop.time() < settle:
+                await asyncio.sleep(0.05)
+
+
+def _stopping() -> dict:
+    return {"error": "unavailable", "message": "the server is stopping; send the request again shortly"}
