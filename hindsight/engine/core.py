@@ -23,7 +23,7 @@ from . import banks, embedding_model, extract, keys, memories, portable, rag  # 
 from . import documents as docs
 from . import mental_models as mm
 from . import operations as ops
-from .banks import check_bank_id
+from .banks import BankWrites, check_bank_id
 from .errors import InvalidArgument, NotFound
 from .keys import Principal
 from .mental_models import (
@@ -73,6 +73,7 @@ log = logging.getLogger("hindsight")
 class Engine:
     # Set by start(); a method that needs them is only called on a started engine (`started`).
     pool: asyncpg.Pool
+    writes: BankWrites  # the way into a transaction that writes a bank (engine/banks.py)
     embedder: Embedder
     tenant: TenantExtension
     llm: LLM
@@ -113,6 +114,7 @@ class Engine:
         if applied:
             log.info("migrations applied: %s", ", ".join(applied))
         self.pool = await create_pool(url, s.db_pool_min, s.db_pool_max)
+        self.writes = BankWrites(lambda: self.pool)
         self.embedder = await asyncio.to_thread(
             load_embedder, s.embedding_model_dir, s.embedding_threads, s.embedding_quantize
         )
@@ -177,7 +179,7 @@ class Engine:
     async def delete_bank(self, who: Principal, bank_id: str) -> BankDeleted:
         check_bank_id(bank_id)
         who.require_admin()
-        n = await banks.delete_bank(self.pool, bank_id)
+        n = await banks.delete_bank(self.writes, bank_id)
         return BankDeleted(deleted=True, bank_id=bank_id, memories_deleted=n)
 
     # ---- memories -------------------------------------------------------------------
@@ -214,7 +216,7 @@ class Engine:
 
     async def delete_retained_document(self, who: Principal, bank_id: str, document_id: str) -> int:
         self.require(who, bank_id, write=True)
-        return await memories.delete_retained_document(self.pool, bank_id, document_id)
+        return await memories.delete_retained_document(self.writes, bank_id, document_id)
 
     async def get_memory(self, who: Principal, bank_id: str, memory_id: str) -> Memory:
         self.require(who, bank_id)
@@ -235,7 +237,7 @@ class Engine:
 
     async def delete_memory(self, who: Principal, bank_id: str, memory_id: str) -> memories.MemoryDeleted:
         self.require(who, bank_id, write=True)
-        await memories.delete_memory(self.pool, bank_id, memory_id)
+        await memories.delete_memory(self.writes, bank_id, memory_id)
         return memories.MemoryDeleted(deleted=True, memory_id=memory_id)
 
     async def reflect(self, who: Principal, bank_id: str, req: ReflectRequest) -> ReflectResult:

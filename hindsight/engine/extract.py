@@ -26,7 +26,6 @@ from pydantic import BaseModel, Field
 from ..db.sql import Q
 from ..llm import Usage
 from ..metrics import RETAIN_UNITS
-from .banks import lock_writes
 from .entities import extract_entities, merge_entities
 from .models import GivenEntity, RetainItem
 from .operations import handler
@@ -149,50 +148,48 @@ def to_units(group: list, facts: list[ExtractedFact]) -> list[tuple[Unit, uuid.U
 
 async def _store(engine: Engine, bank_id: str, pairs: list[tuple[Unit, uuid.UUID]], vectors, raw_ids: list) -> dict:
     threshold = engine.settings.fact_dedup_threshold
-    async with engine.pool.acquire() as conn:
-        async with conn.transaction():
-            await lock_writes(conn, bank_id)
-            alive = {
-                r["id"]
-                for r in await conn.fetch(
-                    Q.extraction_lock_raw_units,
+    async with engine.writes.open(bank_id) as conn:
+        alive = {
+            r["id"]
+            for r in await conn.fetch(
+                Q.extraction_lock_raw_units,
+                bank_id,
+                raw_ids,
+            )
+        }
+        new_units: list[Unit] = []
+        new_vecs: list = []
+        links: list[tuple[uuid.UUID, uuid.UUID]] = []
+        kept: list[tuple[Unit, Any]] = []
+        for (unit, raw_id), vec in zip(pairs, vectors):
+            if raw_id not in alive:  # deleted or replaced meanwhile, or done by an earlier attempt
+                continue
+            twin = next((u.id for u, v in kept if float(np.dot(v, vec)) >= threshold), None)
+            if twin is None:
+                row = await conn.fetchrow(
+                    Q.fact_nearest,
                     bank_id,
-                    raw_ids,
+                    vec,
                 )
-            }
-            new_units: list[Unit] = []
-            new_vecs: list = []
-            links: list[tuple[uuid.UUID, uuid.UUID]] = []
-            kept: list[tuple[Unit, Any]] = []
-            for (unit, raw_id), vec in zip(pairs, vectors):
-                if raw_id not in alive:  # deleted or replaced meanwhile, or done by an earlier attempt
-                    continue
-                twin = next((u.id for u, v in kept if float(np.dot(v, vec)) >= threshold), None)
-                if twin is None:
-                    row = await conn.fetchrow(
-                        Q.fact_nearest,
-                        bank_id,
-                        vec,
-                    )
-                    if row is not None and row["sim"] >= threshold:
-                        twin = row["id"]
-                if twin is None:
-                    new_units.append(unit)
-                    new_vecs.append(vec)
-                    kept.append((unit, vec))
-                    twin = unit.id
-                links.append((twin, raw_id))
-            if new_units:
-                await store_units(conn, bank_id, new_units, new_vecs)
-            links = sorted(set(links))
-            if links:
-                await conn.execute(
-                    Q.fact_sources_link,
-                    [a for a, _ in links],
-                    [b for _, b in links],
-                    bank_id,
-                )
-                await conn.execute(Q.raw_units_supersede, bank_id, sorted({b for _, b in links}))
+                if row is not None and row["sim"] >= threshold:
+                    twin = row["id"]
+            if twin is None:
+                new_units.append(unit)
+                new_vecs.append(vec)
+                kept.append((unit, vec))
+                twin = unit.id
+            links.append((twin, raw_id))
+        if new_units:
+            await store_units(conn, bank_id, new_units, new_vecs)
+        links = sorted(set(links))
+        if links:
+            await conn.execute(
+                Q.fact_sources_link,
+                [a for a, _ in links],
+                [b for _, b in links],
+                bank_id,
+            )
+            await conn.execute(Q.raw_units_supersede, bank_id, sorted({b for _, b in links}))
     RETAIN_UNITS.labels("fact").inc(len(new_units))
     return {
         "new": [str(u.id) for u in new_units],

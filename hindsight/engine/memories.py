@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..db.sql import Q, fill
-from .banks import lock_writes
+from .banks import BankWrites
 from .binder import Binder
 from .errors import NotFound, parse_uuid
 from .models import Memory, MemoryType, _clean_tags
@@ -173,15 +173,13 @@ async def list_retained_documents(pool, bank_id: str, query: DocumentQuery) -> t
     return [_retained(r) for r in rows], total
 
 
-async def delete_retained_document(pool, bank_id: str, document_id: str) -> int:
+async def delete_retained_document(writes: BankWrites, bank_id: str, document_id: str) -> int:
     """A document_id's memories and text; returns how many memories went."""
     from .retain import delete_documents
 
-    async with pool.acquire() as conn:
-        async with conn.transaction():
-            await lock_writes(conn, bank_id)
-            had_text = await conn.fetchval(Q.retained_document_exists, bank_id, document_id)
-            n = await delete_documents(conn, bank_id, [document_id])
+    async with writes.open(bank_id) as conn:
+        had_text = await conn.fetchval(Q.retained_document_exists, bank_id, document_id)
+        n = await delete_documents(conn, bank_id, [document_id])
     if not n and not had_text:
         raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
     return n
@@ -204,20 +202,18 @@ async def get_memories(pool, bank_id: str, memory_ids: list[str]) -> list[Memory
     return [to_memory(by_id[i]) for i in ids if i in by_id]
 
 
-async def delete_memory(pool, bank_id: str, memory_id: str) -> None:
+async def delete_memory(writes: BankWrites, bank_id: str, memory_id: str) -> None:
     mid = parse_memory_id(memory_id)
-    async with pool.acquire() as conn:
-        async with conn.transaction():
-            await lock_writes(conn, bank_id)
-            # Nothing is written before the memory is known to be the bank's.
-            if not await conn.fetchval(Q.memory_exists, bank_id, mid):
-                raise NotFound(f"memory {memory_id} does not exist in bank {bank_id!r}", "memory_id")
-            # Facts extracted only from this unit go with it; facts shared with others stay.
-            orphans = [r[0] for r in await conn.fetch(Q.memory_orphan_facts, bank_id, mid)]
-            await conn.execute(Q.memory_release_entities, bank_id, [mid, *orphans])
-            if orphans:
-                await conn.execute(Q.memory_delete_many, bank_id, orphans)
-            await conn.execute(Q.memory_delete, bank_id, mid)
+    async with writes.open(bank_id) as conn:
+        # Nothing is written before the memory is known to be the bank's.
+        if not await conn.fetchval(Q.memory_exists, bank_id, mid):
+            raise NotFound(f"memory {memory_id} does not exist in bank {bank_id!r}", "memory_id")
+        # Facts extracted only from this unit go with it; facts shared with others stay.
+        orphans = [r[0] for r in await conn.fetch(Q.memory_orphan_facts, bank_id, mid)]
+        await conn.execute(Q.memory_release_entities, bank_id, [mid, *orphans])
+        if orphans:
+            await conn.execute(Q.memory_delete_many, bank_id, orphans)
+        await conn.execute(Q.memory_delete, bank_id, mid)
 
 
 class EntityRow(BaseModel):

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..db.sql import Q, fill
 from . import operations as ops
-from .banks import ensure_bank, lock_writes
+from .banks import ensure_bank
 from .binder import Binder
 from .errors import Conflict, InvalidArgument, NotFound
 from .models import _clean_tags
@@ -187,43 +187,41 @@ async def _queue_refresh(engine: Engine, conn, bank_id: str, model_id: str, reas
 
 async def create(engine: Engine, bank_id: str, req: MentalModelCreate) -> MentalModelOperation:
     vec = await asyncio.to_thread(engine.embedder.embed_query, req.source_query)
-    async with engine.pool.acquire() as conn:
-        async with conn.transaction():
-            await lock_writes(conn, bank_id)
-            await ensure_bank(conn, bank_id)
-            if req.mental_model_id:
-                model_id = req.mental_model_id
-            else:
-                base = slug(req.name)
-                taken = {
-                    r[0]
-                    for r in await conn.fetch(
-                        Q.mental_model_ids_like,
-                        bank_id,
-                        base,
-                    )
-                }
-                model_id = (
-                    base
-                    if base not in taken
-                    else next(f"{base}-{n}" for n in range(2, len(taken) + 3) if f"{base}-{n}" not in taken)
+    async with engine.writes.open(bank_id) as conn:
+        await ensure_bank(conn, bank_id)
+        if req.mental_model_id:
+            model_id = req.mental_model_id
+        else:
+            base = slug(req.name)
+            taken = {
+                r[0]
+                for r in await conn.fetch(
+                    Q.mental_model_ids_like,
+                    bank_id,
+                    base,
                 )
-            inserted = await conn.fetchval(
-                Q.mental_model_create,
-                bank_id,
-                model_id,
-                req.name,
-                req.source_query,
-                req.tags,
-                req.max_tokens,
-                vec,
+            }
+            model_id = (
+                base
+                if base not in taken
+                else next(f"{base}-{n}" for n in range(2, len(taken) + 3) if f"{base}-{n}" not in taken)
             )
-            if inserted is None:
-                raise Conflict(
-                    f"mental_model_id: a mental model {model_id!r} already exists in bank {bank_id!r}",
-                    "mental_model_id",
-                )
-            op_id = await _queue_refresh(engine, conn, bank_id, model_id, "created")
+        inserted = await conn.fetchval(
+            Q.mental_model_create,
+            bank_id,
+            model_id,
+            req.name,
+            req.source_query,
+            req.tags,
+            req.max_tokens,
+            vec,
+        )
+        if inserted is None:
+            raise Conflict(
+                f"mental_model_id: a mental model {model_id!r} already exists in bank {bank_id!r}",
+                "mental_model_id",
+            )
+        op_id = await _queue_refresh(engine, conn, bank_id, model_id, "created")
     engine.worker.poke()
     return MentalModelOperation(mental_model_id=model_id, operation_id=str(op_id))
 
@@ -282,41 +280,37 @@ async def update(engine: Engine, bank_id: str, model_id: str, req: MentalModelUp
         if "source_query" in fields
         else None
     )
-    async with engine.pool.acquire() as conn:
-        async with conn.transaction():
-            await lock_writes(conn, bank_id)
-            r = await conn.fetchrow(
-                Q.mental_model_update,
-                bank_id,
-                model_id,
-                fields.get("name"),
-                fields.get("source_query"),
-                fields.get("tags"),
-                fields.get("max_tokens"),
-                vec,
-            )
-            if r is None:
-                raise NotFound(f"mental model {model_id!r} does not exist in bank {bank_id!r}", "mental_model_id")
-            if fields.keys() & {"source_query", "tags", "max_tokens"}:
-                await _queue_refresh(engine, conn, bank_id, model_id, "updated")
+    async with engine.writes.open(bank_id) as conn:
+        r = await conn.fetchrow(
+            Q.mental_model_update,
+            bank_id,
+            model_id,
+            fields.get("name"),
+            fields.get("source_query"),
+            fields.get("tags"),
+            fields.get("max_tokens"),
+            vec,
+        )
+        if r is None:
+            raise NotFound(f"mental model {model_id!r} does not exist in bank {bank_id!r}", "mental_model_id")
+        if fields.keys() & {"source_query", "tags", "max_tokens"}:
+            await _queue_refresh(engine, conn, bank_id, model_id, "updated")
     engine.worker.poke()
     return await get(engine, bank_id, model_id)
 
 
 async def delete(engine: Engine, bank_id: str, model_id: str) -> None:
     check_model_id(model_id)
-    async with engine.pool.acquire() as conn:
-        async with conn.transaction():
-            await lock_writes(conn, bank_id)
-            done = await conn.fetchval(Q.mental_model_delete, bank_id, model_id)
-            if done is None:
-                raise NotFound(f"mental model {model_id!r} does not exist in bank {bank_id!r}", "mental_model_id")
-            await conn.execute(
-                Q.mental_model_cancel_refreshes,
-                bank_id,
-                dedup_key(bank_id, model_id),
-                DELETED,
-            )
+    async with engine.writes.open(bank_id) as conn:
+        done = await conn.fetchval(Q.mental_model_delete, bank_id, model_id)
+        if done is None:
+            raise NotFound(f"mental model {model_id!r} does not exist in bank {bank_id!r}", "mental_model_id")
+        await conn.execute(
+            Q.mental_model_cancel_refreshes,
+            bank_id,
+            dedup_key(bank_id, model_id),
+            DELETED,
+        )
 
 
 async def refresh(engine: Engine, bank_id: str, model_id: str) -> MentalModelOperation:
@@ -367,48 +361,45 @@ async def run_refresh(engine: Engine, job: Job) -> dict:
         raise
     based_on = result.based_on.model_dump()
     outcome = {"mental_model_id": model_id, "mode": result.mode, "based_on": based_on}
-    async with engine.pool.acquire() as conn:
-        async with conn.transaction():
-            # The bank's write lock first, as every transaction that writes several of a bank's
-            # tables takes it: a bank deleted meanwhile cascades through models and operations in
-            # its own order, and two orders of row locks can deadlock (seen: DELETE of a bank
-            # during a refresh).
-            await lock_writes(conn, bank_id)
-            # Deleted while we reflected: nothing to store (its versions would break the foreign key).
-            if not await conn.fetchval(Q.mental_model_lock, bank_id, model_id):
-                raise ops.Cancelled(DELETED)
-            if not result.answer:
-                await conn.execute(
-                    Q.mental_model_keep_previous,
-                    bank_id,
-                    model_id,
-                    m["watermark"],
-                )
-                outcome["kept_previous"] = True
-            else:
-                await conn.execute(
-                    Q.mental_model_set_content,
-                    bank_id,
-                    model_id,
-                    result.answer,
-                    json.dumps(based_on),
-                    m["watermark"],
-                )
-                version = await conn.fetchval(
-                    Q.mental_model_add_version,
-                    bank_id,
-                    model_id,
-                    result.answer,
-                    json.dumps(based_on),
-                )
-                await conn.execute(
-                    Q.mental_model_trim_versions,
-                    bank_id,
-                    model_id,
-                    version - engine.settings.mental_model_history,
-                )
-                outcome["version"] = version
-            await ops.succeed(conn, job, outcome)
+    # Under the bank's write lock, as every transaction that writes several of a bank's tables:
+    # a bank deleted meanwhile cascades through models and operations in its own order, and two
+    # orders of row locks can deadlock (seen: DELETE of a bank during a refresh).
+    async with engine.writes.open(bank_id) as conn:
+        # Deleted while we reflected: nothing to store (its versions would break the foreign key).
+        if not await conn.fetchval(Q.mental_model_lock, bank_id, model_id):
+            raise ops.Cancelled(DELETED)
+        if not result.answer:
+            await conn.execute(
+                Q.mental_model_keep_previous,
+                bank_id,
+                model_id,
+                m["watermark"],
+            )
+            outcome["kept_previous"] = True
+        else:
+            await conn.execute(
+                Q.mental_model_set_content,
+                bank_id,
+                model_id,
+                result.answer,
+                json.dumps(based_on),
+                m["watermark"],
+            )
+            version = await conn.fetchval(
+                Q.mental_model_add_version,
+                bank_id,
+                model_id,
+                result.answer,
+                json.dumps(based_on),
+            )
+            await conn.execute(
+                Q.mental_model_trim_versions,
+                bank_id,
+                model_id,
+                version - engine.settings.mental_model_history,
+            )
+            outcome["version"] = version
+        await ops.succeed(conn, job, outcome)
     return outcome
 
 

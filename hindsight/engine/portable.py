@@ -45,7 +45,7 @@ from pydantic import BaseModel, Field
 
 from ..db.sql import Q, fill
 from ..embedding import vector_literal
-from .banks import ensure_bank, lock_writes
+from .banks import ensure_bank
 from .errors import InvalidArgument
 
 if TYPE_CHECKING:
@@ -378,61 +378,59 @@ async def import_bank(
     if not isinstance(header.get("version"), int) or header["version"] > VERSION:
         raise _bad(f"format version {header.get('version')!r} is newer than this server reads ({VERSION})")
     end = None
-    async with engine.pool.acquire() as conn:
-        async with conn.transaction():
-            await lock_writes(conn, bank_id)
-            created = await conn.fetchval(Q.import_bank_is_new, bank_id)
-            await ensure_bank(conn, bank_id)
-            if created:
-                b = header.get("bank") or {}
-                await conn.execute(
-                    Q.import_bank_profile,
-                    bank_id,
-                    b.get("name"),
-                    b.get("mission"),
-                    json.dumps(b["disposition"]) if b.get("disposition") else None,
-                    json.dumps(b["config"]) if isinstance(b.get("config"), dict) else None,
-                )
-            imp = _Importer(engine, conn, bank_id, on_conflict, header)
-            await imp.prepare()
-            while True:
-                lines = await reader.batch()
-                if not lines:
-                    break
-                groups: list[tuple[str, list[dict]]] = []
-                for rec in lines:
-                    kind = rec.get("kind") if isinstance(rec, dict) else None
-                    if end is not None:
-                        raise _bad("data after the end line")
-                    if kind == "end":
-                        end = rec
-                        continue
-                    if kind not in KINDS or not isinstance(rec.get("row"), dict):
-                        raise _bad(f"line {reader.line_no}: unknown record kind {kind!r}")
-                    imp.seen[kind] += 1
-                    if groups and groups[-1][0] == kind:
-                        groups[-1][1].append(rec["row"])
-                    else:
-                        groups.append((kind, [rec["row"]]))
-                for kind, rows in groups:
-                    try:
-                        await getattr(imp, kind)(rows)
-                    except (
-                        asyncpg.PostgresError,
-                        asyncpg.DataError,
-                        KeyError,
-                        TypeError,
-                        ValueError,
-                        AttributeError,
-                    ) as exc:
-                        # a hand-edited or damaged file: say where, roll everything back
-                        detail = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0]
-                        raise _bad(f"invalid {kind} record before line {reader.line_no}: {detail}") from None
-            if end is None:
-                raise _bad("truncated (no end line); nothing was imported")
-            expected = {k: int(v) for k, v in (end.get("counts") or {}).items()}
-            if any(expected.get(k, 0) != imp.seen[k] for k in KINDS):
-                raise _bad(f"counts differ from the end line ({dict(imp.seen)} vs {expected}); nothing was imported")
+    async with engine.writes.open(bank_id) as conn:
+        created = await conn.fetchval(Q.import_bank_is_new, bank_id)
+        await ensure_bank(conn, bank_id)
+        if created:
+            b = header.get("bank") or {}
+            await conn.execute(
+                Q.import_bank_profile,
+                bank_id,
+                b.get("name"),
+                b.get("mission"),
+                json.dumps(b["disposition"]) if b.get("disposition") else None,
+                json.dumps(b["config"]) if isinstance(b.get("config"), dict) else None,
+            )
+        imp = _Importer(engine, conn, bank_id, on_conflict, header)
+        await imp.prepare()
+        while True:
+            lines = await reader.batch()
+            if not lines:
+                break
+            groups: list[tuple[str, list[dict]]] = []
+            for rec in lines:
+                kind = rec.get("kind") if isinstance(rec, dict) else None
+                if end is not None:
+                    raise _bad("data after the end line")
+                if kind == "end":
+                    end = rec
+                    continue
+                if kind not in KINDS or not isinstance(rec.get("row"), dict):
+                    raise _bad(f"line {reader.line_no}: unknown record kind {kind!r}")
+                imp.seen[kind] += 1
+                if groups and groups[-1][0] == kind:
+                    groups[-1][1].append(rec["row"])
+                else:
+                    groups.append((kind, [rec["row"]]))
+            for kind, rows in groups:
+                try:
+                    await getattr(imp, kind)(rows)
+                except (
+                    asyncpg.PostgresError,
+                    asyncpg.DataError,
+                    KeyError,
+                    TypeError,
+                    ValueError,
+                    AttributeError,
+                ) as exc:
+                    # a hand-edited or damaged file: say where, roll everything back
+                    detail = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0]
+                    raise _bad(f"invalid {kind} record before line {reader.line_no}: {detail}") from None
+        if end is None:
+            raise _bad("truncated (no end line); nothing was imported")
+        expected = {k: int(v) for k, v in (end.get("counts") or {}).items()}
+        if any(expected.get(k, 0) != imp.seen[k] for k in KINDS):
+            raise _bad(f"counts differ from the end line ({dict(imp.seen)} vs {expected}); nothing was imported")
     return ImportResult(
         bank_id=bank_id,
         created_bank=bool(created),

@@ -2,9 +2,9 @@
 
 The CPU work (splitting, entity and time extraction, embedding) runs in worker threads so the
 event loop keeps serving recalls; the database work is one transaction, so an accepted call is
-committed whole or not at all. That transaction holds the bank's write lock (banks.lock_writes),
-so two concurrent retains of one document_id cannot interleave their units. A large call is
-embedded in steps of PIPELINE_UNITS, each step while the previous one is stored.
+committed whole or not at all. That transaction holds the bank's write lock (banks.BankWrites),
+so two concurrent retains of one document_id cannot interleave their units; everything is
+embedded before it is taken, so the lock is held for database work only.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from ..db.sql import Q
 from ..metrics import RETAIN_ITEMS, RETAIN_UNITS
 from . import operations as ops
-from .banks import ensure_bank, lock_writes
+from .banks import ensure_bank
 from .entities import canonical, extract_entities, merge_entities
 from .errors import InvalidArgument
 from .models import RetainItem, RetainResult
@@ -214,10 +214,9 @@ async def store_documents(conn: asyncpg.Connection, bank_id: str, items: list[Re
 
 RETAIN = "retain"
 
-# Units embedded per step of a large retain: a step's vectors are computed while the previous
-# step is stored, so the database work no longer leaves the cores idle (bench/README.md,
-# "Retain pipeline").
-PIPELINE_UNITS = 128
+# Units embedded per step of a large retain: between steps the CPU slots are free for others
+# (a recall's query embedding waits for at most one step, not for a whole bulk import).
+STEP_UNITS = 128
 
 
 async def retain(
@@ -234,48 +233,39 @@ async def retain(
 
     async with engine.cpu_slots:
         units = await asyncio.to_thread(prepare_units, items, s.unit_max_chars)
-    steps = [units[i : i + PIPELINE_UNITS] for i in range(0, len(units), PIPELINE_UNITS)]
-    # The first step is embedded before the bank's write lock is taken, so a small retain (one
-    # step) does all its CPU work outside the lock, as before.
-    vectors = await embedded(steps[0]) if steps else []
+    steps = [units[i : i + STEP_UNITS] for i in range(0, len(units), STEP_UNITS)]
+    # Every vector is computed before the bank's write lock is taken: the transaction holds the
+    # lock (and a connection) only for the database work, so writers queued behind a bulk import
+    # wait for its COPY, not for its embedding (bench/README.md, "Retain pipeline", measured the
+    # overlap this gives up).
+    vectors = [await embedded(step) for step in steps]
     doc_ids = sorted({it.document_id for it in items if it.document_id})
-    async with engine.pool.acquire() as conn:
-        async with conn.transaction():
-            await lock_writes(conn, bank_id)
-            await ensure_bank(conn, bank_id)
-            if doc_ids:
-                await delete_documents(conn, bank_id, doc_ids)
-                await store_documents(conn, bank_id, items)
-            for i, step in enumerate(steps):
-                following = asyncio.ensure_future(embedded(steps[i + 1])) if i + 1 < len(steps) else None
-                try:
-                    await store_units(conn, bank_id, step, vectors)
-                finally:
-                    # Also when storing failed: the next step's thread runs to its end either way,
-                    # and no work of this call should outlive it.
-                    if following is not None and not following.done():
-                        await asyncio.wait([following])
-                if following is not None:
-                    vectors = following.result()
-            op_id = None
-            if engine.llm.configured("retain"):
-                op_id = await ops.enqueue(
-                    conn,
-                    bank_id,
-                    "retain_extract",
-                    {"raw_ids": [str(u.id) for u in units]},
-                    max_attempts=s.operation_max_attempts,
-                )
-            result = RetainResult(
-                bank_id=bank_id,
-                memory_ids=[str(u.id) for u in units],
-                items=len(items),
-                units=len(units),
-                operation_id=str(op_id) if op_id else None,
-                extraction="queued" if op_id else "none",
+    async with engine.writes.open(bank_id) as conn:
+        await ensure_bank(conn, bank_id)
+        if doc_ids:
+            await delete_documents(conn, bank_id, doc_ids)
+            await store_documents(conn, bank_id, items)
+        for step, step_vectors in zip(steps, vectors):
+            await store_units(conn, bank_id, step, step_vectors)
+        op_id = None
+        if engine.llm.configured("retain"):
+            op_id = await ops.enqueue(
+                conn,
+                bank_id,
+                "retain_extract",
+                {"raw_ids": [str(u.id) for u in units]},
+                max_attempts=s.operation_max_attempts,
             )
-            if on_commit is not None:
-                await on_commit(conn, result)
+        result = RetainResult(
+            bank_id=bank_id,
+            memory_ids=[str(u.id) for u in units],
+            items=len(items),
+            units=len(units),
+            operation_id=str(op_id) if op_id else None,
+            extraction="queued" if op_id else "none",
+        )
+        if on_commit is not None:
+            await on_commit(conn, result)
     RETAIN_ITEMS.inc(len(items))
     RETAIN_UNITS.labels("raw").inc(len(units))
     if op_id:

@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .errors import InvalidArgument
-from .strict import text_problem
 from .models import RetainItem
+from .strict import text_problem
 
 M = TypeVar("M", bound=BaseModel)
 # pydantic's own words for a string with a lone surrogate ("unable to parse raw data as a unicode
