@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from .db.sql import Q
+from .engine.errors import unavailable
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -98,10 +99,17 @@ POOL = Gauge(
 
 
 async def scrape(engine: Engine) -> tuple[bytes, str]:
-    """The exposition text, with the database-state gauges read now."""
+    """The exposition text, with the database-state gauges read now. While the database cannot
+    be reached the operations gauge is left empty and the rest is still served: the request
+    counters (503s among them) matter most then."""
     if engine.started:
-        async with engine.pool.acquire() as conn:
-            rows = await conn.fetch(Q.operations_pending_by_type)
+        try:
+            async with engine.pool.acquire() as conn:
+                rows = await conn.fetch(Q.operations_pending_by_type)
+        except Exception as exc:
+            if unavailable(exc) is None:
+                raise
+            rows = []
         OPERATIONS.clear()
         for r in rows:
             OPERATIONS.labels(r["type"], r["status"]).set(r["n"])

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from .engine import mental_models
-from .worker import Worker
+from .worker import Worker, log_failure
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -52,8 +52,8 @@ class Scheduler:
             if queued:
                 log.info("queued %d mental-model refreshes after new memories", queued)
                 await self.worker.safe_tick()
-        except Exception:
-            log.exception("mental-model sweep failed")
+        except Exception as exc:
+            log_failure(log, "mental-model sweep", exc)
 
     def start(self) -> None:
         interval = self.engine.settings.scheduler_interval

@@ -13,6 +13,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from .engine import operations as ops
+from .engine.errors import unavailable
 from .engine.operations import HANDLERS, NEEDS_LLM
 
 if TYPE_CHECKING:
@@ -24,6 +25,26 @@ log = logging.getLogger("hindsight.worker")
 # queued for a retry, cancelled by a user meanwhile, or taken over by another worker whose claim
 # followed a lost lease (that worker runs it again).
 _OUTCOMES = {"queued": "will retry", "cancelled": "cancelled", "running": "will retry"}
+
+OUTAGE_LOG_EVERY = 60.0  # seconds between repeats of one step's "database unavailable" line
+_quiet_until: dict[str, float] = {}
+
+
+def log_failure(logger: logging.Logger, what: str, exc: BaseException, kind: str = "") -> None:
+    """A background step (claiming work, a heartbeat, the sweep) failed. A bug is logged with its
+    traceback; a database that cannot be reached is one line, repeated at most once a minute:
+    every tick fails the same way until the watchdog (embedded) or the operator (external)
+    brings it back, and requests meanwhile answer 503. `kind` groups steps for that (default:
+    `what`)."""
+    error = unavailable(exc)
+    if error is None:
+        logger.error("%s failed", what, exc_info=exc)
+        return
+    now = time.monotonic()
+    kind = kind or what
+    if now >= _quiet_until.get(kind, 0.0):
+        _quiet_until[kind] = now + OUTAGE_LOG_EVERY
+        logger.warning("%s failed: %s", what, error.message)
 
 
 class Job:
@@ -76,8 +97,8 @@ class Worker:
     async def safe_tick(self) -> None:
         try:
             await self.tick()
-        except Exception:
-            log.exception("claiming operations failed")
+        except Exception as exc:
+            log_failure(log, "claiming operations", exc)
 
     async def _run(self, job: Job) -> None:
         """One attempt, logged as one line when it starts and one when it ends (its outcome and
@@ -143,6 +164,10 @@ class Worker:
             await ops.end_cancelled(pool, job, str(exc))
             return "cancelled", str(exc)
         except Exception as exc:
+            if (down := unavailable(exc)) is not None:
+                # Recording the failure needs the database too. Its lease runs out instead and a
+                # worker claims it again (as after a crash), once the database is back.
+                return "will retry", f"{down.message}; claimed again once its lease runs out"
             msg = (
                 f"exceeded the wall-clock limit of {self.timeout:g} s"
                 if isinstance(exc, TimeoutError)
@@ -170,8 +195,8 @@ class Worker:
             await asyncio.sleep(self.lease / 3)
             try:
                 alive = await ops.heartbeat(self.engine.pool, job, self.lease)
-            except Exception:
-                log.exception("heartbeat for operation %s failed", job.id)
+            except Exception as exc:
+                log_failure(log, f"heartbeat for operation {job.id}", exc, "heartbeats")
                 continue
             if not alive:  # cancelled by a user, or the lease was lost
                 task.cancel()
@@ -186,5 +211,5 @@ class Worker:
         if ids:
             try:
                 await ops.release(self.engine.pool, ids, self.id)
-            except Exception:
-                log.exception("releasing operations failed")
+            except Exception as exc:
+                log_failure(log, "releasing operations", exc)

@@ -1,15 +1,17 @@
-"""Every REST error is JSON `{error, message, field?}` with a 4xx status; nothing leaks a trace."""
+"""Every REST error is JSON `{error, message, field?}` with a 4xx status (503 with Retry-After
+while the database cannot be reached); nothing leaks a trace."""
 
 from __future__ import annotations
 
 import logging
 
+import asyncpg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from ..engine.errors import HindsightError, InvalidArgument
+from ..engine.errors import HindsightError, InvalidArgument, unavailable
 from ..engine.validation import describe
 
 log = logging.getLogger("hindsight.api")
@@ -26,8 +28,18 @@ def _json(request: Request, body: dict, status: int, headers: dict | None = None
 def install(app: FastAPI) -> None:
     @app.exception_handler(HindsightError)
     async def _hindsight(request: Request, exc: HindsightError):
-        headers = {"WWW-Authenticate": 'Bearer realm="hindsight"'} if exc.status == 401 else None
-        return _json(request, exc.to_dict(), exc.status, headers)
+        return _json(request, exc.to_dict(), exc.status, exc.http_headers() or None)
+
+    async def _database(request: Request, exc: Exception):
+        """The errors that may mean the database cannot be reached, registered by class so
+        that Starlette answers them without re-raising (no traceback for an outage)."""
+        error = unavailable(exc)
+        if error is None:
+            return _internal(exc)
+        return await _hindsight(request, error)
+
+    for kind in (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+        app.add_exception_handler(kind, _database)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError):
@@ -42,5 +54,9 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception):
-        log.exception("unexpected error")
-        return JSONResponse({"error": "internal", "message": "internal error; see the server log"}, status_code=500)
+        return _internal(exc)
+
+
+def _internal(exc: Exception) -> JSONResponse:
+    log.error("unexpected error", exc_info=exc)
+    return JSONResponse({"error": "internal", "message": "internal error; see the server log"}, status_code=500)

@@ -111,6 +111,7 @@ async def migrate(url: str) -> list[str]:
 
 
 async def create_pool(url: str, min_size: int, max_size: int) -> asyncpg.Pool:
+    logging.getLogger("asyncpg.pool").addFilter(_one_line)
     return await asyncpg.create_pool(
         url,
         min_size=min_size,
@@ -121,3 +122,14 @@ async def create_pool(url: str, min_size: int, max_size: int) -> asyncpg.Pool:
         # Iterative HNSW scans keep bank-filtered vector searches complete (pgvector 0.8).
         server_settings={"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100", "jit": "off"},
     )
+
+
+def _one_line(record: logging.LogRecord) -> bool:
+    """asyncpg keeps the pool's minimum size by reconnecting in the background and logs every
+    failed attempt with a traceback; while the database is away that is one expected line each
+    time, with the reason."""
+    if record.exc_info and record.exc_info[1] is not None:
+        record.msg = f"{record.getMessage()}: {type(record.exc_info[1]).__name__}: {record.exc_info[1]}"
+        record.args = None
+        record.exc_info = None
+    return True

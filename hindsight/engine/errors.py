@@ -1,19 +1,31 @@
 """Errors the engine raises on purpose, each with its message written once and the code every
 face reports it with: an HTTP status and a JSON body on REST (which the CLI prints), a JSON-RPC
-error code on MCP."""
+error code on MCP.
+
+One more kind is not raised on purpose: a database that cannot be reached (stopped, restarting,
+out of connections). `known` maps those asyncpg and socket errors to `Unavailable` here, once, so
+that every face answers it like the others (503 with Retry-After, a JSON-RPC error) instead of a
+500 and a traceback."""
 
 from __future__ import annotations
 
+import asyncpg
+
 INVALID_PARAMS = -32602
 # JSON-RPC leaves -32000..-32099 to implementations; -32001 is authentication and authorisation
-# (a bank the key may not reach), documented in docs/mcp.md.
+# (a bank the key may not reach), -32003 a database that cannot be reached right now, both
+# documented in docs/mcp.md. (MCP itself uses -32002 for a resource that does not exist.)
 ACCESS_DENIED = -32001
+DATABASE_UNAVAILABLE = -32003
+# Seconds a client should wait before retrying while the database is away.
+RETRY_AFTER = 5
 
 
 class HindsightError(Exception):
     status = 400
     code = "bad_request"
     jsonrpc_code = INVALID_PARAMS
+    retry_after: int | None = None  # seconds, for errors that go away by themselves
 
     def __init__(self, message: str, field: str | None = None):
         super().__init__(message)
@@ -25,6 +37,14 @@ class HindsightError(Exception):
         if self.field:
             out["field"] = self.field
         return out
+
+    def http_headers(self) -> dict[str, str]:
+        headers = {}
+        if self.status == 401:
+            headers["WWW-Authenticate"] = 'Bearer realm="hindsight"'
+        if self.retry_after is not None:
+            headers["Retry-After"] = str(self.retry_after)
+        return headers
 
 
 class InvalidArgument(HindsightError):
@@ -52,6 +72,65 @@ class Forbidden(HindsightError):
 class Conflict(HindsightError):
     status = 409
     code = "conflict"
+
+
+class Unavailable(HindsightError):
+    """The database cannot be reached right now; the same request may succeed in a moment."""
+
+    status = 503
+    code = "database_unavailable"
+    jsonrpc_code = DATABASE_UNAVAILABLE
+    retry_after = RETRY_AFTER
+
+    def __init__(self, cause: str):
+        super().__init__(f"the database is unavailable ({cause}); retry in a few seconds")
+        self.cause = cause
+
+
+# SQLSTATEs that say "no database to talk to" rather than "this statement is wrong": class 08
+# (connection exceptions, e.g. 08003 connection does not exist, 08006 connection failure),
+# 57P01-57P05 (shut down by an administrator or a crash, still starting up or recovering,
+# database dropped, idle session timeout) and 53300 (every connection slot taken).
+_UNREACHABLE_STATES = ("57P01", "57P02", "57P03", "57P04", "57P05", "53300")
+
+
+def unavailable(exc: BaseException) -> Unavailable | None:
+    """`Unavailable` if `exc` means the database cannot be reached, else None.
+
+    Socket errors (connection refused, socket file missing, reset, connect timeouts) count only
+    when they came up through asyncpg: the same OSError from a file or a URL fetch is not about
+    the database. asyncpg reports a connection it found closed as InterfaceError("connection is
+    closed") and a pool shutting down as "pool is closing"; its other InterfaceErrors are misuse."""
+    if isinstance(exc, asyncpg.PostgresError):
+        state = exc.sqlstate or ""
+        if state.startswith("08") or state in _UNREACHABLE_STATES:
+            return Unavailable(_first_line(exc))
+        return None
+    if isinstance(exc, asyncpg.InterfaceError):
+        text = str(exc)
+        return Unavailable(_first_line(exc)) if "closed" in text or "closing" in text else None
+    if isinstance(exc, OSError) and _through_asyncpg(exc):  # TimeoutError is an OSError
+        return Unavailable(_first_line(exc))
+    return None
+
+
+def known(exc: BaseException) -> HindsightError | None:
+    """What a face reports for `exc`: the engine's own error, `Unavailable` for a database that
+    cannot be reached, or None for anything else (a bug: a 500 and a logged traceback)."""
+    return exc if isinstance(exc, HindsightError) else unavailable(exc)
+
+
+def _through_asyncpg(exc: BaseException) -> bool:
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_globals.get("__name__", "").startswith("asyncpg."):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
 
 
 def parse_uuid(value: object, field: str, noun: str):

@@ -14,7 +14,7 @@ import json
 from typing import TYPE_CHECKING
 
 from ..config import BANK_ID_RULE, valid_bank_id
-from ..engine.errors import HindsightError
+from ..engine.errors import known
 from .surfaces import SCOPE_KEY, RequestState
 
 if TYPE_CHECKING:
@@ -81,9 +81,12 @@ class MCPRouter:
             if bank_id is not None or header_bank is not None:
                 # the engine's own check, made early so a key never sees a bank's tool list
                 self.engine.require(who, bank_id or header_bank or "")
-        except HindsightError as exc:
-            extra = [(b"www-authenticate", b'Bearer realm="hindsight"')] if exc.status == 401 else []
-            return await send_json(send, exc.status, exc.to_dict(), extra)
+        except Exception as exc:  # authenticating reads the keys from the database
+            error = known(exc)
+            if error is None:
+                raise
+            extra = [(k.lower().encode(), v.encode()) for k, v in error.http_headers().items()]
+            return await send_json(send, error.status, error.to_dict(), extra)
 
         if scope["method"] in ("GET", "DELETE"):
             # Stateless server: no standalone SSE stream to open and no session to end.

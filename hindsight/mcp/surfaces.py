@@ -28,7 +28,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ValidationError, WithJsonSchema
 
-from ..engine.errors import INVALID_PARAMS, HindsightError, InvalidArgument
+from ..engine.errors import INVALID_PARAMS, HindsightError, InvalidArgument, known
 from ..engine.keys import Principal
 from ..engine.validation import invalid, parse
 from ..metrics import MCP_CALLS, MCP_SECONDS
@@ -171,11 +171,13 @@ def _select_bank(td: ToolDef, multi: bool, state: RequestState, args: dict, defa
 
 
 def _as_mcp_error(exc: HindsightError, named: str) -> MCPError:
-    """The engine names a bad bank `bank_id`; say what the client called it."""
+    """The engine names a bad bank `bank_id`; say what the client called it. An error that goes
+    away by itself (the database restarting) says when to retry, as Retry-After does on REST."""
     message = exc.message
     if exc.field == "bank_id" and named != "bank_id":
         message = message.replace("bank_id:", f"{named}:", 1)
-    return MCPError(exc.jsonrpc_code, message)
+    data = {"retry_after": exc.retry_after} if exc.retry_after is not None else None
+    return MCPError(exc.jsonrpc_code, message, data)
 
 
 def _handler(td: ToolDef, engine: Engine, multi: bool, resolver):
@@ -190,9 +192,12 @@ def _handler(td: ToolDef, engine: Engine, multi: bool, resolver):
                 call = Call(engine=engine, who=state.who, bank_id=bank_id, headers=state.caller, bank_source=source)
                 decode_json_arguments(args, encoded)
                 result = await td.fn(call, parse(td.request, args) if td.request is not None else None)
-            except HindsightError as exc:
+            except Exception as exc:
+                error = known(exc)
+                if error is None:
+                    raise
                 MCP_CALLS.labels(td.name, "error").inc()
-                raise _as_mcp_error(exc, named) from None
+                raise _as_mcp_error(error, named) from None
         MCP_CALLS.labels(td.name, "ok").inc()
         return result
 
