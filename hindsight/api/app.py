@@ -13,6 +13,7 @@ from starlette.middleware.cors import CORSMiddleware
 from .. import __version__
 from ..config import Settings
 from ..engine import Engine
+from ..engine.errors import RETRY_AFTER
 from ..mcp.routing import MCPRouter, send_json
 from ..mcp.surfaces import build_server, http_session_manager
 from ..metrics import HTTP_REQUESTS, HTTP_SECONDS, scrape
@@ -70,6 +71,8 @@ def create_app(settings: Settings) -> RootApp:
 
     @api.get("/health", tags=["system"], summary="Liveness and configuration summary (no key needed)")
     async def health() -> dict:
+        """Never touches the database: a live process with a dead database is still live;
+        /health/ready says whether requests can be served."""
         return {
             "status": "ok",
             "version": __version__,
@@ -102,13 +105,21 @@ def create_app(settings: Settings) -> RootApp:
 
     api.mount("/ui", console(), name="ui")
 
-    @api.get("/ready", tags=["system"], summary="Readiness: the database answers (no key needed)")
+    @api.get("/health/ready", tags=["system"], summary="Readiness: the database answers a ping (no key needed)")
+    @api.get("/ready", tags=["system"], include_in_schema=False)
     async def ready():
-        try:
-            ok = await engine.ready()
-        except Exception:
-            ok = False
-        return JSONResponse({"ready": ok}, status_code=200 if ok else 503)
+        """200 only while requests can be served; 503 with the reason otherwise (starting, the
+        database not answering within PING_TIMEOUT). The `status` field is what Hindsight's
+        clients read."""
+        problem = await engine.database_problem()
+        database = "external" if settings.database_url else "embedded"
+        if problem is None:
+            return {"ready": True, "status": "ready", "database": database}
+        return JSONResponse(
+            {"ready": False, "status": "unavailable", "database": database, "reason": problem},
+            status_code=503,
+            headers={"Retry-After": str(RETRY_AFTER)},
+        )
 
     return RootApp(api, holder, settings)
 

@@ -24,7 +24,7 @@ from . import documents as docs
 from . import mental_models as mm
 from . import operations as ops
 from .banks import BankWrites, check_bank_id
-from .errors import InvalidArgument, NotFound
+from .errors import InvalidArgument, NotFound, unavailable
 from .keys import Principal
 from .mental_models import (
     MentalModel,
@@ -68,6 +68,9 @@ if TYPE_CHECKING:
     from ..worker import Worker
 
 log = logging.getLogger("hindsight")
+
+# How long the readiness probe waits for the database: a hung database must not hang the probe.
+PING_TIMEOUT = 2.0
 
 
 class Engine:
@@ -148,11 +151,30 @@ class Engine:
             await asyncio.to_thread(self.embedded.stop)
             self.embedded = None
 
-    async def ready(self) -> bool:
+    async def database_problem(self, timeout: float = PING_TIMEOUT) -> str | None:
+        """Why requests cannot be served now, or None when the database answers a ping within
+        `timeout` seconds (the readiness probe, /health/ready)."""
         if not self.started:
-            return False
-        async with self.pool.acquire() as conn:
-            return await conn.fetchval(Q.database_ping) == 1
+            return "the server is starting or stopping"
+        try:
+            async with self.pool.acquire(timeout=timeout) as conn:
+                try:
+                    await conn.fetchval(Q.database_ping, timeout=timeout)
+                except TimeoutError:
+                    conn.terminate()  # its query is stuck in a hung database; release would wait
+                    raise
+        except TimeoutError:
+            problem = f"the database did not answer within {timeout:g} s"
+        except Exception as exc:
+            error = unavailable(exc)
+            problem = error.message if error is not None else f"the database ping failed ({type(exc).__name__}: {exc})"
+        else:
+            return None
+        # Connections from before the outage may be dead without asyncpg knowing yet (a server
+        # that went away without closing them); have them all replaced rather than fail one
+        # request each once it is back.
+        await self.pool.expire_connections()
+        return problem
 
     async def authenticate(self, authorization: str | None) -> Principal:
         return await self.tenant.principal(authorization)

@@ -26,7 +26,8 @@ async def count(rest, bank):
 async def test_health_ready_docs(rest):
     h = (await rest.get("/health")).json()
     assert h["status"] == "ok" and h["database"] == "external" and h["embedding_model"]
-    assert (await rest.get("/ready")).json() == {"ready": True}
+    ready = {"ready": True, "status": "ready", "database": "external"}
+    assert (await rest.get("/ready")).json() == ready == (await rest.get("/health/ready")).json()
     assert (await rest.get("/docs")).status_code == 200
     spec = (await rest.get("/openapi.json")).json()
     assert "/v1/banks/{bank_id}/recall" in spec["paths"]

@@ -1,11 +1,11 @@
-"""Version and health probes where Hindsight's clients look for them."""
+"""Version and liveness probes where Hindsight's clients look for them. Readiness,
+`/health/ready`, is the server's own (api/app.py), with the `status` field these clients read."""
 
 from __future__ import annotations
 
 import time
 
 from fastapi import APIRouter
-from fastapi.responses import JSONResponse
 
 from ... import __version__
 from ..deps import EngineDep
@@ -29,12 +29,3 @@ async def version(eng: EngineDep):
 @router.get("/health/live", response_model=M.Liveness, summary="Liveness: the process answers (no database access)")
 async def live(eng: EngineDep):
     return M.Liveness(version=__version__, uptime_seconds=round(time.time() - eng.started_at, 3))
-
-
-@router.get("/health/ready", summary="Readiness: the database answers")
-async def ready(eng: EngineDep):
-    try:
-        ok = await eng.ready()
-    except Exception:
-        ok = False
-    return JSONResponse({"status": "ready" if ok else "unavailable"}, status_code=200 if ok else 503)
