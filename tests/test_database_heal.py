@@ -1,20 +1,33 @@
-"""Database processes and servers killed for real.
+"""A database that dies under a running server, killed for real.
 
-No stop, graceful or not, leaves a postmaster behind. Each test has a data directory of its own:
-the session's PostgreSQL (`pg_url`) is never touched.
+The embedded PostgreSQL is restarted by the server's watchdog, and requests succeed again without
+restarting hindsight; while it is away they answer 503 with Retry-After (REST) or -32003 (MCP),
+never a 500. An external database is not ours to restart, but the server serves again once it is
+back. And no stop, graceful or not, leaves a postmaster behind. Each test has a data directory of
+its own: the session's PostgreSQL (`pg_url`) is never touched.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
 from pathlib import Path
 
 import httpx
 import psutil
 
-from conftest import Server
+from hindsight.db.embedded import EmbeddedPostgres
+
+from conftest import Server, wait_for
 
 FACT = "The lighthouse keeper's cat is called Biscuit."
+
+
+def postmaster(pgdata: Path) -> psutil.Process:
+    """The postmaster named in postmaster.pid (its first line is the pid)."""
+    return psutil.Process(int((pgdata / "postmaster.pid").read_text().split()[0]))
 
 
 def postgres_running(pgdata: Path) -> list[psutil.Process]:
@@ -27,10 +40,91 @@ def postgres_running(pgdata: Path) -> list[psutil.Process]:
     return found
 
 
+def gone(process: psutil.Process) -> bool:
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def retain(api: httpx.Client, bank: str, content: str) -> httpx.Response:
     r = api.post(f"/v1/banks/{bank}/memories", json={"content": content})
     assert r.status_code in (200, 503), r.text  # never a 500
     return r
+
+
+def assert_unavailable(r: httpx.Response) -> None:
+    assert r.status_code == 503, r.text
+    assert int(r.headers["Retry-After"]) > 0
+    body = r.json()
+    assert body["error"] == "database_unavailable" and body["message"].startswith("the database is unavailable")
+
+
+def served_again(api: httpx.Client, bank: str) -> bool:
+    return retain(api, bank, f"Written after the outage at {time.time()}.").status_code == 200
+
+
+def recalled(api: httpx.Client, bank: str) -> list[str]:
+    r = api.post(f"/v1/banks/{bank}/recall", json={"query": "what is the cat called?"})
+    assert r.status_code == 200, r.text
+    return [m["text"] for m in r.json()["results"]]
+
+
+def test_killed_embedded_postgres_is_restarted(tmp_path, bank):
+    data = tmp_path / "data"
+    pgdata = data / "pgdata"
+    s = Server({}, data_dir=data).start()
+    try:
+        with s.http() as api:
+            assert retain(api, bank, FACT).status_code == 200
+            old = postmaster(pgdata)
+            old.kill()
+            # The watchdog may already have restarted it: then this succeeds. Never a 500.
+            r = retain(api, bank, "Written while the database was away.")
+            if r.status_code == 503:
+                assert_unavailable(r)
+            wait_for(lambda: served_again(api, bank), timeout=60, every=0.5)
+            assert FACT in recalled(api, bank)
+            assert postmaster(pgdata).pid != old.pid
+            ready = api.get("/health/ready")
+            assert ready.status_code == 200 and ready.json()["ready"] is True
+    finally:
+        assert s.stop() in (0, -15)
+    log = s.log_path.read_text()
+    assert f"embedded PostgreSQL (pid {old.pid}) stopped unexpectedly; restarting" in log
+    assert "embedded PostgreSQL is back (pid " in log
+    assert "Traceback" not in log
+    # The PostgreSQL the watchdog started is stopped with the server.
+    assert not postgres_running(pgdata)
+
+
+def test_restart_waits_out_backends_of_the_killed_postmaster(tmp_path, bank):
+    """A backend of the killed postmaster still attached to its shared memory makes PostgreSQL
+    refuse to start; the watchdog says why and tries again until it has gone. (A stopped process
+    holds on like a slow one would.)"""
+    data = tmp_path / "data"
+    pgdata = data / "pgdata"
+    s = Server({}, data_dir=data).start()
+    old = postmaster(pgdata)
+    straggler = old.children()[0]
+    try:
+        with s.http() as api:
+            assert retain(api, bank, FACT).status_code == 200
+            straggler.suspend()
+            old.kill()
+            wait_for(lambda: "pre-existing shared memory block" in s.log_path.read_text(), timeout=60)
+            assert_unavailable(retain(api, bank, "Written while the database was away."))
+            straggler.resume()  # it notices that its postmaster died, and exits
+            wait_for(lambda: served_again(api, bank), timeout=60, every=0.5)
+            assert FACT in recalled(api, bank)
+    finally:
+        if straggler.is_running():
+            straggler.resume()
+        assert s.stop() in (0, -15)
+    log = s.log_path.read_text()
+    assert "embedded PostgreSQL did not start (" in log and "; trying again in " in log
+    assert "embedded PostgreSQL is back (pid " in log and "Traceback" not in log
+    assert not postgres_running(pgdata)
 
 
 def test_killed_server_leaves_no_postmaster_behind(tmp_path, bank):
@@ -56,3 +150,50 @@ def test_killed_server_leaves_no_postmaster_behind(tmp_path, bank):
         assert second.stop() in (0, -15)
     assert f"forgot pid {first.proc.pid}" in second.log_path.read_text()
     assert not postgres_running(pgdata)
+
+
+def test_external_database_coming_back_is_used_again(tmp_path, bank):
+    db = EmbeddedPostgres(tmp_path / "external")  # stands in for someone else's PostgreSQL
+    url = db.start()
+    try:
+        s = Server({"HINDSIGHT_API_DATABASE_URL": url}).start()
+        try:
+            with s.http() as api:
+                assert retain(api, bank, FACT).status_code == 200
+                pm = postmaster(db.pgdata)
+                pm.send_signal(signal.SIGQUIT)  # what `pg_ctl stop -m immediate` sends
+                wait_for(lambda: gone(pm), timeout=30)
+
+                assert_unavailable(retain(api, bank, "Written while the database was away."))
+                r = api.post(f"/v1/default/banks/{bank}/memories/recall", json={"query": "cat"})
+                assert_unavailable(r)
+                assert r.json()["detail"] == r.json()["message"]  # where Hindsight's clients read it
+                ready = api.get("/health/ready")
+                assert ready.status_code == 503 and ready.json()["ready"] is False and ready.json()["reason"]
+                assert api.get("/ready").status_code == 503
+                assert api.get("/health").status_code == 200  # alive, though not ready
+                metrics = api.get("/metrics")  # served, with the 503s counted
+                assert metrics.status_code == 200 and 'status="503"' in metrics.text
+                rpc = {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": "recall", "arguments": {"query": "cat"}},
+                }
+                error = api.post(f"/mcp/{bank}/", json=rpc).json()["error"]
+                assert error["code"] == -32003 and "the database is unavailable" in error["message"]
+                assert error["data"]["retry_after"] > 0
+
+                db.restart()  # nothing in hindsight restarts an external database
+                wait_for(lambda: served_again(api, bank), timeout=60, every=0.5)
+                assert FACT in recalled(api, bank)
+                assert api.get("/health/ready").status_code == 200
+                assert "result" in api.post(f"/mcp/{bank}/", json=rpc).json()
+        finally:
+            assert s.stop() in (0, -15)
+        log = s.log_path.read_text()
+        assert "Traceback" not in log and "restarting" not in log
+    finally:
+        db.stop()
+    assert not postgres_running(db.pgdata)
+    assert os.getpid() not in json.loads((db.pgdata / ".handle_pids.json").read_text())

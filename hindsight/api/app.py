@@ -71,8 +71,8 @@ def create_app(settings: Settings) -> RootApp:
 
     @api.get("/health", tags=["system"], summary="Liveness and configuration summary (no key needed)")
     async def health() -> dict:
-        """Never touches the database: a live process with a dead database is still live;
-        /health/ready says whether requests can be served."""
+        """Never touches the database: a live process with a dead database is still live (and
+        restarts an embedded one by itself); /health/ready says whether requests can be served."""
         return {
             "status": "ok",
             "version": __version__,
@@ -109,8 +109,8 @@ def create_app(settings: Settings) -> RootApp:
     @api.get("/ready", tags=["system"], include_in_schema=False)
     async def ready():
         """200 only while requests can be served; 503 with the reason otherwise (starting, the
-        database not answering within PING_TIMEOUT). The `status` field is what Hindsight's
-        clients read."""
+        embedded PostgreSQL restarting, the database not answering within PING_TIMEOUT). The
+        `status` field is what Hindsight's clients read."""
         problem = await engine.database_problem()
         database = "external" if settings.database_url else "embedded"
         if problem is None:

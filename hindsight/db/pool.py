@@ -110,6 +110,11 @@ async def migrate(url: str) -> list[str]:
     return applied_now
 
 
+# What every pooled connection is opened with (also after `repoint`).
+# Iterative HNSW scans keep bank-filtered vector searches complete (pgvector 0.8).
+_CONNECT = {"server_settings": {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100", "jit": "off"}}
+
+
 async def create_pool(url: str, min_size: int, max_size: int) -> asyncpg.Pool:
     logging.getLogger("asyncpg.pool").addFilter(_one_line)
     return await asyncpg.create_pool(
@@ -119,9 +124,15 @@ async def create_pool(url: str, min_size: int, max_size: int) -> asyncpg.Pool:
         init=_init_connection,
         connection_class=Connection,
         reset=_reset_connection,
-        # Iterative HNSW scans keep bank-filtered vector searches complete (pgvector 0.8).
-        server_settings={"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100", "jit": "off"},
+        **_CONNECT,
     )
+
+
+def repoint(pool: asyncpg.Pool, url: str) -> None:
+    """Open the pool's next connections to `url` (a restarted embedded PostgreSQL on another
+    socket; the caller expires the current ones). This rather than a new pool: whatever holds
+    this one (the engine, the LLM client, the tenant extension) follows."""
+    pool.set_connect_args(url, **_CONNECT)
 
 
 def _one_line(record: logging.LogRecord) -> bool:

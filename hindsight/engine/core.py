@@ -15,9 +15,10 @@ import asyncpg
 
 from ..config import Settings
 from ..db.embedded import EmbeddedPostgres
-from ..db.pool import DatabaseError, create_pool, ensure_vector_extension, migrate, redact
+from ..db.pool import DatabaseError, create_pool, ensure_vector_extension, migrate, redact, repoint
 from ..db.selfcheck import self_check
 from ..db.sql import Q
+from ..db.watchdog import Watchdog
 from ..embedding import load_embedder
 from . import banks, embedding_model, extract, keys, memories, portable, rag  # noqa: F401  (extract registers its handler)
 from . import documents as docs
@@ -86,8 +87,10 @@ class Engine:
         self.settings = settings
         self.started = False
         self.embedded: EmbeddedPostgres | None = None
+        self.watchdog: Watchdog | None = None
         self.scheduler: Scheduler | None = None
         self.database_label = ""
+        self.database_url = ""
         # Embedding batches saturate the cores; more than two at once only adds queueing.
         self.cpu_slots = asyncio.Semaphore(2)
         self.started_at = time.time()
@@ -118,6 +121,10 @@ class Engine:
             log.info("migrations applied: %s", ", ".join(applied))
         self.pool = await create_pool(url, s.db_pool_min, s.db_pool_max)
         self.writes = BankWrites(lambda: self.pool)
+        self.database_url = url
+        if self.embedded is not None:
+            self.watchdog = Watchdog(self.embedded, self._database_restarted)
+            self.watchdog.start()
         self.embedder = await asyncio.to_thread(
             load_embedder, s.embedding_model_dir, s.embedding_threads, s.embedding_quantize
         )
@@ -140,7 +147,19 @@ class Engine:
             return "offline mode (no LLM configured): retain stores text units, reflect is extractive"
         return f"retain with {self.llm.model_name('retain') or 'no LLM'}, reflect with {self.llm.model_name('reflect') or 'no LLM'}"
 
+    async def _database_restarted(self, url: str) -> None:
+        """The embedded PostgreSQL is back: its old connections are dead (asyncpg would find
+        out one failed request at a time), so have them all replaced."""
+        if url != self.database_url:
+            log.warning("embedded PostgreSQL now listens at %s (was %s)", redact(url), redact(self.database_url))
+            repoint(self.pool, url)
+            self.database_url = url
+        await self.pool.expire_connections()
+
     async def close(self) -> None:
+        if self.watchdog is not None:  # first: nothing may restart the database being stopped
+            await self.watchdog.stop()
+            self.watchdog = None
         if self.scheduler is not None:
             await self.scheduler.stop()
             self.scheduler = None
@@ -156,6 +175,8 @@ class Engine:
         `timeout` seconds (the readiness probe, /health/ready)."""
         if not self.started:
             return "the server is starting or stopping"
+        if self.watchdog is not None and self.watchdog.restarting:
+            return "the embedded PostgreSQL is restarting"
         try:
             async with self.pool.acquire(timeout=timeout) as conn:
                 try:

@@ -17,7 +17,8 @@ INVALID_PARAMS = -32602
 # documented in docs/mcp.md. (MCP itself uses -32002 for a resource that does not exist.)
 ACCESS_DENIED = -32001
 DATABASE_UNAVAILABLE = -32003
-# Seconds a client should wait before retrying while the database is away.
+# Seconds a client should wait before retrying while the database is away: the watchdog restarts
+# an embedded PostgreSQL within a few seconds (db/watchdog.py).
 RETRY_AFTER = 5
 
 
