@@ -20,7 +20,7 @@ import psutil
 
 from hindsight.db.embedded import EmbeddedPostgres
 
-from conftest import Server, wait_for
+from conftest import ADMIN_KEY, AUTH_EXT, Server, wait_for
 
 FACT = "The lighthouse keeper's cat is called Biscuit."
 
@@ -156,9 +156,11 @@ def test_external_database_coming_back_is_used_again(tmp_path, bank):
     db = EmbeddedPostgres(tmp_path / "external")  # stands in for someone else's PostgreSQL
     url = db.start()
     try:
-        s = Server({"HINDSIGHT_API_DATABASE_URL": url}).start()
+        # With API keys on: checking a key reads the database too (MCP does it before the tools).
+        env = {"HINDSIGHT_API_TENANT_EXTENSION": AUTH_EXT, "HINDSIGHT_API_TENANT_API_KEY": ADMIN_KEY}
+        s = Server({"HINDSIGHT_API_DATABASE_URL": url, **env}).start()
         try:
-            with s.http() as api:
+            with s.http(ADMIN_KEY) as api, s.http("hs_not_a_key_of_this_server") as stranger:
                 assert retain(api, bank, FACT).status_code == 200
                 pm = postmaster(db.pgdata)
                 pm.send_signal(signal.SIGQUIT)  # what `pg_ctl stop -m immediate` sends
@@ -183,12 +185,15 @@ def test_external_database_coming_back_is_used_again(tmp_path, bank):
                 error = api.post(f"/mcp/{bank}/", json=rpc).json()["error"]
                 assert error["code"] == -32003 and "the database is unavailable" in error["message"]
                 assert error["data"]["retry_after"] > 0
+                assert_unavailable(stranger.post(f"/mcp/{bank}/", json=rpc))
+                assert_unavailable(stranger.get("/v1/banks"))
 
                 db.restart()  # nothing in hindsight restarts an external database
                 wait_for(lambda: served_again(api, bank), timeout=60, every=0.5)
                 assert FACT in recalled(api, bank)
                 assert api.get("/health/ready").status_code == 200
                 assert "result" in api.post(f"/mcp/{bank}/", json=rpc).json()
+                assert stranger.get("/v1/banks").status_code == 401
         finally:
             assert s.stop() in (0, -15)
         log = s.log_path.read_text()
