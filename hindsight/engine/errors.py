@@ -3,9 +3,9 @@ face reports it with: an HTTP status and a JSON body on REST (which the CLI prin
 error code on MCP.
 
 One more kind is not raised on purpose: a database that cannot be reached (stopped, restarting,
-out of connections). `known` maps those asyncpg and socket errors to `Unavailable` here, once, so
-that every face answers it like the others (503 with Retry-After, a JSON-RPC error) instead of a
-500 and a traceback."""
+out of connections). `unavailable` maps those asyncpg and socket errors to `Unavailable` here,
+once (`known` adds the engine's own errors), so that every face answers it like the others (503
+with Retry-After, a JSON-RPC error) instead of a 500 and a traceback."""
 
 from __future__ import annotations
 
