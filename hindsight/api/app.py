@@ -59,6 +59,7 @@ def create_app(settings: Settings) -> RootApp:
         version=__version__,
         lifespan=lifespan,
         description="Postgres-native memory banks for AI agents (REST face; MCP at /mcp).",
+        responses=errors.ERROR_RESPONSES,
     )
     api.state.engine = engine
     errors.install(api)

@@ -4,17 +4,46 @@ while the database cannot be reached); nothing leaks a trace."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import asyncpg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
 from ..engine.errors import HindsightError, InvalidArgument, unavailable
 from ..engine.validation import describe
 
 log = logging.getLogger("hindsight.api")
+
+
+class ErrorBody(BaseModel):
+    """Every error answer's body."""
+
+    error: str = Field(description="What kind of error: invalid_argument, not_found, forbidden, ...")
+    message: str = Field(description="What is wrong, naming the argument at fault first.")
+    field: str | None = Field(None, description="The argument at fault, when there is one.")
+    detail: str | None = Field(
+        None, description="The message again, on /v1/default routes (Hindsight's clients read it)."
+    )
+
+
+# Documented on every route, so the OpenAPI document says what each answer may be.
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": what}
+    for status, what in (
+        (400, "Malformed request (e.g. JSON that does not parse)"),
+        (401, "Missing or invalid API key"),
+        (403, "The key may not do this, or the request came from a refused origin or host"),
+        (404, "Not found in this bank"),
+        (409, "Conflicts with what exists"),
+        (413, "Too large"),
+        (422, "Invalid argument (the message names it)"),
+        (503, "Stopping, or the database is unavailable: retry after Retry-After seconds"),
+    )
+}
 
 
 def _json(request: Request, body: dict, status: int, headers: dict | None = None) -> JSONResponse:

@@ -7,12 +7,17 @@ from fastapi import APIRouter, Body, Query, Response
 from ..engine.errors import InvalidArgument
 from ..engine.memories import EntityList, EntityQuery, Lineage, MemoryDeleted, MemoryList, MemoryQuery
 from ..engine.models import Memory, RecallRequest, RecallResult, RetainBatchRequest, RetainItem, RetainResult
-from ..engine.validation import parse
+from ..engine.validation import inline_defs, parse
 from .deps import BankId, Caller, EngineDep
 
 router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["memories"])
 
-_RETAIN_BODY = {"oneOf": [RetainItem.model_json_schema(), RetainBatchRequest.model_json_schema()]}
+_RETAIN_BODY = {
+    "oneOf": [
+        inline_defs(schema, schema.get("$defs", {}))
+        for schema in (RetainItem.model_json_schema(), RetainBatchRequest.model_json_schema())
+    ]
+}
 
 
 @router.post(

@@ -26,7 +26,7 @@ from ..documents.readers import UnreadableFile, detect_type, read
 from . import operations as ops
 from .banks import ensure_bank
 from .errors import InvalidArgument, NotFound, parse_uuid
-from .models import _clean_tags, confirmation
+from .models import Offset, _clean_tags, confirmation
 from .strict import Strict
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ class DocumentListQuery(Strict):
     model_config = ConfigDict(extra="forbid")
 
     limit: int = Field(100, ge=1, le=1000, description="At most this many documents (1-1,000), by name.")
-    offset: int = Field(0, ge=0)
+    offset: int = Offset
 
 
 def _document_uuid(v: str) -> str:

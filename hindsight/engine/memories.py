@@ -13,7 +13,7 @@ from ..db.sql import Q, fill
 from .banks import BankWrites
 from .binder import Binder
 from .errors import NotFound, parse_uuid
-from .models import Memory, MemoryType, _clean_tags
+from .models import Memory, MemoryType, Offset, _clean_tags
 from .strict import Strict
 from .tags import TagsMatch, tag_condition
 
@@ -67,7 +67,7 @@ class MemoryQuery(Strict):
     model_config = ConfigDict(extra="forbid")
 
     limit: int = Field(50, ge=0, le=1000)
-    offset: int = Field(0, ge=0)
+    offset: int = Offset
     document_id: str | None = Field(None, max_length=256)
     type: MemoryType | None = None
     q: str | None = Field(None, max_length=500, description="Substring of the text or context (any case).")
@@ -147,7 +147,7 @@ class DocumentQuery(Strict):
     tags: list[str] | None = None
     tags_match: TagsMatch = "any"
     limit: int = Field(100, ge=0, le=1000)
-    offset: int = Field(0, ge=0)
+    offset: int = Offset
 
     _tags = field_validator("tags", mode="before")(_clean_tags)
 
@@ -235,7 +235,7 @@ class EntityQuery(Strict):
 
     q: str | None = Field(None, max_length=200, description="Substring of the name (any case).")
     limit: int = Field(50, ge=1, le=1000)
-    offset: int = Field(0, ge=0)
+    offset: int = Offset
 
 
 async def list_entities(pool, bank_id: str, query: EntityQuery) -> EntityList:

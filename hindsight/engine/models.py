@@ -25,6 +25,9 @@ BankId = Annotated[str, AfterValidator(_bank_id), Field(description=f"Bank id: {
 MemoryType = Literal["world", "experience"]
 ChunkSize = Field(None, ge=200, le=20_000, description="Default characters per document chunk for this bank.")
 MAX_TAGS = 64
+# PostgreSQL's OFFSET is a bigint; a page this deep is never useful, and a larger number was a 500.
+MAX_OFFSET = 1_000_000_000
+Offset = Field(0, ge=0, le=MAX_OFFSET, description="Skip this many first (at most 1,000,000,000).")
 MAX_TAG_CHARS = 128
 
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..db.sql import Q
 from .errors import NotFound, parse_uuid
+from .models import Offset
 from .strict import Strict
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ class OperationQuery(Strict):
     status: Status | None = Field(None, description="Only operations in this status.")
     type: str | None = Field(None, max_length=64, description="Only operations of this type, e.g. retain_extract.")
     limit: int = Field(50, ge=1, le=500, description="At most this many (1-500), newest first.")
-    offset: int = Field(0, ge=0)
+    offset: int = Offset
 
 
 class OperationList(BaseModel):

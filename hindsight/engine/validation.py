@@ -46,6 +46,19 @@ def invalid(exc: ValidationError, prefix: str = "") -> InvalidArgument:
     return InvalidArgument(message, field)
 
 
+def inline_defs(node: Any, defs: dict) -> Any:
+    """A JSON schema with `$ref`s to a model's `$defs` replaced by what they name: an MCP tool's
+    arguments and an OpenAPI body stand alone, without the model's `$defs` beside them."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return inline_defs(defs[ref.removeprefix("#/$defs/")], defs)
+        return {k: inline_defs(v, defs) for k, v in node.items() if k != "$defs"}
+    if isinstance(node, list):
+        return [inline_defs(v, defs) for v in node]
+    return node
+
+
 def parse(model: type[M], values: dict[str, Any], prefix: str = "") -> M:
     """A request model from arguments (None means not given); failures name the argument."""
     try:

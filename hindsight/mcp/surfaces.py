@@ -30,7 +30,7 @@ from pydantic import BaseModel, ValidationError, WithJsonSchema
 
 from ..engine.errors import INVALID_PARAMS, HindsightError, InvalidArgument, known
 from ..engine.keys import Principal
-from ..engine.validation import invalid, parse
+from ..engine.validation import inline_defs, invalid, parse
 from ..metrics import MCP_CALLS, MCP_SECONDS
 from . import collections as _collections  # noqa: F401  (registers the collection alias tools)
 from .tools import TOOLS, Call, ToolDef
@@ -74,18 +74,6 @@ class ContractTool(Tool):
             raise
 
 
-def _inline(node: Any, defs: dict) -> Any:
-    """A field's JSON schema with `$ref`s to the model's `$defs` replaced by what they name."""
-    if isinstance(node, dict):
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            return _inline(defs[ref.removeprefix("#/$defs/")], defs)
-        return {k: _inline(v, defs) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_inline(v, defs) for v in node]
-    return node
-
-
 def arguments(model: type[BaseModel] | None) -> list[inspect.Parameter]:
     """The MCP arguments of a request model: its fields, required ones first."""
     if model is None:
@@ -94,7 +82,7 @@ def arguments(model: type[BaseModel] | None) -> list[inspect.Parameter]:
     defs = schema.get("$defs", {})
     out = []
     for name, f in model.model_fields.items():
-        prop = {k: v for k, v in _inline(schema["properties"][f.alias or name], defs).items() if k != "default"}
+        prop = {k: v for k, v in inline_defs(schema["properties"][f.alias or name], defs).items() if k != "default"}
         # `str` stays `str` so the SDK does not read a JSON-looking string as a list or object.
         default = inspect.Parameter.empty if f.is_required() else f.get_default(call_default_factory=True)
         ann: Any = Annotated[str, WithJsonSchema(prop)] if f.annotation is str else Annotated[Any, WithJsonSchema(prop)]
@@ -119,7 +107,7 @@ def json_encoded(model: type[BaseModel] | None) -> dict[str, type]:
     defs = schema.get("$defs", {})
     out: dict[str, type] = {}
     for name, f in model.model_fields.items():
-        kinds = _json_types(_inline(schema["properties"][f.alias or name], defs))
+        kinds = _json_types(inline_defs(schema["properties"][f.alias or name], defs))
         if "string" not in kinds and kinds & {"array", "object"}:
             out[f.alias or name] = list if "array" in kinds else dict
     return out

@@ -155,11 +155,11 @@ async def test_document_replace(rest, bank):
 
 
 async def test_batch_of_1000(rest, app, bank):
-    """A large batch is embedded in steps while earlier steps are stored: every memory must still
+    """A large batch is embedded in steps before it is stored: every memory must still
     get its own text's vector, across the step boundaries too."""
     import numpy as np
 
-    from hindsight.engine.retain import PIPELINE_UNITS
+    from hindsight.engine.retain import STEP_UNITS
 
     items = [
         {"content": f"Batch item {i}: the user visited city number {i}.", "metadata": {"i": i}} for i in range(1000)
@@ -168,7 +168,7 @@ async def test_batch_of_1000(rest, app, bank):
     assert r.status_code == 200, r.text
     ids = r.json()["memory_ids"]
     assert len(ids) == 1000 and (await count(rest, bank)) == 1000
-    picked = sorted({0, PIPELINE_UNITS - 1, PIPELINE_UNITS, 2 * PIPELINE_UNITS + 1, 500, 999})
+    picked = sorted({0, STEP_UNITS - 1, STEP_UNITS, 2 * STEP_UNITS + 1, 500, 999})
     async with app.engine.pool.acquire() as conn:
         rows = {
             r["i"]: r

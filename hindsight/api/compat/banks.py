@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 
 from ...engine import Engine
 from ...engine.keys import Principal
-from ...engine.models import Bank, BankCreate, BankUpdate
+from ...engine.models import MAX_OFFSET, Bank, BankCreate, BankUpdate
 from ...engine.validation import parse
 from ..deps import BankId, Caller, EngineDep
 from . import convert
@@ -23,8 +23,8 @@ async def list_banks(
     who: Caller,
     eng: EngineDep,
     q: str | None = Query(None, description="Substring of the bank id or name (any case)."),
-    limit: int = Query(100, ge=0),
-    offset: int = Query(0, ge=0),
+    limit: int = Query(100, ge=0, le=1000),
+    offset: int = Query(0, ge=0, le=MAX_OFFSET),
 ):
     banks = (await eng.list_banks(who)).banks
     if q:

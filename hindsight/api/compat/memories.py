@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Query
 
 from ...engine.memories import DocumentQuery, MemoryQuery
-from ...engine.models import RecallRequest
+from ...engine.models import MAX_OFFSET, RecallRequest
 from ...engine.reflect import ReflectRequest
 from ...engine.tags import TagsMatch
 from ...engine.validation import parse
@@ -116,7 +116,7 @@ async def list_memories(
     tags: list[str] | None = Query(None),
     tags_match: TagsMatch = "any",
     limit: int = Query(100, ge=0, le=1000),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=MAX_OFFSET),
 ):
     if type is not None and type not in convert.KNOWN_TYPES:
         return M.MemoryUnitList(items=[], total=0, limit=limit, offset=offset)
@@ -146,7 +146,7 @@ async def list_documents(
     tags: list[str] | None = Query(None),
     tags_match: TagsMatch = "any",
     limit: int = Query(100, ge=0, le=1000),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=MAX_OFFSET),
 ):
     query = parse(DocumentQuery, dict(q=q, tags=tags, tags_match=tags_match, limit=limit, offset=offset))
     found, total = await eng.list_retained_documents(who, bank_id, query)

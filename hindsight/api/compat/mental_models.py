@@ -9,6 +9,7 @@ from typing import Literal
 from fastapi import APIRouter, Body, Query
 
 from ...engine.mental_models import MentalModelCreate, MentalModelQuery, MentalModelUpdate
+from ...engine.models import MAX_OFFSET
 from ...engine.tags import TagsMatch
 from ...engine.validation import parse
 from ..deps import BankId, Caller, EngineDep
@@ -28,7 +29,7 @@ async def list_models(
     tags_match: TagsMatch = "any",
     detail: Detail = "metadata",
     limit: int = Query(100, ge=1, le=1000),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=MAX_OFFSET),
 ):
     query = parse(MentalModelQuery, dict(tags=convert.as_list(tags) or None, tags_match=tags_match))
     models = (await eng.list_mental_models(who, bank_id, query)).mental_models

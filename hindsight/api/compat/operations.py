@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 
 from ...engine.errors import Conflict, InvalidArgument
+from ...engine.models import MAX_OFFSET
 from ...engine.operations import TERMINAL, OperationQuery
 from ...engine.validation import parse
 from ..deps import BankId, Caller, EngineDep
@@ -22,7 +23,7 @@ async def list_operations(
     status: str | None = None,
     type: str | None = None,
     limit: int = Query(20, ge=1, le=100),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=MAX_OFFSET),
 ):
     if status is not None and status not in convert.STATUS_IN:
         raise InvalidArgument(f"status: one of {', '.join(convert.STATUS_OUT.values())}", "status")
