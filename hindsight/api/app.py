@@ -7,7 +7,7 @@ import logging
 import time
 
 from fastapi import FastAPI, Request, Response
-from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse
 from starlette.middleware.cors import CORSMiddleware
 
 from .. import __version__
@@ -93,6 +93,8 @@ def create_app(settings: Settings) -> RootApp:
         "/metrics",
         tags=["system"],
         summary="Prometheus metrics (open, or admin key with HINDSIGHT_API_METRICS_ADMIN_ONLY)",
+        response_class=PlainTextResponse,
+        responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
     )
     async def metrics(request: Request):
         if settings.metrics_admin_only:
