@@ -236,7 +236,7 @@ def _rest_runner(operation, base_url: str, checks: list, report: FuzzReport, exa
         report.count(operation.label)
         try:
             case.call_and_validate(base_url=base_url, checks=checks, headers=headers)
-        except Exception as exc:  # Schemathesis's failure group, or the connection's error
+        except (Exception, BaseExceptionGroup) as exc:  # Schemathesis's FailureGroup is a BaseExceptionGroup
             report.fail(f"{operation.label}: {type(exc).__name__}: {exc!s:.600}")
 
     return run

@@ -18,7 +18,12 @@ async def list_banks(who: Caller, eng: EngineDep) -> BankList:
     return await eng.list_banks(who)
 
 
-@router.post("", status_code=201, summary="Create a bank (returns the existing one with 200)")
+@router.post(
+    "",
+    status_code=201,
+    summary="Create a bank (returns the existing one with 200)",
+    responses={200: {"model": Bank, "description": "The bank already existed: returned unchanged"}},
+)
 async def create_bank(req: BankCreate, response: Response, who: Caller, eng: EngineDep) -> Bank:
     created = await eng.create_bank(who, req)
     if not created.created:
