@@ -109,7 +109,15 @@ def unavailable(exc: BaseException) -> Unavailable | None:
         return None
     if isinstance(exc, asyncpg.InterfaceError):
         text = str(exc)
-        return Unavailable(_first_line(exc)) if "closed" in text or "closing" in text else None
+        if "closed" in text or "closing" in text:
+            return Unavailable(_first_line(exc))
+        # A connection that died in the middle of an operation (COPY, say) is left in a state
+        # asyncpg reports this way on the next call, the ROLLBACK of its release included.
+        if _lost_connection(exc):
+            return Unavailable("the database connection was lost in the middle of an operation")
+        return None
+    if isinstance(exc, asyncpg.exceptions._base.InternalClientError) and _lost_connection(exc):
+        return Unavailable("the database connection was lost in the middle of an operation")
     if isinstance(exc, OSError) and _through_asyncpg(exc):  # TimeoutError is an OSError
         return Unavailable(_first_line(exc))
     return None
@@ -119,6 +127,16 @@ def known(exc: BaseException) -> HindsightError | None:
     """What a face reports for `exc`: the engine's own error, `Unavailable` for a database that
     cannot be reached, or None for anything else (a bug: a 500 and a logged traceback)."""
     return exc if isinstance(exc, HindsightError) else unavailable(exc)
+
+
+def _lost_connection(exc: BaseException) -> bool:
+    """Whether asyncpg says a connection is in the middle of another operation ("cannot switch to
+    state", "another operation is in progress"). It says so when the connection's socket closed
+    during an operation (a COPY, say) and the next call, the ROLLBACK of its release included,
+    finds it half-way; our code never shares a connection between tasks, which is the other way
+    to get there."""
+    text = str(exc)
+    return "cannot switch to state" in text or "another operation is in progress" in text
 
 
 def _through_asyncpg(exc: BaseException) -> bool:
