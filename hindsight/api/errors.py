@@ -67,7 +67,7 @@ def install(app: FastAPI) -> None:
             return _internal(exc)
         return await _hindsight(request, error)
 
-    for kind in (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+    for kind in (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError):
         app.add_exception_handler(kind, _database)
 
     @app.exception_handler(RequestValidationError)

@@ -116,7 +116,7 @@ def unavailable(exc: BaseException) -> Unavailable | None:
         if _lost_connection(exc):
             return Unavailable("the database connection was lost in the middle of an operation")
         return None
-    if isinstance(exc, asyncpg.exceptions._base.InternalClientError) and _lost_connection(exc):
+    if isinstance(exc, asyncpg.InternalClientError) and _lost_connection(exc):
         return Unavailable("the database connection was lost in the middle of an operation")
     if isinstance(exc, OSError) and _through_asyncpg(exc):  # TimeoutError is an OSError
         return Unavailable(_first_line(exc))

@@ -70,7 +70,7 @@ def test_lost_connections_are_unavailable(exc):
         # a connection whose socket closed during a COPY: the next call finds it half-way (seen
         # when the embedded postmaster was killed during a retain)
         asyncpg.InterfaceError("cannot perform operation: another operation is in progress"),
-        asyncpg.exceptions._base.InternalClientError("cannot switch to state 21; another operation (2) is in progress"),
+        asyncpg.InternalClientError("cannot switch to state 21; another operation (2) is in progress"),
     ],
 )
 def test_connections_lost_mid_operation_are_unavailable(exc):
