@@ -25,7 +25,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import locomo  # noqa: E402
 
-from hindsight.embedding.onnx import UNFUSED, VENDORED, fold  # noqa: E402
+from hindsight.embedding.fold import fold  # noqa: E402
+from hindsight.embedding.onnx import UNFUSED, VENDORED  # noqa: E402
 from hindsight.embedding.quantize import quantize_matmuls, quantized  # noqa: E402
 from hindsight.testing import machine  # noqa: E402
 

@@ -4,7 +4,7 @@
 `<!-- /generated:NAME -->` markers in README.md and docs/*.md; `--check` (and tests/test_docs.py,
 run by CI) fails when a file differs from what the code says. Tables: `settings` (every
 HINDSIGHT_API_* variable, from config.Settings, in the README) and `tools` (every MCP tool, from
-mcp.tools.TOOLS: its surfaces, arguments with their defaults and limits, annotations and
+mcp.catalog.TOOLS: its surfaces, arguments with their defaults and limits, annotations and
 summary, in docs/mcp.md).
 """
 
@@ -19,6 +19,7 @@ from typing import Any
 from pydantic.fields import FieldInfo
 
 from .config import env_table
+from .mcp.catalog import TOOLS
 
 _MARKERS = re.compile(r"(<!-- generated:(\w+) -->\n)(.*?)(<!-- /generated:\2 -->)", re.S)
 
@@ -89,8 +90,6 @@ def _annotations(td) -> str:
 
 
 def tools_table() -> str:
-    from .mcp import surfaces  # noqa: F401  (registers the collection alias tools)
-    from .mcp.tools import TOOLS
 
     rows = [
         "| Tool | Surfaces | Arguments | Returns | Annotations | What it does |",

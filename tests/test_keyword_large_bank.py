@@ -4,6 +4,8 @@ sample of its single-word memories. The ranking must be the one exhaustive IDF s
 
 from __future__ import annotations
 
+from types import SimpleNamespace  # the arm needs only the Runtime's pool
+
 from hindsight.db.pool import create_pool
 from hindsight.engine.models import RecallRequest
 from hindsight.engine.recall import SEED_FETCH_ALL, SMALL_BANK, keyword_ids, request_filters
@@ -68,7 +70,9 @@ async def test_keyword_ranking_on_a_large_bank(api, bank, pg_url):
             assert await conn.fetchval("SHOW plan_cache_mode") == "force_custom_plan"
         async with pool.acquire() as conn:
             assert await conn.fetchval("SHOW plan_cache_mode") == "auto"
-        found = await keyword_ids(pool, bank, ["greenhouse", "hose"], request_filters(RecallRequest(query="x")))
+        found = await keyword_ids(
+            SimpleNamespace(pool=pool), bank, ["greenhouse", "hose"], request_filters(RecallRequest(query="x"))
+        )
         assert len(found) == 4
         async with pool.acquire() as conn:
             assert await conn.fetchval("SHOW plan_cache_mode") == "auto"

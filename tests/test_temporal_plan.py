@@ -8,6 +8,7 @@ one-connection pool."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from types import SimpleNamespace  # the arm needs only the Runtime's pool
 
 from hindsight.db.pool import create_pool
 from hindsight.engine.models import RecallRequest
@@ -37,7 +38,7 @@ async def test_temporal_arm_never_keeps_a_generic_plan(api, bank, pg_url):
             )
         f = request_filters(RecallRequest(query="x"))
         for _ in range(RUNS):
-            assert await temporal_ids(pool, bank, qvec, f, may) == [hike]
+            assert await temporal_ids(SimpleNamespace(pool=pool), bank, qvec, f, may) == [hike]
         async with pool.acquire() as conn:
             plans = await conn.fetch(
                 "SELECT generic_plans, custom_plans FROM pg_prepared_statements"

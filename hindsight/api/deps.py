@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import Depends, Path, Request
 
 from ..config import BANK_ID_RULE
-from ..engine import Engine
+from ..engine.core import Engine
 from ..engine.keys import Principal
 
 

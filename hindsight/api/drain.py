@@ -16,11 +16,13 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from ..mcp.routing import send_json
+from starlette.responses import JSONResponse
+
+from ..engine.errors import Stopping
+from .errors import send_error
 
 log = logging.getLogger("hindsight")
 
-RETRY_AFTER = b"5"
 # Probes keep answering while the server drains: liveness stays up, readiness says it is stopping.
 READINESS = {"/ready", "/health/ready"}
 LIVENESS = {"/health", "/health/live", "/metrics"}
@@ -37,8 +39,9 @@ class Drain:
         path = scope["path"]
         if self.draining and path not in LIVENESS:
             if path in READINESS:
-                return await send_json(send, 503, {"ready": False, "reason": "the server is stopping"})
-            return await send_json(send, 503, _stopping(), [(b"retry-after", RETRY_AFTER), (b"connection", b"close")])
+                body = {"ready": False, "status": "unavailable", "reason": "the server is stopping"}
+                return await JSONResponse(body, status_code=503)(scope, receive, send)
+            return await send_error(Stopping(), scope, receive, send)
         task = asyncio.current_task()
         assert task is not None
         started = False
@@ -55,7 +58,7 @@ class Drain:
             if not self.expired or started:
                 raise
             task.uncancel()
-            await send_json(send, 503, _stopping(), [(b"retry-after", RETRY_AFTER), (b"connection", b"close")])
+            await send_error(Stopping(), scope, receive, send)
         finally:
             self.inflight.discard(task)
 
@@ -84,7 +87,3 @@ class Drain:
             settle = loop.time() + 5.0
             while self.inflight and loop.time() < settle:
                 await asyncio.sleep(0.05)
-
-
-def _stopping() -> dict:
-    return {"error": "unavailable", "message": "the server is stopping; send the request again shortly"}

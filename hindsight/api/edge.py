@@ -19,6 +19,7 @@ import ipaddress
 from urllib.parse import parse_qsl, urlsplit
 
 from ..config import Settings
+from ..engine.errors import Forbidden, HindsightError, InvalidArgument
 from ..engine.strict import text_problem
 
 LOOPBACK_NAMES = {"localhost", "localhost.", "ip6-localhost"}
@@ -87,34 +88,32 @@ class Edge:
             return False
         return normal in self.origins or normal == _origin(f"{scheme}://{host or ''}")
 
-    def refusal(self, scope) -> tuple[int, dict] | None:
-        """(status, JSON body) when the request must be refused here, else None."""
+    def refusal(self, scope) -> HindsightError | None:
+        """The error that refuses the request here, else None."""
         headers = {k.decode(): v.decode("latin-1") for k, v in scope.get("headers", []) if k in (b"host", b"origin")}
         host = headers.get("host")
         if not self.host_allowed(host):
-            return 403, {
-                "error": "forbidden",
-                "message": f"Host {host!r} is not one this server answers to (a DNS-rebinding guard); "
-                "add it to HINDSIGHT_API_ALLOWED_HOSTS",
-            }
+            return Forbidden(
+                f"Host {host!r} is not one this server answers to (a DNS-rebinding guard); "
+                "add it to HINDSIGHT_API_ALLOWED_HOSTS"
+            )
         origin = headers.get("origin")
         if origin is not None and not self.origin_allowed(origin, host, scope.get("scheme", "http")):
-            return 403, {
-                "error": "forbidden",
-                "message": f"requests from the web page origin {origin!r} are refused; "
-                "add it to HINDSIGHT_API_ALLOWED_ORIGINS to allow it",
-            }
+            return Forbidden(
+                f"requests from the web page origin {origin!r} are refused; "
+                "add it to HINDSIGHT_API_ALLOWED_ORIGINS to allow it"
+            )
         return url_refusal(scope)
 
 
-def url_refusal(scope) -> tuple[int, dict] | None:
+def url_refusal(scope) -> InvalidArgument | None:
     """A 422 naming the path or query parameter whose text breaks the rule of engine/strict.py."""
     if p := text_problem(scope.get("path", "")):
-        return 422, {"error": "invalid_argument", "field": "path", "message": f"path: {p}"}
+        return InvalidArgument(f"path: {p}", "path")
     query = scope.get("query_string", b"").decode("latin-1")
     for name, value in parse_qsl(query, keep_blank_values=True):
         for what, text in (("name", name), ("value", value)):
             if p := text_problem(text):
                 where = name if what == "value" and not text_problem(name) else "query"
-                return 422, {"error": "invalid_argument", "field": where, "message": f"{where}: {p}"}
+                return InvalidArgument(f"{where}: {p}", where)
     return None

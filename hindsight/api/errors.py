@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
-from ..engine.errors import HindsightError, InvalidArgument, unavailable
+from ..engine.errors import BadRequest, HindsightError, InvalidArgument, MethodNotAllowed, NotFound, unavailable
 from ..engine.validation import describe
 
 log = logging.getLogger("hindsight.api")
@@ -46,18 +46,25 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _json(request: Request, body: dict, status: int, headers: dict | None = None) -> JSONResponse:
-    """Hindsight's clients read an error's text from `detail` (FastAPI's own field): the
-    `/v1/default` routes carry it beside ours."""
-    if request.url.path.startswith("/v1/default/"):
-        body = {**body, "detail": body["message"]}
-    return JSONResponse(body, status_code=status, headers=headers)
+def answer(exc: HindsightError, path: str) -> JSONResponse:
+    """The one HTTP answer for an error, whichever layer found it (a route, the edge, the MCP
+    router, a stopping server). Hindsight's clients read an error's text from `detail`
+    (FastAPI's own field): the `/v1/default` routes carry it beside ours."""
+    body = exc.to_dict()
+    if path.startswith("/v1/default/"):
+        body["detail"] = body["message"]
+    return JSONResponse(body, status_code=exc.status, headers=exc.http_headers() or None)
+
+
+async def send_error(exc: HindsightError, scope, receive, send) -> None:
+    """`answer`, sent from plain ASGI code (no FastAPI request around it)."""
+    await answer(exc, scope.get("path", ""))(scope, receive, send)
 
 
 def install(app: FastAPI) -> None:
     @app.exception_handler(HindsightError)
     async def _hindsight(request: Request, exc: HindsightError):
-        return _json(request, exc.to_dict(), exc.status, exc.http_headers() or None)
+        return answer(exc, request.url.path)
 
     async def _database(request: Request, exc: Exception):
         """The errors that may mean the database cannot be reached, registered by class so
@@ -65,7 +72,7 @@ def install(app: FastAPI) -> None:
         error = unavailable(exc)
         if error is None:
             return _internal(exc)
-        return await _hindsight(request, error)
+        return answer(error, request.url.path)
 
     for kind in (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError):
         app.add_exception_handler(kind, _database)
@@ -73,13 +80,21 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError):
         errors = exc.errors()
-        status = 400 if any(e.get("type") == "json_invalid" for e in errors) else 422
-        return _json(request, InvalidArgument(*describe(errors, http=True)).to_dict(), status)
+        message, field = describe(errors, http=True)
+        malformed = any(e.get("type") == "json_invalid" for e in errors)
+        error = BadRequest(message, field) if malformed else InvalidArgument(message, field)
+        return answer(error, request.url.path)
 
     @app.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException):
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return _json(request, {"error": code, "message": str(exc.detail)}, exc.status_code)
+        error = {404: NotFound, 405: MethodNotAllowed}.get(exc.status_code)
+        if error is NotFound:
+            return answer(NotFound(str(exc.detail)), request.url.path)
+        if error is MethodNotAllowed:
+            allow = (exc.headers or {}).get("Allow", "")
+            return answer(MethodNotAllowed(str(exc.detail), allow), request.url.path)
+        body = {"error": "http_error", "message": str(exc.detail)}
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception):

@@ -14,7 +14,7 @@ from ..engine.mental_models import (
     MentalModelUpdate,
     MentalModelVersion,
 )
-from ..engine.operations import Operation, OperationList, OperationQuery
+from ..engine.models import Operation, OperationList, OperationQuery
 from ..engine.reflect import ReflectRequest, ReflectResult
 from .deps import BankId, Caller, EngineDep
 

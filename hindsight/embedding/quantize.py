@@ -23,6 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .fold import fold
+
 log = logging.getLogger("hindsight")
 
 RECIPE = "int8-dynamic-per-channel-matmul-v1"
@@ -106,8 +108,7 @@ def _make(source: str, target: str) -> None:
     only if the rewritten graph computes the same vectors), then quantise the matrix products."""
     import onnx
 
-    from .graph import same_function, simplify
-    from .onnx import fold
+    from .graph import same_function, simplify  # graph.py imports onnx, which a server never needs
 
     folded, simple = target + ".float.onnx", target + ".simple.onnx"
     try:

@@ -1,22 +1,3 @@
-"""The engine: one method per operation (core.Engine), over one module per concept.
-
-`Engine` is imported on first use, so that a concept module (text, temporal, filters...) can be
-imported on its own without the whole engine: documents/chunking.py uses engine/text.py, and the
-engine uses chunking."""
-
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .core import Engine
-
-__all__ = ["Engine"]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "Engine":
-        from .core import Engine
-
-        return Engine
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+"""The engine: one method per operation (core.Engine), over one module per concept, each run on
+the Runtime (runtime.py); the worker and scheduler that run its operations (kinds.py) live here too.
+Import what you need from its module: `from hindsight.engine.core import Engine`."""

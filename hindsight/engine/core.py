@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
 
 import asyncpg
 
@@ -20,11 +19,13 @@ from ..db.selfcheck import self_check
 from ..db.sql import Q
 from ..db.watchdog import Watchdog
 from ..embedding import load_embedder
-from . import banks, embedding_model, extract, keys, memories, portable, rag  # noqa: F401  (extract registers its handler)
+from ..llm import LLM
+from ..metrics import OPERATIONS, POOL
+from . import banks, embedding_model, keys, memories, portable, rag, retained
 from . import documents as docs
 from . import mental_models as mm
 from . import operations as ops
-from .banks import BankWrites, check_bank_id
+from .banks import check_bank_id
 from .errors import InvalidArgument, NotFound, unavailable
 from .keys import Principal
 from .mental_models import (
@@ -48,25 +49,24 @@ from .models import (
     BankList,
     BankUpdate,
     Memory,
+    Operation,
+    OperationList,
+    OperationQuery,
     RecallRequest,
     RecallResult,
     RetainItem,
     RetainResult,
 )
-from .operations import Operation, OperationList, OperationQuery
 from .recall import recall as _recall
 from .reflect import ReflectRequest, ReflectResult, empty_bank_reflection
 from .reflect import reflect as _reflect
 from .retain import RetainAccepted, retain_later
 from .retain import retain as _retain
-from .usage import bank_usage
-
-if TYPE_CHECKING:
-    from ..embedding import Embedder
-    from ..extensions.builtin.tenant import TenantExtension
-    from ..llm import LLM
-    from ..scheduler import Scheduler
-    from ..worker import Worker
+from .runtime import BankWrites, Runtime
+from .scheduler import Scheduler
+from .tenant import TenantExtension, load_extension
+from .usage import get_bank_usage
+from .worker import Worker
 
 log = logging.getLogger("hindsight")
 
@@ -76,12 +76,9 @@ PING_TIMEOUT = 2.0
 
 class Engine:
     # Set by start(); a method that needs them is only called on a started engine (`started`).
-    pool: asyncpg.Pool
-    writes: BankWrites  # the way into a transaction that writes a bank (engine/banks.py)
-    embedder: Embedder
-    tenant: TenantExtension
-    llm: LLM
+    rt: Runtime  # what the concept modules run on (engine/runtime.py)
     worker: Worker
+    tenant: TenantExtension
 
     def __init__(self, settings: Settings):
         self.settings = settings
@@ -91,17 +88,10 @@ class Engine:
         self.scheduler: Scheduler | None = None
         self.database_label = ""
         self.database_url = ""
-        # Embedding batches saturate the cores; more than two at once only adds queueing.
-        self.cpu_slots = asyncio.Semaphore(2)
         self.started_at = time.time()
 
     # ---- life cycle -------------------------------------------------------------------
     async def start(self, run_scheduler: bool = True) -> None:
-        from ..extensions.builtin.tenant import load_extension
-        from ..llm import LLM
-        from ..scheduler import Scheduler
-        from ..worker import Worker
-
         s = self.settings
         if s.database_url:
             url = s.database_url
@@ -119,42 +109,51 @@ class Engine:
         applied = await migrate(url)
         if applied:
             log.info("migrations applied: %s", ", ".join(applied))
-        self.pool = await create_pool(url, s.db_pool_min, s.db_pool_max)
-        self.writes = BankWrites(lambda: self.pool)
+        pool = await create_pool(url, s.db_pool_min, s.db_pool_max)
         self.database_url = url
         if self.embedded is not None:
             self.watchdog = Watchdog(self.embedded, self._database_restarted)
             self.watchdog.start()
-        self.embedder = await asyncio.to_thread(
+        embedder = await asyncio.to_thread(
             load_embedder, s.embedding_model_dir, s.embedding_threads, s.embedding_quantize
         )
-        log.info("embedding model %s (%d dimensions)", self.embedder.name, self.embedder.dim)
-        await embedding_model.reconcile(self.pool, self.embedder, self.cpu_slots)
-        self.tenant = load_extension(s.tenant_extension, s, self.pool)
-        self.llm = LLM(s, self.pool)
-        await self.llm.warm()
+        log.info("embedding model %s (%d dimensions)", embedder.name, embedder.dim)
+        llm = LLM(s, pool)
+        self.worker = Worker(s)
+        self.rt = Runtime(
+            settings=s,
+            pool=pool,
+            writes=BankWrites(pool),
+            embedder=embedder,
+            llm=llm,
+            queue=self.worker,
+            cpu_slots=asyncio.Semaphore(2),
+        )
+        self.worker.attach(self.rt)
+        await embedding_model.reconcile(self.rt)
+        self.tenant = load_extension(s.tenant_extension, self.rt)
+        await llm.warm()
         log.warning("LLM: %s", self.llm_label)
-        self.worker = Worker(self)
         self.started = True
         if run_scheduler:
-            self.scheduler = Scheduler(self, self.worker)
+            self.scheduler = Scheduler(self.rt, self.worker)
             self.scheduler.start()
 
     @property
     def llm_label(self) -> str:
-        llm = getattr(self, "llm", None)  # also asked while start() runs
-        if llm is None or not llm.enabled:
+        rt = getattr(self, "rt", None)  # also asked while start() runs
+        if rt is None or not rt.llm.enabled:
             return "offline mode (no LLM configured): retain stores text units, reflect is extractive"
-        return f"retain with {self.llm.model_name('retain') or 'no LLM'}, reflect with {self.llm.model_name('reflect') or 'no LLM'}"
+        return f"retain with {rt.llm.model_name('retain') or 'no LLM'}, reflect with {rt.llm.model_name('reflect') or 'no LLM'}"
 
     async def _database_restarted(self, url: str) -> None:
         """The embedded PostgreSQL is back: its old connections are dead (asyncpg would find
         out one failed request at a time), so have them all replaced."""
         if url != self.database_url:
             log.warning("embedded PostgreSQL now listens at %s (was %s)", redact(url), redact(self.database_url))
-            repoint(self.pool, url)
+            repoint(self.rt.pool, url)
             self.database_url = url
-        await self.pool.expire_connections()
+        await self.rt.pool.expire_connections()
 
     async def close(self) -> None:
         if self.watchdog is not None:  # first: nothing may restart the database being stopped
@@ -164,7 +163,7 @@ class Engine:
             await self.scheduler.stop()
             self.scheduler = None
         if self.started:
-            await self.pool.close()
+            await self.rt.pool.close()
             self.started = False
         if self.embedded is not None:
             await asyncio.to_thread(self.embedded.stop)
@@ -178,7 +177,7 @@ class Engine:
         if self.watchdog is not None and self.watchdog.restarting:
             return "the embedded PostgreSQL is restarting"
         try:
-            async with self.pool.acquire(timeout=timeout) as conn:
+            async with self.rt.pool.acquire(timeout=timeout) as conn:
                 try:
                     await conn.fetchval(Q.database_ping, timeout=timeout)
                 except TimeoutError:
@@ -194,8 +193,29 @@ class Engine:
         # Connections from before the outage may be dead without asyncpg knowing yet (a server
         # that went away without closing them); have them all replaced rather than fail one
         # request each once it is back.
-        await self.pool.expire_connections()
+        await self.rt.pool.expire_connections()
         return problem
+
+    async def observe(self) -> None:
+        """Set the metrics that are a state of the database or the pool (metrics.py), read now.
+        While the database cannot be reached the operations gauge is left empty and the rest is
+        still served: the request counters (503s among them) matter most then."""
+        if not self.started:
+            return
+        try:
+            async with self.rt.pool.acquire() as conn:
+                rows = await conn.fetch(Q.operations_pending_by_type)
+        except Exception as exc:
+            if unavailable(exc) is None:
+                raise
+            rows = []
+        OPERATIONS.clear()
+        for r in rows:
+            OPERATIONS.labels(r["type"], r["status"]).set(r["n"])
+        pool = self.rt.pool
+        POOL.labels("open").set(pool.get_size())
+        POOL.labels("idle").set(pool.get_idle_size())
+        POOL.labels("max").set(pool.get_max_size())
 
     async def authenticate(self, authorization: str | None) -> Principal:
         return await self.tenant.principal(authorization)
@@ -205,35 +225,35 @@ class Engine:
         """Admins create any bank; a scoped key only the banks it may write, as its first retain
         there would (Hindsight's integrations call create_bank at start-up)."""
         who.require_bank(req.bank_id, write=True)
-        bank, created = await banks.create_bank(self.pool, req)
+        bank, created = await banks.create_bank(self.rt, req)
         return BankCreated(bank=bank, created=created)
 
     async def list_banks(self, who: Principal) -> BankList:
-        return BankList(banks=await banks.list_banks(self.pool, who.visible_banks()))
+        return BankList(banks=await banks.list_banks(self.rt, who.visible_banks()))
 
     async def get_bank(self, who: Principal, bank_id: str) -> Bank:
         self.require(who, bank_id)
-        return await banks.get_bank(self.pool, bank_id)
+        return await banks.get_bank(self.rt, bank_id)
 
     async def update_bank(self, who: Principal, bank_id: str, req: BankUpdate) -> Bank:
         self.require(who, bank_id, write=True)
-        return await banks.update_bank(self.pool, bank_id, req)
+        return await banks.update_bank(self.rt, bank_id, req)
 
     async def delete_bank(self, who: Principal, bank_id: str) -> BankDeleted:
         check_bank_id(bank_id)
         who.require_admin()
-        n = await banks.delete_bank(self.writes, bank_id)
+        n = await banks.delete_bank(self.rt, bank_id)
         return BankDeleted(deleted=True, bank_id=bank_id, memories_deleted=n)
 
     # ---- memories -------------------------------------------------------------------
     async def retain(self, who: Principal, bank_id: str, items: list[RetainItem], wait: bool = False) -> RetainResult:
         self.require(who, bank_id, write=True)
-        return await _retain(self, bank_id, items, wait)
+        return await _retain(self.rt, bank_id, items, wait)
 
     async def retain_later(self, who: Principal, bank_id: str, items: list[RetainItem]) -> RetainAccepted:
         """Accept now (items committed with their operation), store in the background."""
         self.require(who, bank_id, write=True)
-        return await retain_later(self, bank_id, items)
+        return await retain_later(self.rt, bank_id, items)
 
     async def recall(self, who: Principal, bank_id: str, req: RecallRequest) -> RecallResult:
         self.require(who, bank_id)
@@ -241,128 +261,133 @@ class Engine:
             raise InvalidArgument(
                 f"max_tokens: {req.max_tokens} exceeds the limit of {self.settings.max_recall_tokens}", "max_tokens"
             )
-        return await _recall(self, bank_id, req)
+        return await _recall(self.rt, bank_id, req)
 
     async def list_memories(self, who: Principal, bank_id: str, query: memories.MemoryQuery) -> memories.MemoryList:
         self.require(who, bank_id)
-        return await memories.list_memories(self.pool, bank_id, query)
+        return await memories.list_memories(self.rt, bank_id, query)
 
-    async def get_retained_document(self, who: Principal, bank_id: str, document_id: str) -> memories.RetainedDocument:
+    async def get_retained_document(self, who: Principal, bank_id: str, document_id: str) -> retained.RetainedDocument:
         self.require(who, bank_id)
-        return await memories.get_retained_document(self.pool, bank_id, document_id)
+        return await retained.get_retained_document(self.rt, bank_id, document_id)
 
     async def list_retained_documents(
-        self, who: Principal, bank_id: str, query: memories.DocumentQuery
-    ) -> tuple[list[memories.RetainedDocument], int]:
+        self, who: Principal, bank_id: str, query: retained.RetainedQuery
+    ) -> tuple[list[retained.RetainedDocument], int]:
         self.require(who, bank_id)
-        return await memories.list_retained_documents(self.pool, bank_id, query)
+        return await retained.list_retained_documents(self.rt, bank_id, query)
 
     async def delete_retained_document(self, who: Principal, bank_id: str, document_id: str) -> int:
         self.require(who, bank_id, write=True)
-        return await memories.delete_retained_document(self.writes, bank_id, document_id)
+        return await retained.delete_retained_document(self.rt, bank_id, document_id)
 
     async def get_memory(self, who: Principal, bank_id: str, memory_id: str) -> Memory:
         self.require(who, bank_id)
-        return await memories.get_memory(self.pool, bank_id, memory_id)
+        return await memories.get_memory(self.rt, bank_id, memory_id)
 
     async def memory_lineage(self, who: Principal, bank_id: str, memory_id: str) -> memories.Lineage:
         self.require(who, bank_id)
-        return await memories.lineage(self.pool, bank_id, memory_id)
+        return await memories.get_lineage(self.rt, bank_id, memory_id)
 
     async def list_entities(self, who: Principal, bank_id: str, query: memories.EntityQuery) -> memories.EntityList:
         self.require(who, bank_id)
-        return await memories.list_entities(self.pool, bank_id, query)
+        return await memories.list_entities(self.rt, bank_id, query)
 
     async def get_memories(self, who: Principal, bank_id: str, memory_ids: list[str]) -> list[Memory]:
         """The bank's memories among `memory_ids`, in that order (those not found are left out)."""
         self.require(who, bank_id)
-        return await memories.get_memories(self.pool, bank_id, memory_ids)
+        return await memories.get_memories(self.rt, bank_id, memory_ids)
 
     async def delete_memory(self, who: Principal, bank_id: str, memory_id: str) -> memories.MemoryDeleted:
         self.require(who, bank_id, write=True)
-        await memories.delete_memory(self.writes, bank_id, memory_id)
+        await memories.delete_memory(self.rt, bank_id, memory_id)
         return memories.MemoryDeleted(deleted=True, memory_id=memory_id)
 
     async def reflect(self, who: Principal, bank_id: str, req: ReflectRequest) -> ReflectResult:
         self.require(who, bank_id)
         if not await self._bank_exists(bank_id):
             return empty_bank_reflection(bank_id, req)
-        return await _reflect(self, bank_id, req)
+        return await _reflect(self.rt, bank_id, req)
 
     # ---- mental models ------------------------------------------------------------------
     async def create_mental_model(self, who: Principal, bank_id: str, req: MentalModelCreate) -> MentalModelOperation:
         self.require(who, bank_id, write=True)
-        return await mm.create(self, bank_id, req)
+        return await mm.create_mental_model(self.rt, bank_id, req)
 
     async def list_mental_models(self, who: Principal, bank_id: str, req: MentalModelQuery) -> MentalModelList:
         self.require(who, bank_id)
-        return await mm.list_(self, bank_id, req)
+        return await mm.list_mental_models(self.rt, bank_id, req)
 
     async def get_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModel:
         self.require(who, bank_id)
-        return await mm.get(self, bank_id, model_id)
+        return await mm.get_mental_model(self.rt, bank_id, model_id)
 
     async def mental_model_history(self, who: Principal, bank_id: str, model_id: str) -> list[MentalModelVersion]:
         self.require(who, bank_id)
-        return await mm.history(self, bank_id, model_id)
+        return await mm.get_mental_model_history(self.rt, bank_id, model_id)
 
     async def update_mental_model(
         self, who: Principal, bank_id: str, model_id: str, req: MentalModelUpdate
     ) -> MentalModel:
         self.require(who, bank_id, write=True)
-        return await mm.update(self, bank_id, model_id, req)
+        return await mm.update_mental_model(self.rt, bank_id, model_id, req)
 
     async def delete_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModelDeleted:
         self.require(who, bank_id, write=True)
-        await mm.delete(self, bank_id, model_id)
+        await mm.delete_mental_model(self.rt, bank_id, model_id)
         return MentalModelDeleted(deleted=True, mental_model_id=model_id)
 
     async def refresh_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModelOperation:
         self.require(who, bank_id, write=True)
-        return await mm.refresh(self, bank_id, model_id)
+        return await mm.refresh_mental_model(self.rt, bank_id, model_id)
 
     # ---- documents -------------------------------------------------------------------------
     async def import_documents(
         self, who: Principal, bank_id: str, req: docs.ImportRequest, wait: bool = False
     ) -> docs.ImportAccepted:
         self.require(who, bank_id, write=True)
-        return await docs.start_import(self, bank_id, req, wait)
+        return await docs.import_documents(self.rt, bank_id, req, wait)
 
     async def list_documents(self, who: Principal, bank_id: str, req: docs.DocumentListQuery) -> docs.DocumentList:
         self.require(who, bank_id)
-        return await docs.list_(self, bank_id, req)
+        return await docs.list_documents(self.rt, bank_id, req)
 
     async def get_document(self, who: Principal, bank_id: str, document_id: str) -> docs.Document:
         self.require(who, bank_id)
-        return await docs.get(self, bank_id, document_id)
+        return await docs.get_document(self.rt, bank_id, document_id)
 
     async def delete_document(self, who: Principal, bank_id: str, document_id: str) -> docs.DocumentDeleted:
         self.require(who, bank_id, write=True)
-        await docs.delete(self, bank_id, document_id)
+        await docs.delete_document(self.rt, bank_id, document_id)
         return docs.DocumentDeleted(deleted=True, document_id=document_id, bank_id=bank_id)
+
+    async def document_counts(self, who: Principal, bank_ids: list[str]) -> dict[str, int]:
+        """How many documents each of the banks holds, among those `who` may see."""
+        visible = who.visible_banks()
+        return await docs.count_documents(self.rt, [b for b in bank_ids if visible is None or b in visible])
 
     async def find_document_bank(self, who: Principal, document_id: str) -> str | None:
         """The bank holding a document id, among the banks `who` may see (ids are UUIDs, unique
         across banks), for clients that name a document without its collection."""
-        return await docs.find_bank(self, document_id, who.visible_banks())
+        return await docs.find_document_bank(self.rt, document_id, who.visible_banks())
 
     async def rag_search(
         self, who: Principal, bank_id: str, req: rag.RagSearchRequest, caller: rag.Caller
     ) -> rag.RagSearchResult:
         self.require(who, bank_id)
-        return await rag.rag_search(self, bank_id, req, caller)
+        return await rag.rag_search(self.rt, bank_id, req, caller)
 
     async def search_documents(
         self, who: Principal, bank_id: str, req: rag.DocumentSearchRequest, caller: rag.Caller
     ) -> rag.DocumentSearchResult:
         self.require(who, bank_id)
-        return await rag.search_documents(self, bank_id, req, caller)
+        return await rag.search_documents(self.rt, bank_id, req, caller)
 
     async def verify_document_access(
         self, who: Principal, bank_id: str, segment_uid: str, caller: rag.Caller
     ) -> rag.AccessResult:
         self.require(who, bank_id)
-        return await rag.verify_document_access(self, bank_id, segment_uid, caller)
+        return await rag.verify_document_access(self.rt, bank_id, segment_uid, caller)
 
     # ---- export / import ------------------------------------------------------------------
     async def export_bank(self, who: Principal, bank_id: str):
@@ -370,7 +395,7 @@ class Engine:
         self.require(who, bank_id)
         if not await self._bank_exists(bank_id):
             raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
-        return portable.export_bank(self, bank_id)
+        return portable.export_bank(self.rt, bank_id)
 
     async def import_bank(
         self, who: Principal, bank_id: str, fileobj, on_conflict: portable.OnConflict = "rename"
@@ -378,24 +403,24 @@ class Engine:
         self.require(who, bank_id, write=True)
         if on_conflict not in ("rename", "skip", "replace"):  # typed for callers, checked for the CLI's strings
             raise InvalidArgument("on_conflict: must be rename, skip or replace", "on_conflict")
-        return await portable.import_bank(self, bank_id, fileobj, on_conflict)
+        return await portable.import_bank(self.rt, bank_id, fileobj, on_conflict)
 
     # ---- operations and usage -------------------------------------------------------------
     async def get_operation(self, who: Principal, bank_id: str, operation_id: str) -> Operation:
         self.require(who, bank_id)
-        return await ops.get(self.pool, bank_id, operation_id)
+        return await ops.get_operation(self.rt, bank_id, operation_id)
 
     async def list_operations(self, who: Principal, bank_id: str, req: OperationQuery) -> OperationList:
         self.require(who, bank_id)
-        return await ops.list_(self.pool, bank_id, req)
+        return await ops.list_operations(self.rt, bank_id, req)
 
     async def cancel_operation(self, who: Principal, bank_id: str, operation_id: str) -> Operation:
         self.require(who, bank_id, write=True)
-        return await ops.cancel(self.pool, bank_id, operation_id)
+        return await ops.cancel_operation(self.rt, bank_id, operation_id)
 
     async def usage(self, who: Principal, bank_id: str) -> dict:
         self.require(who, bank_id)
-        return await bank_usage(self.pool, bank_id)
+        return await get_bank_usage(self.rt, bank_id)
 
     def require(self, who: Principal, bank_id: str, write: bool = False) -> None:
         """A valid bank id the caller may read (or write). A bank that was never written reads as
@@ -406,18 +431,18 @@ class Engine:
         who.require_bank(bank_id, write=write)
 
     async def _bank_exists(self, bank_id: str) -> bool:
-        async with self.pool.acquire() as conn:
+        async with self.rt.pool.acquire() as conn:
             return bool(await conn.fetchval(Q.bank_exists, bank_id))
 
     # ---- keys -------------------------------------------------------------------------
     async def create_key(self, who: Principal, req: ApiKeyCreate) -> ApiKey:
         who.require_admin()
-        return await keys.create_key(self.pool, req)
+        return await keys.create_key(self.rt, req)
 
     async def list_keys(self, who: Principal) -> ApiKeyList:
         who.require_admin()
-        return ApiKeyList(keys=await keys.list_keys(self.pool))
+        return ApiKeyList(keys=await keys.list_keys(self.rt))
 
     async def revoke_key(self, who: Principal, key_id: str) -> ApiKey:
         who.require_admin()
-        return await keys.revoke_key(self.pool, key_id)
+        return await keys.revoke_key(self.rt, key_id)

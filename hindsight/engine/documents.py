@@ -20,9 +20,9 @@ from urllib.parse import urlparse
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from ..db.sql import Q
-from ..documents.chunking import chunk_blocks
-from ..documents.fetch import fetch
-from ..documents.readers import UnreadableFile, detect_type, read
+from ..files.chunking import chunk_blocks
+from ..files.fetch import fetch
+from ..files.readers import UnreadableFile, detect_type, read
 from . import operations as ops
 from .banks import ensure_bank
 from .errors import InvalidArgument, NotFound, parse_uuid
@@ -30,8 +30,8 @@ from .models import Offset, _clean_tags, confirmation
 from .strict import Strict
 
 if TYPE_CHECKING:
-    from ..worker import Job
-    from .core import Engine
+    from .operations import Job
+    from .runtime import Runtime
 
 
 IMPORT = "document_import"
@@ -203,8 +203,8 @@ def _decode_files(req: ImportRequest, max_bytes: int) -> list[tuple[str, bytes, 
     return out
 
 
-async def start_import(engine: Engine, bank_id: str, req: ImportRequest, wait: bool) -> ImportAccepted:
-    s = engine.settings
+async def import_documents(rt: Runtime, bank_id: str, req: ImportRequest, wait: bool) -> ImportAccepted:
+    s = rt.settings
     if not req.files and not req.urls:
         raise InvalidArgument("files: give at least one file or URL", "files")
     if len(req.files) + len(req.urls) > s.max_import_files:
@@ -217,29 +217,29 @@ async def start_import(engine: Engine, bank_id: str, req: ImportRequest, wait: b
         "chunk_size": req.chunk_size,
         "types": {name: t for name, _, t in files if t},
     }
-    async with engine.pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         async with conn.transaction():
             await ensure_bank(conn, bank_id)
-            op_id = await ops.enqueue(conn, bank_id, IMPORT, payload, max_attempts=s.operation_max_attempts)
+            op_id = await ops.enqueue_operation(conn, bank_id, IMPORT, payload, max_attempts=s.operation_max_attempts)
             if files:
                 await conn.executemany(
                     Q.document_upload_add,
                     [(uuid.uuid4(), op_id, name, data, bank_id) for name, data, _ in files],
                 )
-    engine.worker.poke()
+    rt.queue.poke()
     accepted = ImportAccepted(operation_id=str(op_id), status="queued", files=len(files), urls=len(req.urls))
     if wait:
-        op = await engine.worker.wait(bank_id, str(op_id), s.retain_wait_timeout)
+        op = await rt.queue.wait(bank_id, str(op_id), s.retain_wait_timeout)
         accepted.status, accepted.result = op.status, op.result
     return accepted
 
 
 async def ingest(
-    engine: Engine, bank_id: str, name: str, data: bytes, source_type: str, url: str | None, payload: dict
+    rt: Runtime, bank_id: str, name: str, data: bytes, source_type: str, url: str | None, payload: dict
 ) -> FileOutcome:
-    chunk_size = payload.get("chunk_size") or payload.get("bank_chunk_size") or engine.settings.document_chunk_chars
+    chunk_size = payload.get("chunk_size") or payload.get("bank_chunk_size") or rt.settings.document_chunk_chars
     digest = hashlib.sha256(data).hexdigest()
-    async with engine.pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         old = await conn.fetchrow(
             Q.document_by_name,
             bank_id,
@@ -261,12 +261,12 @@ async def ingest(
         chunks = chunk_blocks(blocks, chunk_size)
         if not chunks:
             raise UnreadableFile(f"{name}: no text could be extracted", "files")
-        return chunks, pages, engine.embedder.embed([f"{c.headline}\n{c.text}" for c in chunks])
+        return chunks, pages, rt.embedder.embed([f"{c.headline}\n{c.text}" for c in chunks])
 
-    async with engine.cpu_slots:
+    async with rt.cpu_slots:
         chunks, pages, vectors = await asyncio.to_thread(cpu)
     doc_id = old["id"] if old is not None else uuid.uuid4()
-    async with engine.pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         async with conn.transaction():
             await conn.execute(Q.document_lock_name, f"doc/{bank_id}/{name}")
             doc_id = await conn.fetchval(
@@ -312,17 +312,16 @@ async def ingest(
     )
 
 
-@ops.handler(IMPORT)
-async def run_import(engine: Engine, job: Job) -> dict:
+async def run_import(rt: Runtime, job: Job) -> dict:
     p = job.payload
-    async with engine.pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         uploads = await conn.fetch(Q.document_uploads_of, job.bank_id, job.id)
         p["bank_chunk_size"] = await conn.fetchval(Q.bank_chunk_size, job.bank_id)
     total = len(uploads) + len(p["urls"])
     outcomes: list[FileOutcome] = []
 
     async def progress():
-        async with engine.pool.acquire() as conn:
+        async with rt.pool.acquire() as conn:
             await conn.execute(
                 Q.operation_set_progress,
                 job.bank_id,
@@ -332,23 +331,23 @@ async def run_import(engine: Engine, job: Job) -> dict:
 
     for up in uploads:
         try:
-            async with engine.pool.acquire() as conn:
+            async with rt.pool.acquire() as conn:
                 data = await conn.fetchval(Q.document_upload_data, job.bank_id, up["id"])
             t = p["types"].get(up["name"]) or detect_type(up["name"], None, data)
-            outcomes.append(await ingest(engine, job.bank_id, up["name"], data, t, None, p))
+            outcomes.append(await ingest(rt, job.bank_id, up["name"], data, t, None, p))
         except UnreadableFile as exc:
             outcomes.append(FileOutcome(name=up["name"], status="failed", error=exc.message))
         await progress()
     for url in p["urls"]:
         try:
             data, ctype = await fetch(
-                url, max_bytes=engine.settings.max_document_bytes, allow_private=engine.settings.allow_private_urls
+                url, max_bytes=rt.settings.max_document_bytes, allow_private=rt.settings.allow_private_urls
             )
-            outcomes.append(await ingest(engine, job.bank_id, url, data, detect_type(url, ctype, data), url, p))
+            outcomes.append(await ingest(rt, job.bank_id, url, data, detect_type(url, ctype, data), url, p))
         except UnreadableFile as exc:
             outcomes.append(FileOutcome(name=url, status="failed", error=exc.message))
         await progress()
-    async with engine.pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         await conn.execute(Q.document_uploads_drop, job.bank_id, job.id)
     return {
         "files": [o.model_dump() for o in outcomes],
@@ -357,8 +356,8 @@ async def run_import(engine: Engine, job: Job) -> dict:
     }
 
 
-async def list_(engine: Engine, bank_id: str, req: DocumentListQuery) -> DocumentList:
-    async with engine.pool.acquire() as conn:
+async def list_documents(rt: Runtime, bank_id: str, req: DocumentListQuery) -> DocumentList:
+    async with rt.pool.acquire() as conn:
         rows = await conn.fetch(
             Q.document_list,
             bank_id,
@@ -372,18 +371,18 @@ def parse_document_id(document_id: str) -> uuid.UUID:
     return parse_uuid(document_id, "document_id", "a document")
 
 
-async def get(engine: Engine, bank_id: str, document_id: str) -> Document:
+async def get_document(rt: Runtime, bank_id: str, document_id: str) -> Document:
     did = parse_document_id(document_id)
-    async with engine.pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         r = await conn.fetchrow(Q.document_get, bank_id, did)
     if r is None:
         raise NotFound(f"document {document_id} does not exist in bank {bank_id!r}", "document_id")
     return to_document(r)
 
 
-async def find_bank(engine: Engine, document_id: str, only: set[str] | None) -> str | None:
+async def find_document_bank(rt: Runtime, document_id: str, only: set[str] | None) -> str | None:
     did = parse_document_id(document_id)
-    async with engine.pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         return await conn.fetchval(
             Q.document_find_bank,
             did,
@@ -391,15 +390,15 @@ async def find_bank(engine: Engine, document_id: str, only: set[str] | None) -> 
         )
 
 
-async def counts(engine: Engine, bank_ids: list[str]) -> dict[str, int]:
-    async with engine.pool.acquire() as conn:
+async def count_documents(rt: Runtime, bank_ids: list[str]) -> dict[str, int]:
+    async with rt.pool.acquire() as conn:
         rows = await conn.fetch(Q.document_counts, bank_ids)
     return {r["bank_id"]: r["n"] for r in rows}
 
 
-async def delete(engine: Engine, bank_id: str, document_id: str) -> None:
+async def delete_document(rt: Runtime, bank_id: str, document_id: str) -> None:
     did = parse_document_id(document_id)
-    async with engine.pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         done = await conn.fetchval(Q.document_delete, bank_id, did)
     if done is None:
         raise NotFound(f"document {document_id} does not exist in bank {bank_id!r}", "document_id")

@@ -14,12 +14,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import asyncpg
 
 from ..db.sql import Q, fill
 from ..embedding import vector_literal
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
 
 log = logging.getLogger("hindsight")
 
@@ -74,9 +77,10 @@ async def column(conn: asyncpg.Connection, table: str) -> asyncpg.Record:
     return await conn.fetchrow(Q.embedding_column, table)
 
 
-async def reconcile(pool, embedder, cpu_slots: asyncio.Semaphore) -> int:
+async def reconcile(rt: Runtime) -> int:
     """Make the stored vectors the loaded model's; returns how many vectors were recomputed."""
-    async with pool.acquire() as conn:
+    embedder, cpu_slots = rt.embedder, rt.cpu_slots
+    async with rt.pool.acquire() as conn:
         async with conn.transaction():
             await conn.execute(Q.embedding_lock, LOCK_KEY)
             recorded = await conn.fetchrow(Q.embedding_model_recorded)

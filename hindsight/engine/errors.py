@@ -48,9 +48,19 @@ class HindsightError(Exception):
         return headers
 
 
+class BadRequest(HindsightError):
+    """A request that cannot be read at all (malformed JSON)."""
+
+
 class InvalidArgument(HindsightError):
     status = 422
     code = "invalid_argument"
+
+
+class InvalidHeader(InvalidArgument):
+    """A request header naming something invalid (X-Bank-Id): the request itself is malformed."""
+
+    status = 400
 
 
 class NotFound(HindsightError):
@@ -73,6 +83,33 @@ class Forbidden(HindsightError):
 class Conflict(HindsightError):
     status = 409
     code = "conflict"
+
+
+class MethodNotAllowed(HindsightError):
+    status = 405
+    code = "method_not_allowed"
+
+    def __init__(self, message: str, allow: str):
+        super().__init__(message)
+        self.allow = allow
+
+    def http_headers(self) -> dict[str, str]:
+        return {**super().http_headers(), "Allow": self.allow}
+
+
+class Stopping(HindsightError):
+    """The server is stopping (a drain, api/drain.py): the request was not run, or was rolled back."""
+
+    status = 503
+    code = "unavailable"
+    jsonrpc_code = DATABASE_UNAVAILABLE
+    retry_after = RETRY_AFTER
+
+    def __init__(self) -> None:
+        super().__init__("the server is stopping; send the request again shortly")
+
+    def http_headers(self) -> dict[str, str]:
+        return {**super().http_headers(), "Connection": "close"}
 
 
 class Unavailable(HindsightError):

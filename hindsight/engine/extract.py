@@ -8,7 +8,7 @@ position and is linked to it in `fact_sources`. A raw unit that produced facts i
 
 Duplicates: a fact whose embedding is within `fact_dedup_threshold` cosine of an existing fact of
 the bank (or of an earlier fact in the same batch) is not stored again; the existing fact is
-linked to the new raw unit instead. Storing runs under the bank's write lock (banks.lock_writes),
+linked to the new raw unit instead. Storing runs under the bank's write lock (runtime.BankWrites),
 so concurrent extractions cannot both insert the same fact.
 """
 
@@ -26,16 +26,15 @@ from pydantic import BaseModel, Field
 from ..db.sql import Q
 from ..llm import Usage
 from ..metrics import RETAIN_UNITS
+from ..text import estimate_tokens
 from .entities import extract_entities, merge_entities
 from .models import GivenEntity, RetainItem
-from .operations import handler
 from .retain import Unit, store_units
 from .temporal import find_time_windows
-from .text import estimate_tokens
 
 if TYPE_CHECKING:
-    from ..worker import Job
-    from .core import Engine
+    from .operations import Job
+    from .runtime import Runtime
 
 
 MAX_ITEMS_PER_CALL = 40
@@ -146,9 +145,9 @@ def to_units(group: list, facts: list[ExtractedFact]) -> list[tuple[Unit, uuid.U
     return units
 
 
-async def _store(engine: Engine, bank_id: str, pairs: list[tuple[Unit, uuid.UUID]], vectors, raw_ids: list) -> dict:
-    threshold = engine.settings.fact_dedup_threshold
-    async with engine.writes.open(bank_id) as conn:
+async def _store(rt: Runtime, bank_id: str, pairs: list[tuple[Unit, uuid.UUID]], vectors, raw_ids: list) -> dict:
+    threshold = rt.settings.fact_dedup_threshold
+    async with rt.writes.open(bank_id) as conn:
         alive = {
             r["id"]
             for r in await conn.fetch(
@@ -198,13 +197,13 @@ async def _store(engine: Engine, bank_id: str, pairs: list[tuple[Unit, uuid.UUID
     }
 
 
-async def _extract_group(engine: Engine, job: Job, group: list, usage: Usage) -> dict:
+async def _extract_group(rt: Runtime, job: Job, group: list, usage: Usage) -> dict:
     def check(parsed: ExtractedFacts) -> None:
         for f in parsed.facts:
             if not 0 <= f.item < len(group):
                 raise ValueError(f"fact {f.text[:40]!r} names item {f.item}, but items are 0..{len(group) - 1}")
 
-    parsed = await engine.llm.json(
+    parsed = await rt.llm.json(
         "retain",
         prompt_for(group),
         ExtractedFacts,
@@ -217,28 +216,27 @@ async def _extract_group(engine: Engine, job: Job, group: list, usage: Usage) ->
     pairs = to_units(group, parsed.facts)
     vectors: Any = []
     if pairs:
-        async with engine.cpu_slots:
-            vectors = await asyncio.to_thread(engine.embedder.embed, [u.text for u, _ in pairs])
-    return await _store(engine, job.bank_id, pairs, vectors, [r["id"] for r in group])
+        async with rt.cpu_slots:
+            vectors = await asyncio.to_thread(rt.embedder.embed, [u.text for u, _ in pairs])
+    return await _store(rt, job.bank_id, pairs, vectors, [r["id"] for r in group])
 
 
-@handler("retain_extract", needs_llm="retain")
-async def run(engine: Engine, job: Job) -> dict:
+async def run_extraction(rt: Runtime, job: Job) -> dict:
     raw_ids = [uuid.UUID(x) for x in job.payload["raw_ids"]]
-    async with engine.pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         rows = await conn.fetch(
             Q.extraction_raw_units,
             job.bank_id,
             raw_ids,
         )
     usage = Usage()
-    groups = batches(list(rows), engine.settings.retain_llm_batch_tokens)
-    done = await asyncio.gather(*(_extract_group(engine, job, g, usage) for g in groups), return_exceptions=True)
+    groups = batches(list(rows), rt.settings.retain_llm_batch_tokens)
+    done = await asyncio.gather(*(_extract_group(rt, job, g, usage) for g in groups), return_exceptions=True)
     errors = [d for d in done if isinstance(d, BaseException)]
     if errors:  # groups that succeeded are committed; a retry redoes only the rest
         raise errors[0]
     stored = [d for d in done if isinstance(d, dict)]
-    async with engine.pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         # Everything this retain now contributes to recall: its facts, and raw units that gave none.
         visible = await conn.fetch(
             Q.extraction_visible,

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
+from .entities import canonical
 from .errors import InvalidArgument
 
 MAX_CHARS = 2_000
@@ -247,8 +248,6 @@ class _Parser:
                 return f"({f.sql} && {self.bind(texts, 'text[]')})"
             self.fail(f"{name} is a list: use `contains` (one value) or `in` (any of a list)", pos)
         if f.kind == "entity":
-            from .entities import canonical
-
             if op not in ("contains", "in"):
                 self.fail(f"{name}: use `contains` or `in`", pos)
             names = [canonical(self.need(v, str, name, pos)) for v in values]

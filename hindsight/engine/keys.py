@@ -11,12 +11,16 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import asyncpg
 
 from ..db.sql import Q
 from .errors import Forbidden, InvalidArgument, NotFound
 from .models import ApiKey, ApiKeyCreate
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
 
 KEY_PREFIX = "hsk_"
 
@@ -73,12 +77,12 @@ def _row(r: asyncpg.Record, secret: str | None = None) -> ApiKey:
     )
 
 
-async def create_key(pool: asyncpg.Pool, req: ApiKeyCreate) -> ApiKey:
+async def create_key(rt: Runtime, req: ApiKeyCreate) -> ApiKey:
     if req.role == "bank" and not req.banks:
         raise InvalidArgument("banks: a bank-scoped key needs at least one bank", "banks")
     key_id = "key_" + secrets.token_hex(6)
     secret = KEY_PREFIX + secrets.token_urlsafe(32)
-    async with pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         r = await conn.fetchrow(
             Q.key_create,
             key_id,
@@ -91,23 +95,23 @@ async def create_key(pool: asyncpg.Pool, req: ApiKeyCreate) -> ApiKey:
     return _row(r, secret)
 
 
-async def list_keys(pool: asyncpg.Pool) -> list[ApiKey]:
-    async with pool.acquire() as conn:
+async def list_keys(rt: Runtime) -> list[ApiKey]:
+    async with rt.pool.acquire() as conn:
         return [_row(r) for r in await conn.fetch(Q.key_list)]
 
 
-async def revoke_key(pool: asyncpg.Pool, key_id: str) -> ApiKey:
-    async with pool.acquire() as conn:
+async def revoke_key(rt: Runtime, key_id: str) -> ApiKey:
+    async with rt.pool.acquire() as conn:
         r = await conn.fetchrow(Q.key_revoke, key_id)
     if r is None:
         raise NotFound(f"API key {key_id!r} does not exist", "key_id")
     return _row(r)
 
 
-async def authenticate(pool: asyncpg.Pool, secret: str, admin_secret: str | None) -> Principal | None:
+async def authenticate(rt: Runtime, secret: str, admin_secret: str | None) -> Principal | None:
     if admin_secret and hmac.compare_digest(hash_key(secret), hash_key(admin_secret)):
         return ADMIN
-    async with pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         r = await conn.fetchrow(Q.key_use, hash_key(secret))
     if r is None:
         return None

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..db.sql import Q, fill
-from .banks import BankWrites
 from .binder import Binder
 from .errors import NotFound, parse_uuid
 from .models import Memory, MemoryType, Offset, _clean_tags
 from .strict import Strict
 from .tags import TagsMatch, tag_condition
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
 
 COLUMNS = Q.memory_columns  # what to_memory reads
 _GET = fill(Q.memory_get, columns=COLUMNS)
@@ -91,120 +92,37 @@ def _memory_conditions(query: MemoryQuery, p: Binder) -> str:
     return "".join(f" AND {w}" for w in where)
 
 
-async def list_memories(pool, bank_id: str, query: MemoryQuery) -> MemoryList:
+async def list_memories(rt: Runtime, bank_id: str, query: MemoryQuery) -> MemoryList:
     page = Binder(bank_id, query.limit, query.offset)
     listing = fill(Q.memory_list, columns=COLUMNS, where=_memory_conditions(query, page))
     every = Binder(bank_id)
     counting = fill(Q.memory_count, where=_memory_conditions(query, every))
-    async with pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         rows = await conn.fetch(listing, *page.values)
         total = await conn.fetchval(counting, *every.values)
     return MemoryList(memories=[to_memory(r) for r in rows], total=total, limit=query.limit, offset=query.offset)
 
 
-class RetainedDocument(BaseModel):
-    """The text retained under a document_id, for clients that read it back."""
-
-    id: str
-    bank_id: str
-    original_text: str
-    content_hash: str
-    tags: list[str]
-    metadata: dict[str, Any]
-    memory_count: int
-    created_at: datetime
-    updated_at: datetime
-
-
-def _retained(r) -> RetainedDocument:
-    return RetainedDocument(
-        id=r["id"],
-        bank_id=r["bank_id"],
-        original_text=r["original_text"],
-        content_hash=r["content_hash"],
-        tags=list(r["tags"]),
-        metadata=json.loads(r["metadata"]),
-        memory_count=r["n"],
-        created_at=r["created_at"],
-        updated_at=r["updated_at"],
-    )
-
-
-async def get_retained_document(pool, bank_id: str, document_id: str) -> RetainedDocument:
-    async with pool.acquire() as conn:
-        r = await conn.fetchrow(Q.retained_document_get, bank_id, document_id)
-    if r is None:
-        raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
-    return _retained(r)
-
-
-class DocumentQuery(Strict):
-    """Which retained documents to list: a substring of the id or text, and tags."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    q: str | None = Field(None, max_length=500)
-    tags: list[str] | None = None
-    tags_match: TagsMatch = "any"
-    limit: int = Field(100, ge=0, le=1000)
-    offset: int = Offset
-
-    _tags = field_validator("tags", mode="before")(_clean_tags)
-
-
-def _document_conditions(query: DocumentQuery, p: Binder) -> str:
-    where = []
-    if query.q:
-        needle = p(query.q.lower())
-        where.append(f"(strpos(lower(d.id), {needle}) > 0 OR strpos(lower(d.original_text), {needle}) > 0)")
-    if tagged := tag_condition("d.tags", query.tags, query.tags_match, p):
-        where.append(tagged)
-    return "".join(f" AND {w}" for w in where)
-
-
-async def list_retained_documents(pool, bank_id: str, query: DocumentQuery) -> tuple[list[RetainedDocument], int]:
-    page = Binder(bank_id, query.limit, query.offset)
-    listing = fill(Q.retained_document_list, where=_document_conditions(query, page))
-    every = Binder(bank_id)
-    counting = fill(Q.retained_document_count, where=_document_conditions(query, every))
-    async with pool.acquire() as conn:
-        rows = await conn.fetch(listing, *page.values)
-        total = await conn.fetchval(counting, *every.values)
-    return [_retained(r) for r in rows], total
-
-
-async def delete_retained_document(writes: BankWrites, bank_id: str, document_id: str) -> int:
-    """A document_id's memories and text; returns how many memories went."""
-    from .retain import delete_documents
-
-    async with writes.open(bank_id) as conn:
-        had_text = await conn.fetchval(Q.retained_document_exists, bank_id, document_id)
-        n = await delete_documents(conn, bank_id, [document_id])
-    if not n and not had_text:
-        raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
-    return n
-
-
-async def get_memory(pool, bank_id: str, memory_id: str) -> Memory:
+async def get_memory(rt: Runtime, bank_id: str, memory_id: str) -> Memory:
     mid = parse_memory_id(memory_id)
-    async with pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         r = await conn.fetchrow(_GET, bank_id, mid)
     if r is None:
         raise NotFound(f"memory {memory_id} does not exist in bank {bank_id!r}", "memory_id")
     return to_memory(r)
 
 
-async def get_memories(pool, bank_id: str, memory_ids: list[str]) -> list[Memory]:
+async def get_memories(rt: Runtime, bank_id: str, memory_ids: list[str]) -> list[Memory]:
     ids = [parse_memory_id(m) for m in memory_ids]
-    async with pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         rows = await conn.fetch(_GET_MANY, bank_id, ids)
     by_id = {r["id"]: r for r in rows}
     return [to_memory(by_id[i]) for i in ids if i in by_id]
 
 
-async def delete_memory(writes: BankWrites, bank_id: str, memory_id: str) -> None:
+async def delete_memory(rt: Runtime, bank_id: str, memory_id: str) -> None:
     mid = parse_memory_id(memory_id)
-    async with writes.open(bank_id) as conn:
+    async with rt.writes.open(bank_id) as conn:
         # Nothing is written before the memory is known to be the bank's.
         if not await conn.fetchval(Q.memory_exists, bank_id, mid):
             raise NotFound(f"memory {memory_id} does not exist in bank {bank_id!r}", "memory_id")
@@ -238,7 +156,7 @@ class EntityQuery(Strict):
     offset: int = Offset
 
 
-async def list_entities(pool, bank_id: str, query: EntityQuery) -> EntityList:
+async def list_entities(rt: Runtime, bank_id: str, query: EntityQuery) -> EntityList:
     """The bank's entities, most mentioned first (entities no memory mentions any more are left out)."""
 
     def conditions(p: Binder) -> str:
@@ -246,7 +164,7 @@ async def list_entities(pool, bank_id: str, query: EntityQuery) -> EntityList:
 
     page, every = Binder(bank_id, query.limit, query.offset), Binder(bank_id)
     listing, counting = fill(Q.entity_list, where=conditions(page)), fill(Q.entity_count, where=conditions(every))
-    async with pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         rows = await conn.fetch(listing, *page.values)
         total = await conn.fetchval(counting, *every.values)
     return EntityList(
@@ -261,9 +179,9 @@ class Lineage(BaseModel):
     facts: list[Memory] = Field(description="The facts extracted from this raw unit.")
 
 
-async def lineage(pool, bank_id: str, memory_id: str) -> Lineage:
+async def get_lineage(rt: Runtime, bank_id: str, memory_id: str) -> Lineage:
     mid = parse_memory_id(memory_id)
-    async with pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         if not await conn.fetchval(Q.memory_exists, bank_id, mid):
             raise NotFound(f"memory {memory_id} does not exist in bank {bank_id!r}", "memory_id")
         sources = await conn.fetch(_SOURCES, mid, bank_id)

@@ -32,8 +32,8 @@ from .strict import Strict
 from .tags import MENTAL_MODEL_MATCH, TagsMatch, tag_condition
 
 if TYPE_CHECKING:
-    from ..worker import Job
-    from .core import Engine
+    from .operations import Job
+    from .runtime import Runtime
 
 
 MODEL_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
@@ -174,20 +174,20 @@ def to_model(r, pending: str | None = None) -> MentalModel:
     )
 
 
-async def _queue_refresh(engine: Engine, conn, bank_id: str, model_id: str, reason: str) -> uuid.UUID:
-    return await ops.enqueue(
+async def _queue_refresh(rt: Runtime, conn, bank_id: str, model_id: str, reason: str) -> uuid.UUID:
+    return await ops.enqueue_operation(
         conn,
         bank_id,
         REFRESH,
         {"mental_model_id": model_id, "reason": reason},
-        max_attempts=engine.settings.operation_max_attempts,
+        max_attempts=rt.settings.operation_max_attempts,
         dedup_key=dedup_key(bank_id, model_id),
     )
 
 
-async def create(engine: Engine, bank_id: str, req: MentalModelCreate) -> MentalModelOperation:
-    vec = await asyncio.to_thread(engine.embedder.embed_query, req.source_query)
-    async with engine.writes.open(bank_id) as conn:
+async def create_mental_model(rt: Runtime, bank_id: str, req: MentalModelCreate) -> MentalModelOperation:
+    vec = await asyncio.to_thread(rt.embedder.embed_query, req.source_query)
+    async with rt.writes.open(bank_id) as conn:
         await ensure_bank(conn, bank_id)
         if req.mental_model_id:
             model_id = req.mental_model_id
@@ -221,8 +221,8 @@ async def create(engine: Engine, bank_id: str, req: MentalModelCreate) -> Mental
                 f"mental_model_id: a mental model {model_id!r} already exists in bank {bank_id!r}",
                 "mental_model_id",
             )
-        op_id = await _queue_refresh(engine, conn, bank_id, model_id, "created")
-    engine.worker.poke()
+        op_id = await _queue_refresh(rt, conn, bank_id, model_id, "created")
+    rt.queue.poke()
     return MentalModelOperation(mental_model_id=model_id, operation_id=str(op_id))
 
 
@@ -235,19 +235,19 @@ async def _pending(conn, bank_id: str, ids: list[str]) -> dict[str, str]:
     return {r["dedup_key"].rsplit(":", 1)[1]: str(r["id"]) for r in rows}
 
 
-async def list_(engine: Engine, bank_id: str, req: MentalModelQuery) -> MentalModelList:
+async def list_mental_models(rt: Runtime, bank_id: str, req: MentalModelQuery) -> MentalModelList:
     """Models filtered by their own tags, matched as memories are (engine/tags.py)."""
     p = Binder(bank_id)
     cond = tag_condition("tags", req.tags, req.tags_match, p)
-    async with engine.pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         rows = await conn.fetch(fill(Q.mental_model_list, tags=f"AND {cond}" if cond else ""), *p.values)
         pending = await _pending(conn, bank_id, [r["id"] for r in rows])
     return MentalModelList(mental_models=[to_model(r, pending.get(r["id"])) for r in rows])
 
 
-async def get(engine: Engine, bank_id: str, model_id: str) -> MentalModel:
+async def get_mental_model(rt: Runtime, bank_id: str, model_id: str) -> MentalModel:
     check_model_id(model_id)
-    async with engine.pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         r = await conn.fetchrow(Q.mental_model_get, bank_id, model_id)
         if r is None:
             raise NotFound(f"mental model {model_id!r} does not exist in bank {bank_id!r}", "mental_model_id")
@@ -255,9 +255,9 @@ async def get(engine: Engine, bank_id: str, model_id: str) -> MentalModel:
     return to_model(r, pending.get(model_id))
 
 
-async def history(engine: Engine, bank_id: str, model_id: str) -> list[MentalModelVersion]:
-    await get(engine, bank_id, model_id)
-    async with engine.pool.acquire() as conn:
+async def get_mental_model_history(rt: Runtime, bank_id: str, model_id: str) -> list[MentalModelVersion]:
+    await get_mental_model(rt, bank_id, model_id)
+    async with rt.pool.acquire() as conn:
         rows = await conn.fetch(
             Q.mental_model_history,
             bank_id,
@@ -271,16 +271,12 @@ async def history(engine: Engine, bank_id: str, model_id: str) -> list[MentalMod
     ]
 
 
-async def update(engine: Engine, bank_id: str, model_id: str, req: MentalModelUpdate) -> MentalModel:
+async def update_mental_model(rt: Runtime, bank_id: str, model_id: str, req: MentalModelUpdate) -> MentalModel:
     """A new source query, tags or size make the content stale: a refresh is queued."""
     check_model_id(model_id)
     fields = req.model_dump(exclude_unset=True, exclude_none=True)
-    vec = (
-        await asyncio.to_thread(engine.embedder.embed_query, fields["source_query"])
-        if "source_query" in fields
-        else None
-    )
-    async with engine.writes.open(bank_id) as conn:
+    vec = await asyncio.to_thread(rt.embedder.embed_query, fields["source_query"]) if "source_query" in fields else None
+    async with rt.writes.open(bank_id) as conn:
         r = await conn.fetchrow(
             Q.mental_model_update,
             bank_id,
@@ -294,14 +290,14 @@ async def update(engine: Engine, bank_id: str, model_id: str, req: MentalModelUp
         if r is None:
             raise NotFound(f"mental model {model_id!r} does not exist in bank {bank_id!r}", "mental_model_id")
         if fields.keys() & {"source_query", "tags", "max_tokens"}:
-            await _queue_refresh(engine, conn, bank_id, model_id, "updated")
-    engine.worker.poke()
-    return await get(engine, bank_id, model_id)
+            await _queue_refresh(rt, conn, bank_id, model_id, "updated")
+    rt.queue.poke()
+    return await get_mental_model(rt, bank_id, model_id)
 
 
-async def delete(engine: Engine, bank_id: str, model_id: str) -> None:
+async def delete_mental_model(rt: Runtime, bank_id: str, model_id: str) -> None:
     check_model_id(model_id)
-    async with engine.writes.open(bank_id) as conn:
+    async with rt.writes.open(bank_id) as conn:
         done = await conn.fetchval(Q.mental_model_delete, bank_id, model_id)
         if done is None:
             raise NotFound(f"mental model {model_id!r} does not exist in bank {bank_id!r}", "mental_model_id")
@@ -313,19 +309,18 @@ async def delete(engine: Engine, bank_id: str, model_id: str) -> None:
         )
 
 
-async def refresh(engine: Engine, bank_id: str, model_id: str) -> MentalModelOperation:
-    await get(engine, bank_id, model_id)
-    async with engine.pool.acquire() as conn:
-        op_id = await _queue_refresh(engine, conn, bank_id, model_id, "requested")
-    engine.worker.poke()
+async def refresh_mental_model(rt: Runtime, bank_id: str, model_id: str) -> MentalModelOperation:
+    await get_mental_model(rt, bank_id, model_id)
+    async with rt.pool.acquire() as conn:
+        op_id = await _queue_refresh(rt, conn, bank_id, model_id, "requested")
+    rt.queue.poke()
     return MentalModelOperation(mental_model_id=model_id, operation_id=str(op_id))
 
 
-@ops.handler(REFRESH)
-async def run_refresh(engine: Engine, job: Job) -> dict:
+async def run_refresh(rt: Runtime, job: Job) -> dict:
     model_id = job.payload["mental_model_id"]
     bank_id = job.bank_id
-    async with engine.pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         m = await conn.fetchrow(
             Q.mental_model_refresh_input,
             bank_id,
@@ -335,7 +330,7 @@ async def run_refresh(engine: Engine, job: Job) -> dict:
         raise ops.Cancelled(DELETED)
     try:
         result = await reflect(
-            engine,
+            rt,
             bank_id,
             ReflectRequest(
                 query=m["source_query"],
@@ -349,7 +344,7 @@ async def run_refresh(engine: Engine, job: Job) -> dict:
             max_answer_tokens=m["max_tokens"],
         )
     except Exception as exc:
-        async with engine.pool.acquire() as conn:
+        async with rt.pool.acquire() as conn:
             still_there = await conn.fetchval(
                 Q.mental_model_record_error,
                 bank_id,
@@ -364,7 +359,7 @@ async def run_refresh(engine: Engine, job: Job) -> dict:
     # Under the bank's write lock, as every transaction that writes several of a bank's tables:
     # a bank deleted meanwhile cascades through models and operations in its own order, and two
     # orders of row locks can deadlock (seen: DELETE of a bank during a refresh).
-    async with engine.writes.open(bank_id) as conn:
+    async with rt.writes.open(bank_id) as conn:
         # Deleted while we reflected: nothing to store (its versions would break the foreign key).
         if not await conn.fetchval(Q.mental_model_lock, bank_id, model_id):
             raise ops.Cancelled(DELETED)
@@ -396,22 +391,22 @@ async def run_refresh(engine: Engine, job: Job) -> dict:
                 Q.mental_model_trim_versions,
                 bank_id,
                 model_id,
-                version - engine.settings.mental_model_history,
+                version - rt.settings.mental_model_history,
             )
             outcome["version"] = version
-        await ops.succeed(conn, job, outcome)
+        await ops.mark_succeeded(conn, job, outcome)
     return outcome
 
 
-async def sweep(engine: Engine) -> int:
+async def sweep_stale_models(rt: Runtime) -> int:
     """Queue refreshes for stale models (see the module docstring); returns how many were queued."""
-    debounce = engine.settings.mental_model_debounce
-    async with engine.pool.acquire() as conn:
+    debounce = rt.settings.mental_model_debounce
+    async with rt.pool.acquire() as conn:
         async with conn.transaction():
             rows = await conn.fetch(
                 Q.mental_model_sweep,
                 debounce,
                 REFRESH,
-                engine.settings.operation_max_attempts,
+                rt.settings.operation_max_attempts,
             )
     return len(rows)

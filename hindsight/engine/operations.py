@@ -11,29 +11,16 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Awaitable, Callable
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
-from pydantic import BaseModel, ConfigDict, Field
 
 from ..db.sql import Q
 from .errors import NotFound, parse_uuid
-from .models import Offset
-from .strict import Strict
+from .models import TERMINAL, Operation, OperationList, OperationQuery
 
 if TYPE_CHECKING:
-    from ..worker import Job
-
-Status = Literal["queued", "running", "succeeded", "failed", "cancelled"]
-TERMINAL = ("succeeded", "failed", "cancelled")
-
-# Operation type -> async fn(engine, job) -> JSON-able result; registered by the modules that do the work.
-HANDLERS: dict[str, Callable[..., Awaitable[Any]]] = {}
-# Operation type -> the LLM purpose it cannot run without ("retain"), so that a process without
-# that LLM never claims work it would fail.
-NEEDS_LLM: dict[str, str | None] = {}
+    from .runtime import Runtime
 
 
 class Cancelled(Exception):
@@ -41,51 +28,18 @@ class Cancelled(Exception):
     the operation ends as cancelled at once, with this message, instead of failing and retrying."""
 
 
-def handler(type_: str, needs_llm: str | None = None):
-    def deco(fn):
-        HANDLERS[type_] = fn
-        NEEDS_LLM[type_] = needs_llm
-        return fn
+class Job:
+    """A claimed operation, as its handler receives it: the row, and the worker whose claim
+    (lease) it runs under; the statements that finish it name both, and its bank."""
 
-    return deco
-
-
-class Operation(BaseModel):
-    operation_id: str
-    bank_id: str | None
-    type: str
-    status: Status
-    attempts: int
-    max_attempts: int
-    error: str | None = None
-    result: Any = None
-    payload: dict[str, Any] = {}
-    progress: dict[str, Any] | None = Field(None, description="e.g. {done, total} files of an import.")
-    run_after: datetime | None = None
-    created_at: datetime
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    updated_at: datetime
-
-
-class OperationRef(Strict):
-    model_config = ConfigDict(extra="forbid")
-
-    operation_id: str = Field(description="The id an asynchronous call returned (a UUID).")
-
-
-class OperationQuery(Strict):
-    model_config = ConfigDict(extra="forbid")
-
-    status: Status | None = Field(None, description="Only operations in this status.")
-    type: str | None = Field(None, max_length=64, description="Only operations of this type, e.g. retain_extract.")
-    limit: int = Field(50, ge=1, le=500, description="At most this many (1-500), newest first.")
-    offset: int = Offset
-
-
-class OperationList(BaseModel):
-    operations: list[Operation]
-    total: int = Field(description="Operations matching the filters in all.")
+    def __init__(self, row, worker_id: str):
+        self.id = row["id"]
+        self.bank_id = row["bank_id"]
+        self.type = row["type"]
+        self.payload = json.loads(row["payload"])
+        self.attempts = row["attempts"]
+        self.max_attempts = row["max_attempts"]
+        self.worker_id = worker_id
 
 
 def to_operation(r) -> Operation:
@@ -112,7 +66,7 @@ def parse_operation_id(operation_id: str) -> uuid.UUID:
     return parse_uuid(operation_id, "operation_id", "an operation")
 
 
-async def enqueue(
+async def enqueue_operation(
     conn: asyncpg.Connection,
     bank_id: str,
     type_: str,
@@ -141,19 +95,19 @@ async def enqueue(
     raise RuntimeError(f"could not queue operation {dedup_key}")
 
 
-async def get(pool, bank_id: str, operation_id: str) -> Operation:
+async def get_operation(rt: Runtime, bank_id: str, operation_id: str) -> Operation:
     oid = parse_operation_id(operation_id)
-    async with pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         r = await conn.fetchrow(Q.operation_get, oid, bank_id)
     if r is None:
         raise NotFound(f"operation {operation_id} not found in bank {bank_id!r}", "operation_id")
     return to_operation(r)
 
 
-async def list_(pool, bank_id: str, req: OperationQuery) -> OperationList:
+async def list_operations(rt: Runtime, bank_id: str, req: OperationQuery) -> OperationList:
     """One page of the bank's operations, newest first, and how many match in all."""
     status, type_ = req.status, req.type
-    async with pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         rows = await conn.fetch(
             Q.operation_list,
             bank_id,
@@ -166,21 +120,21 @@ async def list_(pool, bank_id: str, req: OperationQuery) -> OperationList:
     return OperationList(operations=[to_operation(r) for r in rows], total=total)
 
 
-async def cancel(pool, bank_id: str, operation_id: str) -> Operation:
+async def cancel_operation(rt: Runtime, bank_id: str, operation_id: str) -> Operation:
     """Queued work never starts; running work is stopped at its next heartbeat. Finished
     operations are returned unchanged."""
     oid = parse_operation_id(operation_id)
-    async with pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         await conn.execute(
             Q.operation_cancel,
             oid,
             bank_id,
         )
-    return await get(pool, bank_id, operation_id)
+    return await get_operation(rt, bank_id, operation_id)
 
 
-async def wait(
-    pool,
+async def wait_for_operation(
+    rt: Runtime,
     bank_id: str,
     operation_id: str,
     timeout: float,
@@ -194,7 +148,7 @@ async def wait(
     deadline = loop.time() + timeout
     delay = 0.02
     while True:
-        op = await get(pool, bank_id, operation_id)
+        op = await get_operation(rt, bank_id, operation_id)
         if op.status in TERMINAL or loop.time() >= deadline or (give_up is not None and give_up.is_set()):
             return op
         if wakeup is None:
@@ -208,8 +162,10 @@ async def wait(
 
 
 # ---- used by the worker ---------------------------------------------------------------------
-async def claim(pool, worker_id: str, limit: int, lease: float, types: list[str]) -> list[asyncpg.Record]:
-    async with pool.acquire() as conn:
+async def claim_operations(
+    rt: Runtime, worker_id: str, limit: int, lease: float, types: list[str]
+) -> list[asyncpg.Record]:
+    async with rt.pool.acquire() as conn:
         return await conn.fetch(
             Q.operation_claim,
             worker_id,
@@ -219,23 +175,23 @@ async def claim(pool, worker_id: str, limit: int, lease: float, types: list[str]
         )
 
 
-async def heartbeat(pool, job: Job, lease: float) -> bool:
-    async with pool.acquire() as conn:
+async def renew_lease(rt: Runtime, job: Job, lease: float) -> bool:
+    async with rt.pool.acquire() as conn:
         return bool(await conn.fetchval(Q.operation_heartbeat, job.id, job.worker_id, lease, job.bank_id))
 
 
-async def succeed(conn, job: Job, result: Any) -> None:
+async def mark_succeeded(conn, job: Job, result: Any) -> None:
     """Mark done; callers may pass their own connection so that the result and the data it
     describes commit together."""
     await conn.execute(Q.operation_succeed, job.id, job.worker_id, json.dumps(result, default=str), job.bank_id)
 
 
-async def fail(pool, job: Job, error: str) -> str:
+async def mark_failed(rt: Runtime, job: Job, error: str) -> str:
     """Queue a retry, or fail for good after the last attempt. Returns the status the operation
     now has: a user may have cancelled it meanwhile, and then it stays cancelled."""
     final = job.attempts >= job.max_attempts
     backoff = min(300.0, 2.0**job.attempts)
-    async with pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         status = await conn.fetchval(
             Q.operation_fail,
             job.id,
@@ -248,15 +204,15 @@ async def fail(pool, job: Job, error: str) -> str:
         return status or await conn.fetchval(Q.operation_status, job.id, job.bank_id)
 
 
-async def end_cancelled(pool, job: Job, reason: str) -> None:
+async def mark_cancelled(rt: Runtime, job: Job, reason: str) -> None:
     """A running operation whose subject is gone (Cancelled); one already cancelled keeps its reason."""
-    async with pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         await conn.execute(Q.operation_end_cancelled, job.id, job.worker_id, reason[:2000], job.bank_id)
 
 
-async def release(pool, op_ids: list, worker_id: str) -> None:
+async def release_operations(rt: Runtime, op_ids: list, worker_id: str) -> None:
     """On clean shutdown, hand running work back at once instead of waiting for the lease."""
-    async with pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         await conn.execute(
             Q.operation_release,
             op_ids,

@@ -47,9 +47,10 @@ from ..db.sql import Q, fill
 from ..embedding import vector_literal
 from .banks import ensure_bank
 from .errors import InvalidArgument
+from .retained import delete_retained
 
 if TYPE_CHECKING:
-    from .core import Engine
+    from .runtime import Runtime
 
 
 FORMAT = "hindsight-bank"
@@ -84,11 +85,11 @@ class ImportResult(BaseModel):
     replaced: dict[str, int]
 
 
-async def export_bank(engine: Engine, bank_id: str) -> AsyncIterator[bytes]:
+async def export_bank(rt: Runtime, bank_id: str) -> AsyncIterator[bytes]:
     """Gzip bytes of the bank's archive, produced row by row from one consistent snapshot."""
     gz = zlib.compressobj(6, zlib.DEFLATED, 31)
     counts: Counter = Counter()
-    async with engine.pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         async with conn.transaction(isolation="repeatable_read", readonly=True):
             bank = await conn.fetchval(Q.export_bank, bank_id)
             header = {
@@ -98,7 +99,7 @@ async def export_bank(engine: Engine, bank_id: str) -> AsyncIterator[bytes]:
                 "bank_id": bank_id,
                 "bank": json.loads(bank),
                 "exported_at": datetime.now(UTC).isoformat(),
-                "embedding": {"model": engine.embedder.name, "dim": engine.embedder.dim},
+                "embedding": {"model": rt.embedder.name, "dim": rt.embedder.dim},
             }
             yield gz.compress((json.dumps(header) + "\n").encode())
             for kind, sql in EXPORTS:
@@ -144,11 +145,11 @@ class _Reader:
 
 
 class _Importer:
-    def __init__(self, engine: Engine, conn, bank_id: str, on_conflict: OnConflict, header: dict):
-        self.engine, self.conn, self.bank_id, self.policy = engine, conn, bank_id, on_conflict
+    def __init__(self, rt: Runtime, conn, bank_id: str, on_conflict: OnConflict, header: dict):
+        self.rt, self.conn, self.bank_id, self.policy = rt, conn, bank_id, on_conflict
         emb = header.get("embedding") or {}
         self.source_model = emb.get("model")
-        self.re_embed = emb.get("model") != engine.embedder.name or emb.get("dim") != engine.embedder.dim
+        self.re_embed = emb.get("model") != rt.embedder.name or emb.get("dim") != rt.embedder.dim
         stamp = datetime.now(UTC)
         self.suffix = f" (imported {stamp:%Y-%m-%d %H:%M:%S} UTC)"
         self.id_suffix = f"-imported-{stamp:%Y%m%d%H%M%S}"
@@ -214,10 +215,10 @@ class _Importer:
     async def _vectors(self, texts: list[str], query: bool = False) -> list[str]:
         def run():
             if query:
-                return [self.engine.embedder.embed_query(t) for t in texts]
-            return self.engine.embedder.embed(texts)
+                return [self.rt.embedder.embed_query(t) for t in texts]
+            return self.rt.embedder.embed(texts)
 
-        async with self.engine.cpu_slots:
+        async with self.rt.cpu_slots:
             vecs = await asyncio.to_thread(run)
         return [vector_literal(v) for v in vecs]
 
@@ -258,9 +259,7 @@ class _Importer:
             if self.policy == "skip":
                 self.doc_renames[doc] = None
             elif self.policy == "replace":
-                from .retain import delete_documents
-
-                await delete_documents(self.conn, self.bank_id, [doc])
+                await delete_retained(self.conn, self.bank_id, [doc])
                 self.replaced["memory_document"] += 1
                 self.doc_renames[doc] = doc
             else:
@@ -368,7 +367,7 @@ class _Importer:
 
 
 async def import_bank(
-    engine: Engine, bank_id: str, fileobj: IO[bytes], on_conflict: OnConflict = "rename"
+    rt: Runtime, bank_id: str, fileobj: IO[bytes], on_conflict: OnConflict = "rename"
 ) -> ImportResult:
     reader = _Reader(fileobj)
     first = await reader.batch(1)
@@ -378,7 +377,7 @@ async def import_bank(
     if not isinstance(header.get("version"), int) or header["version"] > VERSION:
         raise _bad(f"format version {header.get('version')!r} is newer than this server reads ({VERSION})")
     end = None
-    async with engine.writes.open(bank_id) as conn:
+    async with rt.writes.open(bank_id) as conn:
         created = await conn.fetchval(Q.import_bank_is_new, bank_id)
         await ensure_bank(conn, bank_id)
         if created:
@@ -391,7 +390,7 @@ async def import_bank(
                 json.dumps(b["disposition"]) if b.get("disposition") else None,
                 json.dumps(b["config"]) if isinstance(b.get("config"), dict) else None,
             )
-        imp = _Importer(engine, conn, bank_id, on_conflict, header)
+        imp = _Importer(rt, conn, bank_id, on_conflict, header)
         await imp.prepare()
         while True:
             lines = await reader.batch()

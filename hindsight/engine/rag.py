@@ -30,7 +30,7 @@ from .relevance import SearchOptions, relevance_sql
 from .strict import Strict
 
 if TYPE_CHECKING:
-    from .core import Engine
+    from .runtime import Runtime
 
 
 RRF_K = 60
@@ -141,7 +141,7 @@ class ChunkHit:
 
 
 async def search_chunks(
-    engine: Engine,
+    rt: Runtime,
     bank_id: str,
     phrases: list[str],
     caller: Caller,
@@ -154,14 +154,13 @@ async def search_chunks(
     filt = Fragment()
     compiled = compile_filter(opts.filter, CHUNK_FIELDS, filt)
     filt.sql = f" AND {compiled}" if compiled else ""
-    async with engine.cpu_slots:
-        vectors = await asyncio.to_thread(engine.embedder.embed, phrases)
-    pool = engine.pool
+    async with rt.cpu_slots:
+        vectors = await asyncio.to_thread(rt.embedder.embed, phrases)
     lists: list[tuple[str, Any]] = []
 
     def search(arm: str, statement: str, query: Any) -> None:
         p = Binder(bank_id, query, caller.session_tags, caller.user_id, PER_ARM)
-        lists.append((arm, fetch_ids(pool, fill(statement, filter=filt.into(p)), *p.values)))
+        lists.append((arm, fetch_ids(rt, fill(statement, filter=filt.into(p)), *p.values)))
 
     for phrase, vec in zip(phrases, vectors):
         if opts.mode != "keyword":
@@ -181,7 +180,7 @@ async def search_chunks(
         return []
     p = Binder(bank_id, top)
     sql = fill(Q.chunk_details, relevance=relevance_sql(opts.mode, "c.embedding", "c.tsv", p, list(vectors), phrases))
-    async with pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         rows = {r["id"]: r for r in await conn.fetch(sql, *p.values)}
     floor = opts.threshold(default_strictness)
     hits = [
@@ -197,8 +196,8 @@ async def search_chunks(
     return [h for h in hits if h.relevance >= floor][:top_k]
 
 
-async def rag_search(engine: Engine, bank_id: str, req: RagSearchRequest, caller: Caller) -> RagSearchResult:
-    hits = await search_chunks(engine, bank_id, req.search_phrases, caller, SearchOptions(), req.top_k)
+async def rag_search(rt: Runtime, bank_id: str, req: RagSearchRequest, caller: Caller) -> RagSearchResult:
+    hits = await search_chunks(rt, bank_id, req.search_phrases, caller, SearchOptions(), req.top_k)
     return RagSearchResult(
         segments=[
             Segment(
@@ -252,11 +251,11 @@ SEARCH_TYPES = {"hybrid": "hybrid_search", "vector": "vector_search", "keyword":
 
 
 async def search_documents(
-    engine: Engine, bank_id: str, req: DocumentSearchRequest, caller: Caller
+    rt: Runtime, bank_id: str, req: DocumentSearchRequest, caller: Caller
 ) -> DocumentSearchResult:
     """The knowledge-base search with every option: mode, top_k (default 5), strictness (default 1),
     min_score, filter."""
-    hits = await search_chunks(engine, bank_id, [req.query], caller, req, req.top_k, DEFAULT_STRICTNESS)
+    hits = await search_chunks(rt, bank_id, [req.query], caller, req, req.top_k, DEFAULT_STRICTNESS)
     results = [
         ChunkResult(
             content=h.row["text"],
@@ -280,13 +279,13 @@ async def search_documents(
     )
 
 
-async def verify_document_access(engine: Engine, bank_id: str, segment_uid: str, caller: Caller) -> AccessResult:
+async def verify_document_access(rt: Runtime, bank_id: str, segment_uid: str, caller: Caller) -> AccessResult:
     """Checked with the caller's *current* headers; a deleted document or lost tag denies access."""
     try:
         sid = uuid.UUID(str(segment_uid))
     except ValueError:
         return AccessResult(has_access=False, error="unknown segment_uid")
-    async with engine.pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         r = await conn.fetchrow(
             Q.chunk_access,
             bank_id,

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from ..db.sql import Q, fill
 from ..metrics import RECALL_ARM_SECONDS
+from ..text import estimate_tokens
 from .binder import Binder, Fragment
 from .entities import canonical
 from .filters import MEMORY_FIELDS, compile_filter
@@ -35,10 +36,9 @@ from .models import Memory, RecallRequest, RecallResult
 from .relevance import relevance_sql
 from .tags import tag_condition
 from .temporal import TimeWindow, find_time_windows
-from .text import estimate_tokens
 
 if TYPE_CHECKING:
-    from .core import Engine
+    from .runtime import Runtime
 
 
 RRF_K = 20
@@ -96,16 +96,16 @@ def entity_candidates(query: str) -> list[str]:
     return sorted(grams)
 
 
-async def fetch_ids(pool, sql: str, *params, custom_plan: bool = False) -> list:
+async def fetch_ids(rt: Runtime, sql: str, *params, custom_plan: bool = False) -> list:
     """First column of a query on its own pooled connection, so several run concurrently.
     `custom_plan`: plan this call for its own parameters (db.pool.Connection.custom_plans)."""
-    async with pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         if custom_plan:
             await conn.custom_plans()
         return [r[0] for r in await conn.fetch(sql, *params)]
 
 
-async def temporal_ids(pool, bank_id: str, qvec, f: Fragment, window: TimeWindow) -> list:
+async def temporal_ids(rt: Runtime, bank_id: str, qvec, f: Fragment, window: TimeWindow) -> list:
     """The temporal arm: memories in the window, nearest the query first.
 
     Planned for each call's window: a generic plan cannot tell a day from a year, and the one
@@ -113,10 +113,10 @@ async def temporal_ids(pool, bank_id: str, qvec, f: Fragment, window: TimeWindow
     custom plan walks the HNSW index (bench/README.md, "Keyword and temporal arms: a custom plan
     each call")."""
     p = Binder(bank_id, qvec, ARM_LIMIT, window.start, window.end)
-    return await fetch_ids(pool, fill(Q.recall_temporal, filter=f.into(p)), *p.values, custom_plan=True)
+    return await fetch_ids(rt, fill(Q.recall_temporal, filter=f.into(p)), *p.values, custom_plan=True)
 
 
-async def keyword_ids(pool, bank_id: str, words: list[str], f: Fragment) -> list:
+async def keyword_ids(rt: Runtime, bank_id: str, words: list[str], f: Fragment) -> list:
     """The keyword arm, ranked by the summed inverse document frequency of the query words a
     memory contains (BM25's idf with binary term frequency).
 
@@ -135,7 +135,7 @@ async def keyword_ids(pool, bank_id: str, words: list[str], f: Fragment) -> list
     those that hold it with another query word come from one full-text AND (the index
     intersects the postings). This returns the same scores as fetching every seed memory while
     reading about a third as many rows (same entry)."""
-    async with pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         stats = await conn.fetch(Q.recall_word_frequencies, bank_id, words)
         present = sorted((r["n"], r["w"]) for r in stats if r["n"] > 0)
         if not present:
@@ -199,8 +199,7 @@ async def _timed(arm: str, query):
         return await query
 
 
-async def recall(engine: Engine, bank_id: str, req: RecallRequest) -> RecallResult:
-    pool = engine.pool
+async def recall(rt: Runtime, bank_id: str, req: RecallRequest) -> RecallResult:
     base = req.query_timestamp or datetime.now(UTC)
     if base.tzinfo is None:
         base = base.replace(tzinfo=UTC)
@@ -213,9 +212,9 @@ async def recall(engine: Engine, bank_id: str, req: RecallRequest) -> RecallResu
         # The keyword arm needs no embedding: it runs in the database while the model embeds
         # the query (the slowest arm on a large bank, so this shortens the whole call). It pays
         # because a query runs on one ONNX thread; with two they competed with PostgreSQL.
-        arms["keyword"] = asyncio.ensure_future(_timed("keyword", keyword_ids(pool, bank_id, words, f)))
+        arms["keyword"] = asyncio.ensure_future(_timed("keyword", keyword_ids(rt, bank_id, words, f)))
     try:
-        qvec = await asyncio.to_thread(engine.embedder.embed_query, req.query)
+        qvec = await asyncio.to_thread(rt.embedder.embed_query, req.query)
     except BaseException:
         for started in arms.values():  # only the keyword arm runs this early
             if isinstance(started, asyncio.Future):
@@ -223,13 +222,13 @@ async def recall(engine: Engine, bank_id: str, req: RecallRequest) -> RecallResu
         raise
     if req.mode != "keyword":
         p = Binder(bank_id, qvec, ARM_LIMIT)
-        arms["semantic"] = _timed("semantic", fetch_ids(pool, fill(Q.recall_semantic, filter=f.into(p)), *p.values))
+        arms["semantic"] = _timed("semantic", fetch_ids(rt, fill(Q.recall_semantic, filter=f.into(p)), *p.values))
     if hybrid:
         p = Binder(bank_id, entity_candidates(req.query), ARM_LIMIT, qvec)
-        arms["entity"] = _timed("entity", fetch_ids(pool, fill(Q.recall_entity, filter=f.into(p)), *p.values))
+        arms["entity"] = _timed("entity", fetch_ids(rt, fill(Q.recall_entity, filter=f.into(p)), *p.values))
     windows = find_time_windows(req.query, base) if hybrid else []
     if windows:
-        arms["temporal"] = _timed("temporal", temporal_ids(pool, bank_id, qvec, f, windows[0]))
+        arms["temporal"] = _timed("temporal", temporal_ids(rt, bank_id, qvec, f, windows[0]))
     names = [a for a in ARM_WEIGHTS if a in arms]  # a fixed order: ties fuse the same way every time
     ranked = dict(zip(names, await asyncio.gather(*(arms[a] for a in names))))
 
@@ -243,7 +242,7 @@ async def recall(engine: Engine, bank_id: str, req: RecallRequest) -> RecallResu
     order = sorted(scores, key=scores.__getitem__, reverse=True)
     budget_rows = max(1, min(len(order), req.max_tokens // 8 + NEIGHBOUR_PARENTS * 2))
     order = order[:budget_rows]
-    results = await _details(pool, bank_id, order, f, scores, found_by, req, qvec)
+    results = await _details(rt, bank_id, order, f, scores, found_by, req, qvec)
     floor = req.threshold()
     if floor > 0:
         results = [m for m in results if (m.relevance or 0.0) >= floor]
@@ -252,7 +251,9 @@ async def recall(engine: Engine, bank_id: str, req: RecallRequest) -> RecallResu
     return RecallResult(bank_id=bank_id, query=req.query, **_cut(results, req.max_tokens))
 
 
-async def _details(pool, bank_id, order, f: Fragment, scores, found_by, req: RecallRequest, qvec) -> list[Memory]:
+async def _details(
+    rt: Runtime, bank_id, order, f: Fragment, scores, found_by, req: RecallRequest, qvec
+) -> list[Memory]:
     """One round trip: the fused hits, their relevance, plus the neighbours of the best of them.
 
     The hits and their neighbours are united by id and each row is read once: a UNION of whole
@@ -268,7 +269,7 @@ async def _details(pool, bank_id, order, f: Fragment, scores, found_by, req: Rec
         columns=COLUMNS,
         relevance=relevance_sql(req.mode, "m.embedding", "m.tsv", p, [qvec], [req.query]),
     )
-    async with pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         rows = await conn.fetch(sql, *p.values)
     by_id = {r["id"]: r for r in rows}
     by_pos = {(r["source_id"], r["position"]): r["id"] for r in rows}

@@ -21,7 +21,7 @@ from .strict import Strict
 from .tags import TagsMatch
 
 if TYPE_CHECKING:
-    from .core import Engine
+    from .runtime import Runtime
 
 
 # Recall tokens per budget: how much memory the answer may draw on.
@@ -130,7 +130,7 @@ def _persona(bank: Any) -> str:
 
 
 async def reflect(
-    engine: Engine,
+    rt: Runtime,
     bank_id: str,
     req: ReflectRequest,
     *,
@@ -140,7 +140,7 @@ async def reflect(
     max_answer_tokens: int | None = None,
 ) -> ReflectResult:
     recalled = await recall(
-        engine,
+        rt,
         bank_id,
         RecallRequest(
             query=req.query,
@@ -149,8 +149,8 @@ async def reflect(
             tags_match=req.tags_match,
         ),
     )
-    qvec = await asyncio.to_thread(engine.embedder.embed_query, req.query)
-    async with engine.pool.acquire() as conn:
+    qvec = await asyncio.to_thread(rt.embedder.embed_query, req.query)
+    async with rt.pool.acquire() as conn:
         bank = await conn.fetchrow(Q.bank_profile, bank_id)
         models = await conn.fetch(
             Q.mental_models_near,
@@ -161,7 +161,7 @@ async def reflect(
             MODEL_LIMIT,
         )
     memories = recalled.results
-    if not engine.llm.configured("reflect"):
+    if not rt.llm.configured("reflect"):
         top = memories[:10]
         lines = [f"- {m.text}" for m in top] or ["- (no memories match this question)"]
         return ReflectResult(
@@ -191,7 +191,7 @@ async def reflect(
         )
         body.append(f"[memory {m.id}] {m.text}{when}")
     usage = Usage()
-    out = await engine.llm.json(
+    out = await rt.llm.json(
         "reflect",
         [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n".join(body)}],
         ReflectOutput,
@@ -208,7 +208,7 @@ async def reflect(
         query=req.query,
         answer=out.answer.strip(),
         mode="llm",
-        model=engine.llm.model_name("reflect"),
+        model=rt.llm.model_name("reflect"),
         based_on=BasedOn(
             memories=[i for i in dict.fromkeys(out.memory_ids) if i in known_m],
             mental_models=[i for i in dict.fromkeys(out.mental_model_ids) if i in known_mm],
@@ -224,7 +224,7 @@ async def reflect(
             ]
         )
         try:
-            result.structured_output = await engine.llm.json_schema(
+            result.structured_output = await rt.llm.json_schema(
                 "reflect",
                 [{"role": "system", "content": STRUCTURED}, {"role": "user", "content": prompt}],
                 "response",

@@ -2,7 +2,7 @@
 
 The CPU work (splitting, entity and time extraction, embedding) runs in worker threads so the
 event loop keeps serving recalls; the database work is one transaction, so an accepted call is
-committed whole or not at all. That transaction holds the bank's write lock (banks.BankWrites),
+committed whole or not at all. That transaction holds the bank's write lock (runtime.BankWrites),
 so two concurrent retains of one document_id cannot interleave their units; everything is
 embedded before it is taken, so the lock is held for database work only.
 """
@@ -10,7 +10,6 @@ embedded before it is taken, so the lock is held for database work only.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import re
 import uuid
@@ -24,17 +23,18 @@ from pydantic import BaseModel
 
 from ..db.sql import Q
 from ..metrics import RETAIN_ITEMS, RETAIN_UNITS
+from ..text import split_units
 from . import operations as ops
 from .banks import ensure_bank
 from .entities import canonical, extract_entities, merge_entities
 from .errors import InvalidArgument
 from .models import RetainItem, RetainResult
+from .retained import delete_retained, store_retained
 from .temporal import find_time_windows
-from .text import split_units
 
 if TYPE_CHECKING:
-    from ..worker import Job
-    from .core import Engine
+    from .operations import Job
+    from .runtime import Runtime
 
 
 _FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|me|my|mine|myself|we|we're|our|us)\b")
@@ -170,49 +170,8 @@ async def store_units(conn: asyncpg.Connection, bank_id: str, units: list[Unit],
     )
 
 
-async def delete_documents(conn: asyncpg.Connection, bank_id: str, document_ids: list[str]) -> int:
-    """Remove a document's units (and their share of entity mention counts)."""
-    await conn.execute(
-        Q.document_entities_release,
-        bank_id,
-        document_ids,
-    )
-    status = await conn.execute(Q.document_memories_delete, bank_id, document_ids)
-    await conn.execute(Q.retained_documents_delete, bank_id, document_ids)
-    return int(status.split()[-1])
-
-
-async def store_documents(conn: asyncpg.Connection, bank_id: str, items: list[RetainItem]) -> None:
-    """Keep the text retained under each document_id (its items' contents, in order), with their
-    tags and metadata, for clients that read a retained document back."""
-    docs: dict[str, list[RetainItem]] = {}
-    for it in items:
-        if it.document_id:
-            docs.setdefault(it.document_id, []).append(it)
-    rows = []
-    for doc_id, its in docs.items():
-        text = "\n\n".join(it.content for it in its)
-        metadata: dict = {}
-        for it in its:
-            metadata.update(it.metadata)
-        rows.append(
-            (
-                bank_id,
-                doc_id,
-                text,
-                hashlib.sha256(text.encode()).hexdigest(),
-                sorted({t for it in its for t in it.tags}),
-                json.dumps(metadata, default=str),
-            )
-        )
-    if rows:
-        await conn.executemany(
-            Q.retained_document_add,
-            rows,
-        )
-
-
-RETAIN = "retain"
+RETAIN = "retain"  # operation kinds (engine/kinds.py): a retain stored later, and fact extraction
+EXTRACT = "retain_extract"
 
 # Units embedded per step of a large retain: between steps the CPU slots are free for others
 # (a recall's query embedding waits for at most one step, not for a whole bulk import).
@@ -220,18 +179,18 @@ STEP_UNITS = 128
 
 
 async def retain(
-    engine: Engine, bank_id: str, items: list[RetainItem], wait: bool = False, on_commit=None
+    rt: Runtime, bank_id: str, items: list[RetainItem], wait: bool = False, on_commit=None
 ) -> RetainResult:
     """Store `items` in one transaction. `on_commit(conn, result)` runs inside it, last: a
     background retain marks its operation done there, so a retry cannot store the items twice."""
-    s = engine.settings
+    s = rt.settings
     check_items(items, s.max_batch_items, s.max_content_chars)
 
     async def embedded(chunk: list[Unit]):
-        async with engine.cpu_slots:
-            return await asyncio.to_thread(engine.embedder.embed, [u.text for u in chunk])
+        async with rt.cpu_slots:
+            return await asyncio.to_thread(rt.embedder.embed, [u.text for u in chunk])
 
-    async with engine.cpu_slots:
+    async with rt.cpu_slots:
         units = await asyncio.to_thread(prepare_units, items, s.unit_max_chars)
     steps = [units[i : i + STEP_UNITS] for i in range(0, len(units), STEP_UNITS)]
     # Every vector is computed before the bank's write lock is taken: the transaction holds the
@@ -240,19 +199,19 @@ async def retain(
     # overlap this gives up).
     vectors = [await embedded(step) for step in steps]
     doc_ids = sorted({it.document_id for it in items if it.document_id})
-    async with engine.writes.open(bank_id) as conn:
+    async with rt.writes.open(bank_id) as conn:
         await ensure_bank(conn, bank_id)
         if doc_ids:
-            await delete_documents(conn, bank_id, doc_ids)
-            await store_documents(conn, bank_id, items)
+            await delete_retained(conn, bank_id, doc_ids)
+            await store_retained(conn, bank_id, items)
         for step, step_vectors in zip(steps, vectors):
             await store_units(conn, bank_id, step, step_vectors)
         op_id = None
-        if engine.llm.configured("retain"):
-            op_id = await ops.enqueue(
+        if rt.llm.configured("retain"):
+            op_id = await ops.enqueue_operation(
                 conn,
                 bank_id,
-                "retain_extract",
+                EXTRACT,
                 {"raw_ids": [str(u.id) for u in units]},
                 max_attempts=s.operation_max_attempts,
             )
@@ -269,9 +228,9 @@ async def retain(
     RETAIN_ITEMS.inc(len(items))
     RETAIN_UNITS.labels("raw").inc(len(units))
     if op_id:
-        engine.worker.poke()
+        rt.queue.poke()
         if wait:
-            op = await engine.worker.wait(bank_id, str(op_id), s.retain_wait_timeout)
+            op = await rt.queue.wait(bank_id, str(op_id), s.retain_wait_timeout)
             result.extraction = op.status
             if op.status == "succeeded":
                 result.memory_ids = op.result["memory_ids"]
@@ -289,27 +248,26 @@ class RetainAccepted(BaseModel):
     operation_id: str
 
 
-async def retain_later(engine: Engine, bank_id: str, items: list[RetainItem]) -> RetainAccepted:
+async def retain_later(rt: Runtime, bank_id: str, items: list[RetainItem]) -> RetainAccepted:
     """Accept now, store in the background: the items are durable once this returns."""
-    s = engine.settings
+    s = rt.settings
     check_items(items, s.max_batch_items, s.max_content_chars)
     payload = {"items": [it.model_dump(mode="json", exclude_none=True) for it in items]}
-    async with engine.pool.acquire() as conn:
+    async with rt.pool.acquire() as conn:
         async with conn.transaction():
             await ensure_bank(conn, bank_id)
-            op_id = await ops.enqueue(conn, bank_id, RETAIN, payload, max_attempts=s.operation_max_attempts)
-    engine.worker.poke()
+            op_id = await ops.enqueue_operation(conn, bank_id, RETAIN, payload, max_attempts=s.operation_max_attempts)
+    rt.queue.poke()
     return RetainAccepted(bank_id=bank_id, items=len(items), operation_id=str(op_id))
 
 
-@ops.handler(RETAIN)
-async def run_retain(engine: Engine, job: Job) -> dict:
+async def run_retain(rt: Runtime, job: Job) -> dict:
     items = [RetainItem.model_validate(d) for d in job.payload["items"]]
     done: dict = {}
 
     async def finish(conn, result: RetainResult) -> None:
         done.update(result.model_dump(mode="json"))
-        await ops.succeed(conn, job, done)
+        await ops.mark_succeeded(conn, job, done)
 
-    await retain(engine, job.bank_id, items, on_commit=finish)
+    await retain(rt, job.bank_id, items, on_commit=finish)
     return done

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..db.sql import Q
 
+if TYPE_CHECKING:
+    from .runtime import Runtime
 
-async def bank_usage(pool, bank_id: str) -> dict:
-    async with pool.acquire() as conn:
+
+async def get_bank_usage(rt: Runtime, bank_id: str) -> dict:
+    async with rt.pool.acquire() as conn:
         rows = await conn.fetch(Q.usage_by_bank, bank_id)
     by = [
         {

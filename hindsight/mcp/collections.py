@@ -13,14 +13,18 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..config import valid_bank_id
-from ..engine import documents
 from ..engine.documents import ImportRequest, http_url
 from ..engine.errors import InvalidArgument
 from ..engine.models import BankCreate, ChunkSize, confirmation
 from ..engine.rag import DocumentSearchRequest, DocumentSearchResult, Phrase
 from ..engine.relevance import MAX_TOP_K
 from ..engine.strict import Strict
-from .tools import Call, tool
+from ..engine.validation import parse
+from .tools import Call, ToolDef, toolbox
+
+# The collection tools (mcp/catalog.py lists them beside the bank tools).
+TOOLS: list[ToolDef] = []
+tool = toolbox(TOOLS)
 
 
 def collection_slug(name: str) -> str:
@@ -115,7 +119,7 @@ class UrlAdded(BaseModel):
 async def list_collections(call: Call, req: None) -> CollectionList:
     """List the document collections (banks) this API key may access, with document counts."""
     banks = (await call.engine.list_banks(call.who)).banks
-    counts = await documents.counts(call.engine, [b.bank_id for b in banks])
+    counts = await call.engine.document_counts(call.who, [b.bank_id for b in banks])
     out = [
         Collection(
             collection_id=b.bank_id,
@@ -136,11 +140,14 @@ async def create_collection(call: Call, req: CollectionCreate) -> CollectionCrea
     (1-128 of A-Z a-z 0-9 _ - . : @), else a slug of it ("Team Docs!" -> "team-docs"); `description`
     becomes the bank's mission; `chunk_size` (200-20,000 characters) is its default chunk size.
     Returns {collection_id}."""
-    bank = BankCreate.model_construct(
-        bank_id=collection_slug(req.name),
-        name=req.name,
-        mission=req.description or None,
-        document_chunk_size=req.chunk_size,
+    bank = parse(
+        BankCreate,
+        {
+            "bank_id": collection_slug(req.name),
+            "name": req.name,
+            "mission": req.description or None,
+            "document_chunk_size": req.chunk_size,
+        },
     )
     created = await call.engine.create_bank(call.who, bank)
     return CollectionCreated(collection_id=created.bank.bank_id, created=created.created)
@@ -150,7 +157,7 @@ async def create_collection(call: Call, req: CollectionCreate) -> CollectionCrea
 async def fetch_and_add_document_from_url(call: Call, req: UrlImport) -> UrlAdded:
     """Fetch a public URL and ingest it as a document of the collection (HTML, PDF, DOCX, text),
     waiting for the import (up to the server's wait limit; then track `operation_id`)."""
-    imp = ImportRequest.model_construct(urls=[req.url], files=[], tags=[], allowed_users=[], chunk_size=None)
+    imp = parse(ImportRequest, {"urls": [req.url]})
     acc = await call.engine.import_documents(call.who, call.bank_id, imp, wait=True)
     out = UrlAdded(collection_id=call.bank_id, url=req.url, operation_id=acc.operation_id, status=acc.status)
     files = (acc.result or {}).get("files") or []
@@ -167,7 +174,7 @@ async def fetch_and_add_document_from_url(call: Call, req: UrlImport) -> UrlAdde
 async def delete_collection(call: Call, req: CollectionDelete) -> CollectionDeleted:
     """Delete an entire collection (the bank: documents, chunks, memories, mental models).
     Requires `confirm: true` and an admin key. Use with caution."""
-    docs = (await documents.counts(call.engine, [call.bank_id])).get(call.bank_id, 0)
+    docs = (await call.engine.document_counts(call.who, [call.bank_id])).get(call.bank_id, 0)
     gone = await call.engine.delete_bank(call.who, call.bank_id)
     return CollectionDeleted(deleted=True, collection_id=call.bank_id, documents=docs, memories=gone.memories_deleted)
 
@@ -176,7 +183,5 @@ async def delete_collection(call: Call, req: CollectionDelete) -> CollectionDele
 async def search_rag(call: Call, req: CollectionSearch) -> DocumentSearchResult:
     """Search a collection for relevant information and return matching chunks with citations.
     `min_similarity` (0-1) is the relevance threshold (see search_documents)."""
-    search = DocumentSearchRequest.model_construct(
-        query=req.query, top_k=req.top_k, min_score=req.min_similarity, mode="hybrid", strictness=None, filter=None
-    )
+    search = parse(DocumentSearchRequest, {"query": req.query, "top_k": req.top_k, "min_score": req.min_similarity})
     return await call.engine.search_documents(call.who, call.bank_id, search, call.caller)

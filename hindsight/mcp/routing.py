@@ -10,31 +10,19 @@ one before initialize) gets the SDK's 405, which clients read as "no standalone 
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
+from ..api.errors import send_error
 from ..config import BANK_ID_RULE, valid_bank_id
-from ..engine.errors import known
+from ..engine.errors import InvalidHeader, MethodNotAllowed, NotFound, known
 from .surfaces import SCOPE_KEY, RequestState
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..engine.core import Engine
+    from ..engine.keys import Principal
 
 
 _ACCEPT = b"application/json, text/event-stream"
-
-
-async def send_json(send, status: int, body: dict, headers: list | None = None) -> None:
-    data = json.dumps(body).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
-            + (headers or []),
-        }
-    )
-    await send({"type": "http.response.body", "body": data})
 
 
 def _header(scope, name: bytes) -> str | None:
@@ -45,60 +33,23 @@ def _header(scope, name: bytes) -> str | None:
 
 
 class MCPRouter:
+    """Resolves who calls and which bank an HTTP request is for, then hands it to the SDK's
+    session manager of the single- or multi-bank server. Refusals are engine errors, answered
+    by api/errors.py like every other."""
+
     def __init__(self, engine: Engine, single, multi):
         self.engine = engine
         self.single = single  # session managers
         self.multi = multi
 
     async def __call__(self, scope, receive, send):
-        path = scope["path"].rstrip("/")
-        parts = path.split("/")[2:]  # after "", "mcp"
-        if len(parts) > 1:
-            return await send_json(send, 404, {"error": "not_found", "message": f"no MCP endpoint at {scope['path']}"})
-        bank_id = parts[0] if parts else None
-        if bank_id is not None and not valid_bank_id(bank_id):
-            return await send_json(
-                send,
-                404,
-                {
-                    "error": "not_found",
-                    "message": f"invalid bank id {bank_id!r} in the URL; use {BANK_ID_RULE}",
-                },
-            )
         try:
-            who = await self.engine.authenticate(_header(scope, b"authorization"))
-            header_bank = (_header(scope, b"x-bank-id") or "").strip() or None
-            if header_bank is not None and not valid_bank_id(header_bank):
-                return await send_json(
-                    send,
-                    400,
-                    {
-                        "error": "invalid_argument",
-                        "field": "X-Bank-Id",
-                        "message": f"X-Bank-Id: invalid bank id {header_bank!r}",
-                    },
-                )
-            if bank_id is not None or header_bank is not None:
-                # the engine's own check, made early so a key never sees a bank's tool list
-                self.engine.require(who, bank_id or header_bank or "")
+            who, bank_id, header_bank = await self._admit(scope)
         except Exception as exc:  # authenticating reads the keys from the database
             error = known(exc)
             if error is None:
                 raise
-            extra = [(k.lower().encode(), v.encode()) for k, v in error.http_headers().items()]
-            return await send_json(send, error.status, error.to_dict(), extra)
-
-        if scope["method"] in ("GET", "DELETE"):
-            # Stateless server: no standalone SSE stream to open and no session to end.
-            return await send_json(
-                send,
-                405,
-                {
-                    "error": "method_not_allowed",
-                    "message": "this MCP endpoint is stateless: POST JSON-RPC messages",
-                },
-                [(b"allow", b"POST")],
-            )
+            return await send_error(error, scope, receive, send)
         headers = [(k, v) for k, v in scope["headers"] if k != b"accept"]
         accept = _header(scope, b"accept")
         if not accept or accept.strip() in ("*/*", "application/*"):
@@ -116,3 +67,23 @@ class MCPRouter:
         )
         manager = self.single if bank_id is not None else self.multi
         await manager.handle_request(scope, receive, send)
+
+    async def _admit(self, scope) -> tuple[Principal, str | None, str | None]:
+        """(caller, bank from the URL, bank from X-Bank-Id), or the error that refuses the request."""
+        parts = scope["path"].rstrip("/").split("/")[2:]  # after "", "mcp"
+        if len(parts) > 1:
+            raise NotFound(f"no MCP endpoint at {scope['path']}")
+        bank_id = parts[0] if parts else None
+        if bank_id is not None and not valid_bank_id(bank_id):
+            raise NotFound(f"invalid bank id {bank_id!r} in the URL; use {BANK_ID_RULE}")
+        who = await self.engine.authenticate(_header(scope, b"authorization"))
+        header_bank = (_header(scope, b"x-bank-id") or "").strip() or None
+        if header_bank is not None and not valid_bank_id(header_bank):
+            raise InvalidHeader(f"X-Bank-Id: invalid bank id {header_bank!r}", "X-Bank-Id")
+        if bank_id is not None or header_bank is not None:
+            # the engine's own check, made early so a key never sees a bank's tool list
+            self.engine.require(who, bank_id or header_bank or "")
+        if scope["method"] in ("GET", "DELETE"):
+            # Stateless server: no standalone SSE stream to open and no session to end.
+            raise MethodNotAllowed("this MCP endpoint is stateless: POST JSON-RPC messages", "POST")
+        return who, bank_id, header_bank

@@ -1,4 +1,4 @@
-"""The single-bank and multi-bank MCP servers, generated from `tools.TOOLS` through the SDK's
+"""The single-bank and multi-bank MCP servers, generated from `catalog.TOOLS` through the SDK's
 public surfaces only.
 
 Each tool's MCP arguments are its request model's fields, each published with the field's own
@@ -28,15 +28,15 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ValidationError, WithJsonSchema
 
-from ..engine.errors import INVALID_PARAMS, HindsightError, InvalidArgument, known
+from ..engine.errors import Forbidden, HindsightError, InvalidArgument, known
 from ..engine.keys import Principal
 from ..engine.validation import inline_defs, invalid, parse
 from ..metrics import MCP_CALLS, MCP_SECONDS
-from . import collections as _collections  # noqa: F401  (registers the collection alias tools)
-from .tools import TOOLS, Call, ToolDef
+from .catalog import TOOLS
+from .tools import Call, ToolDef
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..engine.core import Engine
 
 
 SCOPE_KEY = "hindsight"
@@ -56,7 +56,7 @@ def _from_scope(ctx: Context) -> RequestState:
     request = ctx.request_context.request
     state = (getattr(request, "scope", None) or {}).get(SCOPE_KEY)
     if state is None:
-        raise MCPError(-32001, "request did not pass through the hindsight MCP router")
+        raise jsonrpc_error(Forbidden("request did not pass through the hindsight MCP router"))
     return state
 
 
@@ -70,7 +70,7 @@ class ContractTool(Tool):
             return await super().run(arguments, context, convert_result)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
-                raise MCPError(INVALID_PARAMS, invalid(exc.__cause__).message) from None
+                raise jsonrpc_error(invalid(exc.__cause__)) from None
             raise
 
 
@@ -158,9 +158,11 @@ def _select_bank(td: ToolDef, multi: bool, state: RequestState, args: dict, defa
     return default, "default", "bank_id"
 
 
-def _as_mcp_error(exc: HindsightError, named: str) -> MCPError:
-    """The engine names a bad bank `bank_id`; say what the client called it. An error that goes
-    away by itself (the database restarting) says when to retry, as Retry-After does on REST."""
+def jsonrpc_error(exc: HindsightError, named: str = "bank_id") -> MCPError:
+    """The one JSON-RPC answer for an error, wherever a call failed (arguments, the bank, the
+    operation). The engine names a bad bank `bank_id`; `named` is what the client called it. An
+    error that goes away by itself (the database restarting) says when to retry, as Retry-After
+    does on REST."""
     message = exc.message
     if exc.field == "bank_id" and named != "bank_id":
         message = message.replace("bank_id:", f"{named}:", 1)
@@ -185,7 +187,7 @@ def _handler(td: ToolDef, engine: Engine, multi: bool, resolver):
                 if error is None:
                     raise
                 MCP_CALLS.labels(td.name, "error").inc()
-                raise _as_mcp_error(error, named) from None
+                raise jsonrpc_error(error, named) from None
         MCP_CALLS.labels(td.name, "ok").inc()
         return result
 
@@ -205,7 +207,7 @@ def _middleware(names: set[str], top_level: set[str]):
             return await call_next(ctx)
         name = (ctx.params or {}).get("name")
         if name not in names:
-            raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}")
+            raise jsonrpc_error(InvalidArgument(f"unknown tool {name!r}", "name"))
         result = await call_next(ctx)
         if name in top_level and isinstance(result, dict) and isinstance(result.get("structuredContent"), dict):
             # RAG-over-MCP clients read `status`/`segments` (or `has_access`) at the top of the result.

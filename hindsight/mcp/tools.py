@@ -43,13 +43,16 @@ from ..engine.models import (
     BankCreate,
     BankCreated,
     BankList,
+    Operation,
+    OperationList,
+    OperationQuery,
+    OperationRef,
     RecallRequest,
     RecallResult,
     RetainBatchRequest,
     RetainRequest,
     RetainResult,
 )
-from ..engine.operations import Operation, OperationList, OperationQuery, OperationRef
 from ..engine.rag import (
     AccessRequest,
     AccessResult,
@@ -63,7 +66,7 @@ from ..engine.rag import (
 from ..engine.reflect import ReflectRequest, ReflectResult
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..engine.core import Engine
 
 
 @dataclass
@@ -99,47 +102,54 @@ class ToolDef:
     bank_argument: str | None = None
 
 
-TOOLS: list[ToolDef] = []
+def toolbox(into: list[ToolDef]) -> Callable[..., Callable[[Callable], Callable]]:
+    """A `tool` decorator declaring tools into `into`: each module of tools has its own list, and
+    mcp/catalog.py puts them together (no module adds to another's list by being imported)."""
 
+    def tool(
+        request: type[BaseModel] | None = None,
+        *,
+        scope: str = "bank",
+        read_only: bool = False,
+        destructive: bool = False,
+        idempotent: bool = False,
+        top_level_result: bool = False,
+        collection_alias: bool = False,
+        bank_argument: str | None = None,
+    ):
+        """Register an MCP tool whose arguments are `request`'s fields. scope: "bank" (both
+        surfaces; multi-bank adds `bank_id`) or "global" (multi-bank only). collection_alias: the
+        multi-bank form also takes `collection_id`, a synonym of `bank_id`, for clients written
+        against the RAG collection tools. bank_argument: a global tool whose request names its bank
+        in that field (the collection tools), checked like any other bank. top_level_result: the
+        result's fields are also put at the top of the JSON-RPC result, where RAG clients read them."""
 
-def tool(
-    request: type[BaseModel] | None = None,
-    *,
-    scope: str = "bank",
-    read_only: bool = False,
-    destructive: bool = False,
-    idempotent: bool = False,
-    top_level_result: bool = False,
-    collection_alias: bool = False,
-    bank_argument: str | None = None,
-):
-    """Register an MCP tool whose arguments are `request`'s fields. scope: "bank" (both
-    surfaces; multi-bank adds `bank_id`) or "global" (multi-bank only). collection_alias: the
-    multi-bank form also takes `collection_id`, a synonym of `bank_id`, for clients written
-    against the RAG collection tools. bank_argument: a global tool whose request names its bank
-    in that field (the collection tools), checked like any other bank. top_level_result: the
-    result's fields are also put at the top of the JSON-RPC result, where RAG clients read them."""
-
-    def deco(fn: Callable) -> Callable:
-        TOOLS.append(
-            ToolDef(
-                fn,
-                fn.__name__,
-                inspect.cleandoc(fn.__doc__ or ""),
-                request,
-                typing.get_type_hints(fn)["return"],
-                scope,
-                read_only,
-                destructive,
-                idempotent,
-                top_level_result,
-                collection_alias,
-                bank_argument,
+        def deco(fn: Callable) -> Callable:
+            into.append(
+                ToolDef(
+                    fn,
+                    fn.__name__,
+                    inspect.cleandoc(fn.__doc__ or ""),
+                    request,
+                    typing.get_type_hints(fn)["return"],
+                    scope,
+                    read_only,
+                    destructive,
+                    idempotent,
+                    top_level_result,
+                    collection_alias,
+                    bank_argument,
+                )
             )
-        )
-        return fn
+            return fn
 
-    return deco
+        return deco
+
+    return tool
+
+
+TOOLS: list[ToolDef] = []
+tool = toolbox(TOOLS)
 
 
 @tool(RetainRequest)

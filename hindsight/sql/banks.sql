@@ -5,7 +5,7 @@
 INSERT INTO banks (id) VALUES ($1) ON CONFLICT (id) DO NOTHING;
 
 -- bank_lock_writes --
--- The bank's write lock, held to the end of the transaction (why: engine/banks.lock_writes).
+-- The bank's write lock, held to the end of the transaction (why: engine/runtime.lock_writes).
 SELECT pg_advisory_xact_lock(hashtextextended($1, 1));
 
 -- bank_create --

@@ -15,26 +15,6 @@ INSERT INTO memory_entities (entity_id, memory_id)
 SELECT u.e, u.m FROM unnest($1::bigint[], $2::uuid[]) u(e, m) JOIN entities e ON e.id = u.e AND e.bank_id = $3
 ON CONFLICT DO NOTHING;
 
--- document_entities_release --
--- The entities of a document_id's units lose those mentions (the units are deleted next).
-UPDATE entities e SET mention_count = greatest(0, e.mention_count - x.n)
-FROM (SELECT me.entity_id, count(*) AS n FROM memory_entities me JOIN memories m ON m.id = me.memory_id
-      WHERE m.bank_id = $1 AND m.document_id = ANY($2::text[]) GROUP BY me.entity_id) x
-WHERE e.bank_id = $1 AND e.id = x.entity_id;
-
--- document_memories_delete --
--- Delete the units retained under the given document_ids (retaining one again replaces them).
-DELETE FROM memories WHERE bank_id = $1 AND document_id = ANY($2::text[]);
-
--- retained_documents_delete --
--- Delete the text retained under the given document_ids.
-DELETE FROM memory_documents WHERE bank_id = $1 AND id = ANY($2::text[]);
-
--- retained_document_add --
--- Keep the text retained under a document_id, with its tags and metadata, for clients that read it back.
-INSERT INTO memory_documents (bank_id, id, original_text, content_hash, tags, metadata)
-VALUES ($1, $2, $3, $4, $5, $6::jsonb);
-
 -- extraction_raw_units --
 -- The raw units of a retain still waiting for extraction (not superseded, no facts yet), in order.
 SELECT id, text, context, mentioned_at, tags, metadata, document_id, source_id, position, given_entities

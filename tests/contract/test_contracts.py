@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from hindsight.mcp.tools import TOOLS
+from hindsight.mcp.catalog import TOOLS
 
 from conftest import mcp_local
 

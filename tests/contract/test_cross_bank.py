@@ -28,7 +28,7 @@ async def _snapshot(app, bank: str) -> dict:
         "models": "SELECT id, name, source_query, tags, content, status FROM mental_models WHERE bank_id = $1",
         "versions": "SELECT count(*) FROM mental_model_versions WHERE bank_id = $1",
     }
-    async with app.engine.pool.acquire() as conn:
+    async with app.engine.rt.pool.acquire() as conn:
         return {k: [tuple(r) for r in await conn.fetch(sql, bank)] for k, sql in q.items()}
 
 

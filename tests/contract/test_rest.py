@@ -169,7 +169,7 @@ async def test_batch_of_1000(rest, app, bank):
     ids = r.json()["memory_ids"]
     assert len(ids) == 1000 and (await count(rest, bank)) == 1000
     picked = sorted({0, STEP_UNITS - 1, STEP_UNITS, 2 * STEP_UNITS + 1, 500, 999})
-    async with app.engine.pool.acquire() as conn:
+    async with app.engine.rt.pool.acquire() as conn:
         rows = {
             r["i"]: r
             for r in await conn.fetch(
@@ -181,7 +181,7 @@ async def test_batch_of_1000(rest, app, bank):
         }
     assert sorted(rows) == picked
     stored = np.array([[float(x) for x in rows[i]["e"].strip("[]").split(",")] for i in picked])
-    want = app.engine.embedder.embed([rows[i]["text"] for i in picked])
+    want = app.engine.rt.embedder.embed([rows[i]["text"] for i in picked])
     assert ((stored * want).sum(1) > 0.9999).all()
 
 

@@ -4,9 +4,9 @@ then sentence boundaries."""
 
 from __future__ import annotations
 
-from hindsight.documents.chunking import chunk_blocks
-from hindsight.documents.readers import Block
-from hindsight.engine.text import estimate_tokens, split_units
+from hindsight.files.chunking import chunk_blocks
+from hindsight.files.readers import Block
+from hindsight.text import estimate_tokens, split_units
 
 
 def test_chunks_start_at_headings_and_keep_their_pages():

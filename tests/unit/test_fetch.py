@@ -16,8 +16,8 @@ from types import SimpleNamespace
 import pytest
 import trustme
 
-from hindsight.documents.fetch import MAX_REDIRECTS, fetch, public_address, resolve
-from hindsight.documents.readers import UnreadableFile
+from hindsight.files.fetch import MAX_REDIRECTS, fetch, public_address, resolve
+from hindsight.files.readers import UnreadableFile
 
 BODY = b"<html><body><p>The Falcon X costs 199 euros.</p></body></html>"
 PRIVATE = b"<html><body><p>The private network's secrets.</p></body></html>"

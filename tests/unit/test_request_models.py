@@ -13,12 +13,11 @@ from hindsight.docs import tools_table
 from hindsight.engine.documents import DocumentDelete, ImportDocumentsRequest
 from hindsight.engine.errors import InvalidArgument
 from hindsight.engine.mental_models import MentalModelChange, MentalModelUpdate
-from hindsight.engine.models import RecallRequest, RetainBatchRequest, RetainRequest
-from hindsight.engine.operations import OperationQuery
+from hindsight.engine.models import OperationQuery, RecallRequest, RetainBatchRequest, RetainRequest
 from hindsight.engine.rag import DocumentSearchRequest, RagSearchRequest
 from hindsight.engine.validation import describe, parse
+from hindsight.mcp.catalog import TOOLS
 from hindsight.mcp.surfaces import arguments
-from hindsight.mcp.tools import TOOLS
 
 
 def message(model, **values) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 
-from ...engine import Engine
+from ...engine.core import Engine
 from ...engine.keys import Principal
 from ...engine.models import MAX_OFFSET, Bank, BankCreate, BankUpdate
 from ...engine.validation import parse

@@ -8,8 +8,7 @@ from typing import Any
 
 from ...engine.errors import InvalidArgument
 from ...engine.mental_models import MentalModel
-from ...engine.models import Bank, Memory, RetainItem
-from ...engine.operations import Operation
+from ...engine.models import Bank, Memory, Operation, RetainItem
 from ...engine.validation import parse_retain_items
 from . import models as M
 

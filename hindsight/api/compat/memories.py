@@ -8,9 +8,10 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 
-from ...engine.memories import DocumentQuery, MemoryQuery
+from ...engine.memories import MemoryQuery
 from ...engine.models import MAX_OFFSET, RecallRequest
 from ...engine.reflect import ReflectRequest
+from ...engine.retained import RetainedQuery
 from ...engine.tags import TagsMatch
 from ...engine.validation import parse
 from ..deps import BankId, Caller, EngineDep
@@ -148,7 +149,7 @@ async def list_documents(
     limit: int = Query(100, ge=0, le=1000),
     offset: int = Query(0, ge=0, le=MAX_OFFSET),
 ):
-    query = parse(DocumentQuery, dict(q=q, tags=tags, tags_match=tags_match, limit=limit, offset=offset))
+    query = parse(RetainedQuery, dict(q=q, tags=tags, tags_match=tags_match, limit=limit, offset=offset))
     found, total = await eng.list_retained_documents(who, bank_id, query)
     return M.DocumentList(
         items=[

@@ -5,8 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 
 from ...engine.errors import Conflict, InvalidArgument
-from ...engine.models import MAX_OFFSET
-from ...engine.operations import TERMINAL, OperationQuery
+from ...engine.models import MAX_OFFSET, TERMINAL, OperationQuery
 from ...engine.validation import parse
 from ..deps import BankId, Caller, EngineDep
 from . import convert

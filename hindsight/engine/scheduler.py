@@ -14,19 +14,19 @@ from typing import TYPE_CHECKING
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from .engine import mental_models
+from . import mental_models
 from .worker import Worker, log_failure
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from .runtime import Runtime
 
 
 log = logging.getLogger("hindsight.scheduler")
 
 
 class Scheduler:
-    def __init__(self, engine: Engine, worker: Worker):
-        self.engine = engine
+    def __init__(self, rt: Runtime, worker: Worker):
+        self.rt = rt
         self.worker = worker
         self._aps = AsyncIOScheduler(timezone="UTC")
         self._stopping = False
@@ -48,7 +48,7 @@ class Scheduler:
 
     async def _sweep(self) -> None:
         try:
-            queued = await mental_models.sweep(self.engine)
+            queued = await mental_models.sweep_stale_models(self.rt)
             if queued:
                 log.info("queued %d mental-model refreshes after new memories", queued)
                 await self.worker.safe_tick()
@@ -56,7 +56,7 @@ class Scheduler:
             log_failure(log, "mental-model sweep", exc)
 
     def start(self) -> None:
-        interval = self.engine.settings.scheduler_interval
+        interval = self.rt.settings.scheduler_interval
         now = datetime.now().astimezone()
         common = {"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
         self._aps.add_job(

@@ -9,8 +9,6 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from ..engine.errors import InvalidArgument
-
 TYPES = {
     "txt": "txt",
     "text": "txt",
@@ -40,8 +38,14 @@ class Block:
     page: int | None = None
 
 
-class UnreadableFile(InvalidArgument):
-    """The file's type is unsupported or its content could not be read."""
+class UnreadableFile(Exception):
+    """The file's type is unsupported or its content could not be read. An import reports it as
+    that file's outcome (engine/documents.py); it never ends a request."""
+
+    def __init__(self, message: str, field: str = "files"):
+        super().__init__(message)
+        self.message = message
+        self.field = field
 
 
 def detect_type(name: str, content_type: str | None = None, data: bytes = b"") -> str:

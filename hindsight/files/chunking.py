@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..engine.text import split_units
+from ..text import split_units
 from .readers import Block
 
 HEADLINE_WORDS = 10

@@ -1,10 +1,9 @@
 """Runs claimed operations: one task per operation, a heartbeat renewing its lease, a wall-clock
-limit, and retry-or-fail bookkeeping. Handlers are plain async functions registered by type."""
+limit, and retry-or-fail bookkeeping. Which function runs each kind of operation is engine/kinds.py's table."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import socket
@@ -12,16 +11,18 @@ import time
 import uuid
 from typing import TYPE_CHECKING
 
-from .engine import operations as ops
-from .engine.errors import unavailable
-from .engine.operations import HANDLERS, NEEDS_LLM
+from ..config import Settings
+from . import operations as ops
+from .errors import unavailable
+from .kinds import KINDS
+from .operations import Job
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from .runtime import Runtime
 
 
 log = logging.getLogger("hindsight.worker")
-# What ops.fail() found the operation to be after a failed attempt, as the attempt's outcome:
+# What ops.mark_failed() found the operation to be after a failed attempt, as the attempt's outcome:
 # queued for a retry, cancelled by a user meanwhile, or taken over by another worker whose claim
 # followed a lost lease (that worker runs it again).
 _OUTCOMES = {"queued": "will retry", "cancelled": "cancelled", "running": "will retry"}
@@ -47,23 +48,13 @@ def log_failure(logger: logging.Logger, what: str, exc: BaseException, kind: str
         logger.warning("%s failed: %s", what, error.message)
 
 
-class Job:
-    """What a handler receives: the operation row plus the worker identity it must finish under."""
-
-    def __init__(self, row, worker_id: str):
-        self.id = row["id"]
-        self.bank_id = row["bank_id"]
-        self.type = row["type"]
-        self.payload = json.loads(row["payload"])
-        self.attempts = row["attempts"]
-        self.max_attempts = row["max_attempts"]
-        self.worker_id = worker_id
-
-
 class Worker:
-    def __init__(self, engine: Engine):
-        self.engine = engine
-        s = engine.settings
+    """Runs this process's share of the queue, and is the queue as the concept modules see it
+    (runtime.Queue: poke, wait). Made before the Runtime it belongs to, and attached to it."""
+
+    rt: Runtime
+
+    def __init__(self, s: Settings):
         self.concurrency = s.worker_concurrency
         self.lease = s.operation_lease
         self.timeout = s.operation_timeout
@@ -74,6 +65,9 @@ class Worker:
         self.stop_waiting = asyncio.Event()
         self._closing = False
 
+    def attach(self, rt: Runtime) -> None:
+        self.rt = rt
+
     async def tick(self) -> None:
         """Claim as much work as there is room for and start it."""
         if self._closing or self.concurrency == 0:
@@ -82,9 +76,9 @@ class Worker:
             room = self.concurrency - len(self.running)
             if room <= 0:
                 return
-            llm = self.engine.llm
-            types = [t for t, purpose in NEEDS_LLM.items() if purpose is None or llm.configured(purpose)]
-            rows = await ops.claim(self.engine.pool, self.id, room, self.lease, types)
+            llm = self.rt.llm
+            types = [name for name, kind in KINDS.items() if kind.needs_llm is None or llm.configured(kind.needs_llm)]
+            rows = await ops.claim_operations(self.rt, self.id, room, self.lease, types)
             for row in rows:
                 job = Job(row, self.id)
                 self.running[job.id] = asyncio.create_task(self._run(job), name=f"operation {job.id}")
@@ -148,20 +142,20 @@ class Worker:
 
     async def _attempt(self, job: Job) -> tuple[str, str]:
         """Run the handler and record how it ended: (outcome, detail) for the log line."""
-        pool = self.engine.pool
+        pool = self.rt.pool
         try:
-            fn = HANDLERS.get(job.type)
+            kind = KINDS.get(job.type)
             if job.attempts > job.max_attempts:
                 raise RuntimeError(f"gave up after {job.max_attempts} attempts")
-            if fn is None:
+            if kind is None:
                 raise RuntimeError(f"no handler for operation type {job.type!r}")
-            result = await asyncio.wait_for(fn(self.engine, job), self.timeout)
+            result = await asyncio.wait_for(kind.run(self.rt, job), self.timeout)
             async with pool.acquire() as conn:
-                await ops.succeed(conn, job, result)
+                await ops.mark_succeeded(conn, job, result)
             self.poke()  # a finished job frees a slot
             return "succeeded", ""
         except ops.Cancelled as exc:
-            await ops.end_cancelled(pool, job, str(exc))
+            await ops.mark_cancelled(self.rt, job, str(exc))
             return "cancelled", str(exc)
         except Exception as exc:
             if (down := unavailable(exc)) is not None:
@@ -173,13 +167,13 @@ class Worker:
                 if isinstance(exc, TimeoutError)
                 else f"{type(exc).__name__}: {exc}"
             )
-            status = await ops.fail(pool, job, msg)
+            status = await ops.mark_failed(self.rt, job, msg)
             return _OUTCOMES.get(status, "failed"), msg
 
     async def wait(self, bank_id: str, operation_id: str, timeout: float) -> ops.Operation:
         event = self.waiters.setdefault(operation_id, asyncio.Event())
         try:
-            return await ops.wait(self.engine.pool, bank_id, operation_id, timeout, event, self.stop_waiting)
+            return await ops.wait_for_operation(self.rt, bank_id, operation_id, timeout, event, self.stop_waiting)
         finally:
             self.waiters.pop(operation_id, None)
 
@@ -194,7 +188,7 @@ class Worker:
         while True:
             await asyncio.sleep(self.lease / 3)
             try:
-                alive = await ops.heartbeat(self.engine.pool, job, self.lease)
+                alive = await ops.renew_lease(self.rt, job, self.lease)
             except Exception as exc:
                 log_failure(log, f"heartbeat for operation {job.id}", exc, "heartbeats")
                 continue
@@ -210,6 +204,6 @@ class Worker:
         await asyncio.gather(*tasks, return_exceptions=True)
         if ids:
             try:
-                await ops.release(self.engine.pool, ids, self.id)
+                await ops.release_operations(self.rt, ids, self.id)
             except Exception as exc:
                 log_failure(log, "releasing operations", exc)

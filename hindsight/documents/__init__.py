@@ -1,1 +1,0 @@
-"""Turning files into text blocks (readers) and blocks into search chunks (chunking)."""

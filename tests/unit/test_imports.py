@@ -1,0 +1,34 @@
+"""The structure of the code holds: the layer contracts in pyproject.toml (import-linter: the
+surfaces over the engine over its foundations; the server never imports the test harness), and
+no import cycle anywhere among our modules. Type-only imports are left out (they are not imports
+at run time); there is no lazy import left to hide a cycle behind."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_layer_contracts_are_kept():
+    lint = Path(sys.executable).parent / "lint-imports"
+    r = subprocess.run([str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "2 kept, 0 broken" in r.stdout
+
+
+def test_no_import_cycle():
+    graph = grimp.build_graph("hindsight", exclude_type_checking_imports=True)
+    cycles = sorted(
+        {
+            tuple(sorted((a, b)))
+            for a in graph.modules
+            for b in graph.find_modules_directly_imported_by(a)
+            if graph.chain_exists(importer=b, imported=a)
+        }
+    )
+    assert not cycles, cycles
