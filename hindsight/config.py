@@ -48,9 +48,9 @@ class Settings(BaseSettings):
     port: int = Field(8888, ge=1, le=65535, description="Port `hindsight serve` listens on.")
     allowed_hosts: str = Field(
         "",
-        description="Comma-separated host names the server answers to (the `Host` header). Bound to a loopback "
-        "address it answers only to loopback names (a DNS-rebinding guard) and these; bound elsewhere, to any "
-        "name unless this is set. `*` turns the check off (behind a proxy that checks it).",
+        description="Comma-separated host names the server answers to (the `Host` header) besides IP addresses, "
+        "loopback names and the machine's own name: a DNS-rebinding guard, whatever the server is bound to. "
+        "`*` turns the check off (behind a proxy that checks it).",
     )
     allowed_origins: str = Field(
         "",
@@ -181,6 +181,13 @@ class Settings(BaseSettings):
     max_import_files: int = Field(100, ge=1, le=10_000, description="Most files and URLs in one import call.")
     allow_private_urls: bool = Field(
         False, description="Let URL imports reach private, loopback and link-local addresses (off: no SSRF)."
+    )
+    max_request_bytes: int = Field(
+        100 * 2**20,
+        ge=2**20,
+        le=2**34,
+        description="Largest request body, bytes (a bank import file has its own limit); larger is a 413 "
+        "before it is read whole.",
     )
     max_archive_bytes: int = Field(
         4_000_000_000,

@@ -13,7 +13,8 @@ from starlette.middleware.cors import CORSMiddleware
 from .. import __version__
 from ..config import Settings
 from ..engine.core import Engine
-from ..engine.errors import NotFound
+from ..engine.errors import HindsightError, NotFound, TooLarge, known
+from ..engine.keys import PRINCIPAL
 from ..mcp.routing import MCPRouter
 from ..mcp.surfaces import build_server, http_session_manager
 from ..metrics import HTTP_REQUESTS, HTTP_SECONDS
@@ -113,15 +114,76 @@ class App:
 
     async def _checked(self, scope, receive, send):
         refused = self.edge.refusal(scope)
+        if refused is None:
+            try:
+                await self._authenticate_first(scope)
+                receive = self._bounded(scope, receive)
+            except HindsightError as exc:
+                refused = exc
+            except Exception as exc:  # checking a key reads the database
+                if (refused := known(exc)) is None:
+                    raise
         if refused is not None:
             return await errors.send_error(refused, scope, receive, send)
         path = scope["path"]
+        target = self.api
         if path == "/mcp" or path.startswith("/mcp/"):
             if self.mcp is None:
                 why = "MCP is disabled on this server" if not self.settings.mcp_enabled else "server is starting"
                 return await errors.send_error(NotFound(why), scope, receive, send)
-            return await self.mcp(scope, receive, send)
-        await self.api(scope, receive, send)
+            target = self.mcp
+        started = False
+
+        async def tracked(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await target(scope, receive, tracked)
+        except TooLarge as exc:  # from _bounded, while the route or the MCP server read the body
+            if not started:
+                await errors.send_error(exc, scope, receive, send)
+        except Exception:
+            # A bug: FastAPI's last handler answered 500 and logged it (api/errors.py), then
+            # Starlette re-raises it, which made uvicorn log it again and close the connection.
+            if not started:
+                raise
+
+    def _bounded(self, scope, receive):
+        """`receive`, refusing a body past HINDSIGHT_API_MAX_REQUEST_BYTES: at once when
+        Content-Length says so, else as soon as that much has arrived (a chunked body), so a
+        huge body is never held in memory whole. A bank import file streams to disk under its
+        own limit (api/banks.py)."""
+        limit = self.settings.max_request_bytes
+        if scope["path"].endswith("/import") and scope["path"].startswith("/v1/banks/"):
+            return receive
+        too_large = TooLarge(f"body: larger than the limit of {limit} bytes (HINDSIGHT_API_MAX_REQUEST_BYTES)")
+        for k, v in scope.get("headers", []):
+            if k == b"content-length" and v.isdigit() and int(v) > limit:
+                raise too_large
+        seen = 0
+
+        async def bounded():
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > limit:
+                raise too_large
+            return message
+
+        return bounded
+
+    async def _authenticate_first(self, scope) -> None:
+        """With API keys on, a request that carries a body is authenticated before anything reads
+        it: an anonymous client must not make the server read and parse hundreds of megabytes to
+        be told 401. The principal is kept in the scope for the route or the MCP router."""
+        if not self.settings.auth_enabled or scope["method"] not in ("POST", "PUT", "PATCH", "DELETE"):
+            return
+        path = scope["path"]
+        if path.startswith("/v1/") or path == "/mcp" or path.startswith("/mcp/"):
+            auth = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"authorization"), None)
+            scope[PRINCIPAL] = await self.engine.authenticate(auth)
 
 
 def create_app(settings: Settings) -> App:

@@ -12,7 +12,7 @@ from fastapi import Depends, Path, Request
 
 from ..config import BANK_ID_RULE
 from ..engine.core import Engine
-from ..engine.keys import Principal
+from ..engine.keys import PRINCIPAL, Principal
 
 
 async def engine(request: Request) -> Engine:
@@ -20,6 +20,9 @@ async def engine(request: Request) -> Engine:
 
 
 async def principal(request: Request) -> Principal:
+    known = request.scope.get(PRINCIPAL)
+    if known is not None:
+        return known
     return await request.app.state.engine.authenticate(request.headers.get("authorization"))
 
 

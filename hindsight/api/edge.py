@@ -5,8 +5,9 @@ through DNS rebinding (its name re-pointed at 127.0.0.1) even read the answers; 
 open mode that would be every bank. The MCP specification asks servers to validate `Origin` on
 Streamable HTTP, and we hold REST to the same: a request that carries an `Origin` (browsers
 send it; curl, the SDKs and Claude Code do not) must come from the server's own origin (the
-console) or one the operator allowed, and a server bound to a loopback address answers only to
-loopback host names, which a rebound name is not.
+console) or one the operator allowed, and the server answers only to Host values a rebound page
+cannot have: IP addresses, loopback names, this machine's own name and the names the operator
+lists (a rebound page's requests are same-origin, so they need not carry an Origin at all).
 
 URLs: the request models hold bodies to one text rule (engine/strict.py); path and query
 parameters are checked here with the same rule, so a NUL in `?q=` or a path id is a 422 naming
@@ -16,10 +17,12 @@ the parameter, not a database error.
 from __future__ import annotations
 
 import ipaddress
+import re
+import socket
 from urllib.parse import parse_qsl, urlsplit
 
 from ..config import Settings
-from ..engine.errors import Forbidden, HindsightError, InvalidArgument
+from ..engine.errors import Forbidden, HindsightError, InvalidArgument, InvalidHeader
 from ..engine.strict import text_problem
 
 LOOPBACK_NAMES = {"localhost", "localhost.", "ip6-localhost"}
@@ -36,23 +39,51 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+_LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
+_HOST = re.compile(rf"^(?:\[(?P<ip6>[0-9a-f:.]+)\]|(?P<name>{_LABEL}(?:\.{_LABEL})*\.?))(?::(?P<port>[0-9]{{1,5}}))?$")
+
+
 def _split_host(value: str) -> tuple[str, int | None]:
-    """`host[:port]` (IPv6 in brackets) into its name and port."""
-    try:
-        parts = urlsplit("//" + value)
-        return (parts.hostname or "").lower(), parts.port
-    except ValueError:
+    """`host[:port]` (IPv6 in brackets) into its name and port; ("", None) for anything that is
+    not exactly that (userinfo, paths, fragments, stray characters): such a Host is refused."""
+    m = _HOST.match(value.strip().lower())
+    if m is None:
         return "", None
+    name = m.group("ip6") or m.group("name")
+    if m.group("ip6"):
+        try:
+            ipaddress.IPv6Address(name)
+        except ValueError:
+            return "", None
+    return name, int(m.group("port")) if m.group("port") else None
+
+
+def _ip_literal(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        return False
+
+
+def _machine_names() -> set[str]:
+    names = {socket.gethostname().lower()}
+    try:
+        names.add(socket.getfqdn().lower())
+    except OSError:
+        pass
+    return {n for n in names if n}
 
 
 def _origin(value: str) -> str | None:
-    """An origin normalised for comparison: scheme://host[:port], default ports dropped."""
+    """An origin normalised for comparison: scheme://host[:port], default ports dropped; None
+    for anything that is not exactly an origin (userinfo, a path, a query)."""
     try:
         parts = urlsplit(value.strip())
         host, port = parts.hostname, parts.port
     except ValueError:
         return None
-    if parts.scheme not in ("http", "https") or not host:
+    if parts.scheme not in ("http", "https") or not host or "@" in parts.netloc or parts.path or parts.query:
         return None
     if port == {"http": 80, "https": 443}[parts.scheme]:
         port = None
@@ -67,18 +98,19 @@ class Edge:
         hosts = [h.strip().lower() for h in settings.allowed_hosts.split(",") if h.strip()]
         origins = [o.strip() for o in settings.allowed_origins.split(",") if o.strip()]
         self.any_host = "*" in hosts
-        self.hosts = {_split_host(h)[0] or h for h in hosts if h != "*"}
-        # Bound to loopback, only this machine can connect, so only a rebound name could bring
-        # a browser here under another Host; bound elsewhere, the names are the operator's.
-        self.check_host = not self.any_host and (is_loopback(settings.host) or bool(self.hosts))
+        # A browser sends the Host of the page's own URL, so a DNS-rebound page arrives under the
+        # attacker's name: a Host that is an IP address, a loopback name, this machine's own name
+        # or a listed one cannot be that. Any other name is refused, however the server is bound
+        # (a server on 0.0.0.0 is rebinding's prize on a LAN, and in a container).
+        self.hosts = {_split_host(h)[0] or h for h in hosts if h != "*"} | _machine_names()
         self.any_origin = "*" in origins
         self.origins = {n for o in origins if o != "*" and (n := _origin(o))}
 
     def host_allowed(self, host: str | None) -> bool:
-        if not self.check_host:
+        if self.any_host:
             return True
         name, _ = _split_host(host or "")
-        return bool(name) and (is_loopback(name) or name in self.hosts)
+        return bool(name) and (_ip_literal(name) or is_loopback(name) or name.rstrip(".") in self.hosts)
 
     def origin_allowed(self, origin: str, host: str | None, scheme: str) -> bool:
         if self.any_origin:
@@ -90,7 +122,10 @@ class Edge:
 
     def refusal(self, scope) -> HindsightError | None:
         """The error that refuses the request here, else None."""
-        headers = {k.decode(): v.decode("latin-1") for k, v in scope.get("headers", []) if k in (b"host", b"origin")}
+        seen = [(k.decode(), v.decode("latin-1")) for k, v in scope.get("headers", []) if k in (b"host", b"origin")]
+        headers = dict(seen)
+        if len(headers) < len(seen):  # two Host or Origin headers: which one is meant is anyone's guess
+            return InvalidHeader("more than one Host or Origin header", "Host")
         host = headers.get("host")
         if not self.host_allowed(host):
             return Forbidden(

@@ -87,6 +87,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException):
+        if isinstance(exc.__cause__, HindsightError):  # FastAPI wraps what reading the body raised
+            return answer(exc.__cause__, request.url.path)
         error = {404: NotFound, 405: MethodNotAllowed}.get(exc.status_code)
         if error is NotFound:
             return answer(NotFound(str(exc.detail)), request.url.path)

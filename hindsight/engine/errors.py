@@ -80,6 +80,11 @@ class Forbidden(HindsightError):
     jsonrpc_code = ACCESS_DENIED
 
 
+class TooLarge(HindsightError):
+    status = 413
+    code = "too_large"
+
+
 class Conflict(HindsightError):
     status = 409
     code = "conflict"

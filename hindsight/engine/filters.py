@@ -19,6 +19,7 @@ length, nesting and the number of comparisons. Grammar:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +28,9 @@ from typing import Any, NoReturn
 
 from .entities import canonical
 from .errors import InvalidArgument
+from .strict import instant_problem
 
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 MAX_CHARS = 2_000
 MAX_COMPARISONS = 50
 MAX_DEPTH = 20
@@ -253,7 +256,8 @@ class _Parser:
             names = [canonical(self.need(v, str, name, pos)) for v in values]
             return (
                 "EXISTS (SELECT 1 FROM memory_entities fe JOIN entities fx ON fx.id = fe.entity_id"
-                f" WHERE fe.memory_id = {f.sql} AND fx.canonical = ANY({self.bind(names, 'text[]')}))"
+                f" WHERE fe.memory_id = {f.sql} AND fx.bank_id = m.bank_id"
+                f" AND fx.canonical = ANY({self.bind(names, 'text[]')}))"
             )
         if f.kind == "time":
             if op in ("contains", "like"):
@@ -300,8 +304,8 @@ class _Parser:
         if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values) and values:
             num = f"(CASE WHEN jsonb_typeof({f.sql} -> {k}) = 'number' THEN ({f.sql} ->> {k})::numeric END)"
             if op == "in":
-                return f"({num} = ANY({self.bind([float(v) for v in values], 'numeric[]')}))"
-            return f"({num} {op} {self.bind(float(values[0]), 'numeric')})"
+                return f"({num} = ANY({self.bind([self.number(v, name, pos) for v in values], 'numeric[]')}))"
+            return f"({num} {op} {self.bind(self.number(values[0], name, pos), 'numeric')})"
         texts = [str(v).lower() if isinstance(v, bool) else str(v) for v in values]
         if op == "in":
             return f"({f.sql} ->> {k} = ANY({self.bind(texts, 'text[]')}))"
@@ -313,7 +317,20 @@ class _Parser:
         if not isinstance(v, typ) or isinstance(v, bool):
             what = "a quoted string" if typ is str else "a whole number"
             self.fail(f"{name} takes {what}, got {v!r}", pos)
+        if typ is int and not INT_MIN <= v <= INT_MAX:  # the columns compared are 32-bit integers
+            self.fail(f"{name}: {v} is out of range ({INT_MIN} to {INT_MAX})", pos)
         return v
+
+    def number(self, v, name: str, pos: int) -> float:
+        """A number for a metadata comparison, within what a float (and PostgreSQL's numeric
+        parameter) holds."""
+        try:
+            out = float(v)
+        except OverflowError:
+            out = math.inf
+        if not math.isfinite(out):
+            self.fail(f"{name}: {v!r} is too large a number", pos)
+        return out
 
     def time(self, v, name: str, pos: int) -> datetime:
         if not isinstance(v, str):
@@ -322,6 +339,8 @@ class _Parser:
             t = datetime.fromisoformat(v.replace("Z", "+00:00"))
         except ValueError:
             self.fail(f"{name}: {v!r} is not an ISO 8601 date or time", pos)
+        if p := instant_problem(t):
+            self.fail(f"{name}: {v!r} {p}", pos)
         return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 

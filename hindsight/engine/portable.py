@@ -192,20 +192,25 @@ class _Importer:
     def _new_id(self, old: str) -> str:
         return str(uuid.uuid5(ID_NAMESPACE, f"{self.bank_id}/{old}"))
 
-    async def _place(self, table: str, rows: list[dict]) -> tuple[list[dict], set[str]]:
-        """Split rows into new ones (ids renumbered where another bank holds them) and the file
-        ids of those already here: under their own id, or under the id an earlier import of the
-        same file gave them."""
+    async def _place(self, table: str, rows: list[dict]) -> tuple[list[dict], dict[str, str]]:
+        """Split rows into new ones (ids renumbered where another bank holds them) and those
+        already here, as file id -> the id they have in this bank: their own, or the one an
+        earlier import of the same file gave them. Never another bank's id: a file naming a
+        memory of another bank must not reach it (its links would be written to that memory)."""
         derived = {r["id"]: self._new_id(r["id"]) for r in rows}
         found = {
             str(r["id"]): r["bank_id"]
             for r in await self.conn.fetch(fill(Q.import_ids_taken, table=table), [*derived, *derived.values()])
         }
-        here, fresh = set(), []
+        here: dict[str, str] = {}
+        fresh = []
         for r in rows:
             old, new = r["id"], derived[r["id"]]
-            if found.get(old) == self.bank_id or (old in found and found.get(new) == self.bank_id):
-                here.add(old)
+            if found.get(old) == self.bank_id:
+                here[old] = old
+                continue
+            if old in found and found.get(new) == self.bank_id:
+                here[old] = new
                 continue
             if old in found:
                 r["id"] = new
@@ -233,8 +238,7 @@ class _Importer:
     async def memory(self, rows: list[dict]) -> None:
         olds = [r["id"] for r in rows]
         fresh, here = await self._place("memories", rows)
-        for i in here:
-            self.ids["memory"][i] = i
+        self.ids["memory"].update(here)
         self.skipped["memory"] += len(here)
         keep = []
         for r in fresh:

@@ -14,6 +14,7 @@ list is expected stays a type error: nothing is coerced).
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +23,10 @@ from pydantic import BaseModel, ValidationInfo, field_validator
 # What PostgreSQL's timestamptz and Python's datetime both hold, with a day's slack either way
 # so that a window around an instant ("that day") still fits.
 EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
+# Free JSON (metadata, a bank's disposition) may nest this deep: far beyond any real use, and
+# well within what the answers can serialise (pydantic stops at 255 levels, which made one
+# memory with deeper metadata break every listing and recall of its bank).
+MAX_DEPTH = 32
 LATEST = datetime(9999, 12, 30, tzinfo=UTC)
 
 
@@ -47,22 +52,26 @@ def instant_problem(value: datetime) -> str | None:
     return None
 
 
-def problem(value: Any, where: str = "") -> str | None:
-    """The first unstorable string or time in `value`, with where it is (`[2]`, `.key`)."""
+def problem(value: Any, where: str = "", depth: int = 0) -> str | None:
+    """The first unstorable string, number or time in `value`, with where it is (`[2]`, `.key`)."""
     found: str | None = None
-    if isinstance(value, str):
+    if depth > MAX_DEPTH:
+        found = f"is nested deeper than {MAX_DEPTH} levels"
+    elif isinstance(value, str):
         found = text_problem(value)
+    elif isinstance(value, float) and not math.isfinite(value):
+        found = "is not a finite number (NaN and Infinity are not JSON)"
     elif isinstance(value, datetime):
         found = instant_problem(value)
     elif isinstance(value, (list, tuple, set, frozenset)):
         for i, v in enumerate(value):
-            if p := problem(v, f"{where}[{i}]"):
+            if p := problem(v, f"{where}[{i}]", depth + 1):
                 return p
     elif isinstance(value, dict):
         for k, v in value.items():
             if isinstance(k, str) and (p := text_problem(k)):
                 return f"{where} key {k!r} {p}".strip()
-            if p := problem(v, f"{where}.{k}"):
+            if p := problem(v, f"{where}.{k}", depth + 1):
                 return p
     if found is None:
         return None

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ..api.errors import send_error
 from ..config import BANK_ID_RULE, valid_bank_id
 from ..engine.errors import InvalidHeader, MethodNotAllowed, NotFound, known
+from ..engine.keys import PRINCIPAL
 from .surfaces import SCOPE_KEY, RequestState
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ class MCPRouter:
         bank_id = parts[0] if parts else None
         if bank_id is not None and not valid_bank_id(bank_id):
             raise NotFound(f"invalid bank id {bank_id!r} in the URL; use {BANK_ID_RULE}")
-        who = await self.engine.authenticate(_header(scope, b"authorization"))
+        who = scope.get(PRINCIPAL) or await self.engine.authenticate(_header(scope, b"authorization"))
         header_bank = (_header(scope, b"x-bank-id") or "").strip() or None
         if header_bank is not None and not valid_bank_id(header_bank):
             raise InvalidHeader(f"X-Bank-Id: invalid bank id {header_bank!r}", "X-Bank-Id")

@@ -201,13 +201,28 @@ def _handler(td: ToolDef, engine: Engine, multi: bool, resolver):
     return handler
 
 
-def _middleware(names: set[str], top_level: set[str]):
+# Arguments that choose a bank, in the spellings clients use. Other arguments a tool does not
+# take are ignored (LLM agents add stray ones), but one of these would put the call on a bank the
+# client did not mean: the URL's, or the server default's.
+BANK_WORDS = {"bank_id", "bank", "bankId", "collection_id", "collectionId", "collection"}
+
+
+def _middleware(accepted: dict[str, set[str]], top_level: set[str], multi: bool):
+    """`accepted`: each tool's argument names on this surface."""
+
     async def middleware(ctx, call_next):
         if ctx.method != "tools/call":
             return await call_next(ctx)
-        name = (ctx.params or {}).get("name")
-        if name not in names:
+        params = ctx.params if isinstance(ctx.params, dict) else {}
+        name = params.get("name")
+        if not isinstance(name, str) or name not in accepted:
             raise jsonrpc_error(InvalidArgument(f"unknown tool {name!r}", "name"))
+        args = params.get("arguments")
+        for word in sorted(BANK_WORDS & set(args or ()) - accepted[name]) if isinstance(args, dict) else ():
+            where = "the multi-bank endpoint /mcp/ takes `bank_id`" if not multi else "use `bank_id`"
+            raise jsonrpc_error(
+                InvalidArgument(f"{word}: {name} does not take it here (the bank is chosen elsewhere: {where})", word)
+            )
         result = await call_next(ctx)
         if name in top_level and isinstance(result, dict) and isinstance(result.get("structuredContent"), dict):
             # RAG-over-MCP clients read `status`/`segments` (or `has_access`) at the top of the result.
@@ -263,7 +278,8 @@ def build_server(engine: Engine, multi: bool, local_state: RequestState | None =
             for td in tools
         ],
     )
-    server.middleware.append(_middleware({td.name for td in tools}, {td.name for td in tools if td.top_level_result}))
+    accepted = {td.name: {p.name for p in arguments(td.request) + _bank_arguments(td, multi)} for td in tools}
+    server.middleware.append(_middleware(accepted, {td.name for td in tools if td.top_level_result}, multi))
     return server
 
 

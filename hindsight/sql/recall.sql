@@ -13,7 +13,7 @@ ORDER BY d;
 -- The entity arm: memories mentioning the entities the query names ($2, canonical n-grams), ranked
 -- by how rare those entities are in the bank, then by closeness to the query vector ($4).
 SELECT m.id FROM entities e JOIN memory_entities me ON me.entity_id = e.id JOIN memories m ON m.id = me.memory_id
-WHERE e.bank_id = $1 AND e.canonical = ANY($2::text[]) /*filter*/
+WHERE e.bank_id = $1 AND m.bank_id = $1 AND e.canonical = ANY($2::text[]) /*filter*/
 GROUP BY m.id, m.embedding
 ORDER BY sum(ln(1 + (SELECT n FROM bank_lexemes WHERE bank_id = $1 AND lexeme = '')
                     / greatest(e.mention_count, 1)::float8)) DESC,

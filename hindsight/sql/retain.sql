@@ -10,9 +10,11 @@ ON CONFLICT (bank_id, canonical) DO UPDATE SET mention_count = entities.mention_
 RETURNING id, canonical;
 
 -- memory_entities_link --
--- Link units to the entities they mention (the bank's own entities).
+-- Link units to the entities they mention: both the bank's own (an imported file may name others').
 INSERT INTO memory_entities (entity_id, memory_id)
-SELECT u.e, u.m FROM unnest($1::bigint[], $2::uuid[]) u(e, m) JOIN entities e ON e.id = u.e AND e.bank_id = $3
+SELECT u.e, u.m FROM unnest($1::bigint[], $2::uuid[]) u(e, m)
+JOIN entities e ON e.id = u.e AND e.bank_id = $3
+JOIN memories m ON m.id = u.m AND m.bank_id = $3
 ON CONFLICT DO NOTHING;
 
 -- extraction_raw_units --
@@ -37,9 +39,11 @@ WHERE m.bank_id = $1 AND NOT m.superseded AND EXISTS (SELECT 1 FROM fact_sources
 ORDER BY m.embedding <=> $2 LIMIT 1;
 
 -- fact_sources_link --
--- Link facts to the raw units they were extracted from (the bank's own facts).
+-- Link facts to the raw units they were extracted from: both the bank's own.
 INSERT INTO fact_sources (fact_id, raw_id)
-SELECT u.f, u.r FROM unnest($1::uuid[], $2::uuid[]) u(f, r) JOIN memories m ON m.id = u.f AND m.bank_id = $3
+SELECT u.f, u.r FROM unnest($1::uuid[], $2::uuid[]) u(f, r)
+JOIN memories m ON m.id = u.f AND m.bank_id = $3
+JOIN memories raw ON raw.id = u.r AND raw.bank_id = $3
 ON CONFLICT DO NOTHING;
 
 -- raw_units_supersede --

@@ -190,3 +190,102 @@ async def test_origin_and_host_on_rest_and_mcp(rest, bank, headers, status):
     r = await rest.post(f"/v1/banks/{bank}/memories", json={"content": "from a page"}, headers=headers)
     assert r.status_code == status
     assert await _count(rest, bank) == (1 if status == 200 else 0)
+
+
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"content": "x", "metadata": {"a": float("nan")}}, "metadata"),
+        ({"content": "x", "metadata": {"a": float("inf")}}, "metadata"),
+        ({"content": "x", "metadata": {"a": json.loads("[" * 40 + "]" * 40)}}, "metadata"),
+        ({"items": [{"content": "x", "metadata": {"a": float("nan")}}]}, "items.0.metadata"),
+    ],
+)
+async def test_free_json_holds_only_what_answers_can_carry(rest, bank, body, field):
+    """NaN and Infinity are not JSON (PostgreSQL refused them: a 500), and metadata nested past
+    the serialiser's depth made every listing and recall of its bank a 500."""
+    r = await rest.post(
+        f"/v1/banks/{bank}/memories", content=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    assert r.status_code == 422 and r.json()["message"].startswith(field), r.text
+    r = await rest.patch(
+        f"/v1/banks/{bank}", content=b'{"disposition": {"a": NaN}}', headers={"Content-Type": "application/json"}
+    )
+    assert r.status_code in (404, 422), r.text
+    assert await _count(rest, bank) == 0
+
+
+@pytest.mark.parametrize(
+    "path, flt",
+    [
+        ("/recall", 'created_at > "0001-01-01T00:00:00+14:00"'),
+        ("/recall", 'created_at < "9999-12-31T23:59:59-14:00"'),
+        ("/recall", "metadata.a > " + "9" * 400),
+        ("/documents/query", "chunk_index = 99999999999"),
+        ("/documents/query", "page in [1, 99999999999]"),
+    ],
+)
+async def test_filter_values_out_of_range_are_refused(rest, bank, path, flt):
+    await rest.post(f"/v1/banks/{bank}/memories", json={"content": "A memory to filter.", "metadata": {"a": 1}})
+    r = await rest.post(f"/v1/banks/{bank}{path}", json={"query": "memory", "filter": flt})
+    assert r.status_code == 422 and r.json()["field"] == "filter", r.text
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Host": "evil.example@localhost"},
+        {"Host": "localhost/evil.example"},
+        {"Host": "localhost#.evil.example"},
+        {"Host": "[::1]evil.example"},
+        {"Origin": "http://evil.example@127.0.0.1"},
+        {"Origin": "http://127.0.0.1/path"},
+    ],
+)
+async def test_hosts_and_origins_are_read_exactly(rest, bank, headers):
+    r = await rest.post(f"/v1/banks/{bank}/recall", json={"query": "x"}, headers=headers)
+    assert r.status_code == 403, r.text
+
+
+async def _asgi_status(app, headers: list[tuple[bytes, bytes]]) -> int:
+    """One request straight into the ASGI app: an HTTP client cannot send a header twice."""
+    sent: list[dict] = []
+
+    async def send(message):
+        sent.append(message)
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": "/v1/banks",
+        "query_string": b"",
+        "scheme": "http",
+        "headers": headers,
+    }
+    await app(scope, receive, send)
+    return sent[0]["status"]
+
+
+async def test_two_host_or_origin_headers_are_refused(app):
+    host = (b"host", b"127.0.0.1")
+    assert await _asgi_status(app, [host]) == 200
+    assert await _asgi_status(app, [(b"host", b"evil.example"), host]) == 400
+    assert await _asgi_status(app, [host, (b"origin", b"http://evil.example"), (b"origin", b"http://127.0.0.1")]) == 400
+
+
+async def test_mcp_refuses_a_bank_argument_the_tool_does_not_take(app, bank):
+    async with mcp_local(app, bank) as c:
+        for word in ("bank_id", "collection_id"):
+            with pytest.raises(MCPError) as e:
+                await c.call_tool("retain", {"content": "Where would this go?", word: "someone_else"})
+            assert e.value.code == -32602 and e.value.message.startswith(word), e.value.message
+    async with mcp_local(app, multi=True) as c:
+        with pytest.raises(MCPError) as e:
+            await c.call_tool("retain", {"content": "Where would this go?", "collection_id": bank})
+        assert e.value.code == -32602 and e.value.message.startswith("collection_id")
+        # a stray argument that chooses no bank is still ignored, as agents add them
+        r = await c.call_tool("recall", {"query": "x", "bank_id": bank, "mood": "curious"})
+        assert not r.is_error

@@ -39,8 +39,16 @@ def test_bound_to_loopback_only_loopback_names_and_the_listed_ones():
     assert e.refusal(scope("other.example.com")).status == 403
 
 
-def test_bound_elsewhere_any_name_unless_listed():
+def test_bound_elsewhere_addresses_and_own_names_but_no_other_name():
+    """A server on 0.0.0.0 (a container, a LAN) is what rebinding is for: a rebound page's
+    requests are same-origin and carry no Origin, so only the Host check stops them."""
+    import socket
+
     assert edge(host="0.0.0.0").refusal(scope("10.1.2.3:8888")) is None
+    assert edge(host="0.0.0.0").refusal(scope("[2001:db8::1]:8888")) is None
+    assert edge(host="0.0.0.0").refusal(scope(f"{socket.gethostname()}:8888")) is None
+    assert edge(host="0.0.0.0").refusal(scope("rebind.attacker.example:8888")).status == 403
+    assert edge(host="0.0.0.0", allowed_hosts="a.example").refusal(scope("a.example")) is None
     assert edge(host="0.0.0.0", allowed_hosts="a.example").refusal(scope("b.example")).status == 403
     assert edge(allowed_hosts="*").refusal(scope("anything.example")) is None
 

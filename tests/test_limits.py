@@ -1,0 +1,60 @@
+"""Request bodies have a limit (HINDSIGHT_API_MAX_REQUEST_BYTES), refused before they are read
+whole, and with API keys on an anonymous body is refused before it is read at all: the red team
+made the server hold 600 MB for a 200 MB body that ended as a 401."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from conftest import ADMIN_KEY, AUTH_EXT, Server, fresh_database
+
+LIMIT = 2**20  # the smallest limit the setting allows
+
+
+@pytest.fixture(scope="module")
+def small(pg_url):
+    s = Server(
+        {
+            "HINDSIGHT_API_DATABASE_URL": fresh_database(pg_url, "limits"),
+            "HINDSIGHT_API_TENANT_EXTENSION": AUTH_EXT,
+            "HINDSIGHT_API_TENANT_API_KEY": ADMIN_KEY,
+            "HINDSIGHT_API_MAX_REQUEST_BYTES": str(LIMIT),
+        }
+    ).start()
+    yield s
+    s.stop()
+
+
+def _big(n: int) -> bytes:
+    return b'{"content": "' + b"x" * n + b'"}'
+
+
+def test_an_anonymous_body_is_refused_unread(small, bank):
+    with httpx.Client(base_url=small.url, timeout=60) as c:
+        r = c.post(f"/v1/banks/{bank}/memories", content=_big(10 * LIMIT), headers={"Content-Type": "application/json"})
+        assert r.status_code == 401 and r.json()["error"] == "unauthorized", r.text
+        r = c.post(f"/mcp/{bank}/", content=_big(10 * LIMIT), headers={"Content-Type": "application/json"})
+        assert r.status_code == 401
+
+
+def test_a_body_past_the_limit_is_413_with_or_without_its_length(small, bank):
+    auth = {"Authorization": f"Bearer {ADMIN_KEY}", "Content-Type": "application/json"}
+    with httpx.Client(base_url=small.url, timeout=60) as c:
+        r = c.post(f"/v1/banks/{bank}/memories", content=_big(2 * LIMIT), headers=auth)
+        assert r.status_code == 413 and r.json()["error"] == "too_large" and "MAX_REQUEST_BYTES" in r.json()["message"]
+
+        def chunks():  # no Content-Length: counted as it arrives
+            yield b'{"content": "'
+            for _ in range(3):
+                yield b"x" * LIMIT
+            yield b'"}'
+
+        r = c.post(f"/v1/banks/{bank}/memories", content=chunks(), headers=auth)
+        assert r.status_code == 413, r.text
+        r = c.post(f"/mcp/{bank}/", content=chunks(), headers={**auth, "Accept": "application/json, text/event-stream"})
+        assert r.status_code == 413, r.text
+        # under the limit, as before
+        r = c.post(f"/v1/banks/{bank}/memories", json={"content": "A small memory."}, headers=auth)
+        assert r.status_code == 200, r.text
+    assert "Traceback" not in small.log_path.read_text()
