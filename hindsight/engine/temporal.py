@@ -44,15 +44,69 @@ _GATE = re.compile(
     + _MONTH_RE[1:-1]
     + "|"
     + _WEEKDAY_RE[1:-1]
-    + r")\b",
+    + r")\b|[年月日号天周]|星期|礼拜",
     re.I,
 )
+# Chinese numbers as dates and counts write them: 一 to 九, 十, 两, 二十一, 三十, and digits.
+_ZH_NUM = r"(\d{1,4}|[零一二两三四五六七八九十]{1,3})"
+_ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_ZH_WEEKDAY = r"(?:星期|礼拜|周)([一二三四五六日天])"
+_ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+_ZH_DAY_OFFSET = {
+    "大前天": -3,
+    "前天": -2,
+    "昨天": -1,
+    "昨日": -1,
+    "昨晚": -1,
+    "今天": 0,
+    "今日": 0,
+    "今晚": 0,
+    "明天": 1,
+    "明日": 1,
+    "明晚": 1,
+    "后天": 2,
+    "大后天": 3,
+}
+_ZH_YEAR_OFFSET = {"前年": -2, "去年": -1, "今年": 0, "明年": 1, "后年": 2}
+_ZH_STEP = {"上": -1, "这": 0, "本": 0, "下": 1}
+
+
+def zh_number(text: str) -> int:
+    """A number written in digits or Chinese numerals, as dates use them (up to 99)."""
+    if text.isdigit():
+        return int(text)
+    if "十" in text:
+        tens, _, units = text.partition("十")
+        return (_ZH_DIGITS[tens] if tens else 1) * 10 + (_ZH_DIGITS[units] if units else 0)
+    return _ZH_DIGITS[text]
+
+
 _PATTERNS: list[tuple[str, re.Pattern]] = [
     ("iso", re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")),
     ("day_month_year", re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH_RE + r",?\s+(\d{4})\b", re.I)),
     ("month_day_year", re.compile(r"\b" + _MONTH_RE + r"\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b", re.I)),
     ("month_year", re.compile(r"\b" + _MONTH_RE + r"\.?,?\s+(?:of\s+)?(\d{4})\b", re.I)),
+    ("month_day", re.compile(r"\b" + _MONTH_RE + r"\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b(?![,.]?\s*\d{4})", re.I)),
+    ("day_month", re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH_RE + r"\b(?![,.]?\s*\d{4})", re.I)),
+    ("rel_day2", re.compile(r"\b(?:the\s+)?day\s+(before\s+yesterday|after\s+tomorrow)\b", re.I)),
     ("rel_day", re.compile(r"\b(yesterday|today|tonight|tomorrow)\b", re.I)),
+    # Chinese, most specific first
+    ("zh_ymd", re.compile(r"(\d{4})\s*年\s*" + _ZH_NUM + r"\s*月\s*" + _ZH_NUM + r"\s*[日号]")),
+    ("zh_rel_ymd", re.compile(r"(前年|去年|今年|明年|后年)" + _ZH_NUM + r"月" + _ZH_NUM + r"[日号]")),
+    ("zh_md", re.compile(_ZH_NUM + r"\s*月\s*" + _ZH_NUM + r"\s*[日号]")),
+    ("zh_ym", re.compile(r"(\d{4})\s*年\s*" + _ZH_NUM + r"\s*月")),
+    ("zh_rel_ym", re.compile(r"(前年|去年|今年|明年|后年)" + _ZH_NUM + r"月")),
+    ("zh_rel_year", re.compile(r"(前年|去年|今年|明年|后年)")),
+    ("zh_year", re.compile(r"(\d{4})\s*年(?!\s*\d|\s*[零一二两三四五六七八九十])")),
+    ("zh_rel_day", re.compile(r"(大前天|前天|昨天|昨日|昨晚|今天|今日|今晚|明天|明日|明晚|大后天|后天)")),
+    ("zh_ago", re.compile(_ZH_NUM + r"\s*(天|个?星期|个?礼拜|周|个月|年)前")),
+    ("zh_rel_weekday", re.compile(r"(上|这|本|下)(?:个)?" + _ZH_WEEKDAY)),
+    ("zh_rel_weekend", re.compile(r"(上|这|本|下)?(?:个)?周末")),
+    ("zh_rel_week", re.compile(r"(上|这|本|下)(?:个)?(?:星期|礼拜|周)(?![一二三四五六日天末])")),
+    ("zh_rel_month", re.compile(r"(上|这|本|下)(?:个)?月")),
+    # a month alone (六月, 6月份): as English "in June", the latest such month
+    ("zh_month", re.compile(r"(?<![\d零一二两三四五六七八九十年个])" + _ZH_NUM + r"\s*月份?")),
+    ("zh_weekday", re.compile(_ZH_WEEKDAY)),
     (
         "ago",
         re.compile(
@@ -115,9 +169,16 @@ def _resolve(kind: str, m: re.Match, base: datetime) -> tuple[datetime, datetime
             return _month(int(g[1]), MONTHS[g[0]], tz)
     except (ValueError, KeyError):
         return None
+    if kind in ("month_day", "day_month"):
+        month, day = (MONTHS[g[0]], int(g[1])) if kind == "month_day" else (MONTHS[g[1]], int(g[0]))
+        return _nearest_day(base, month, day)
+    if kind == "rel_day2":
+        return _day(base + timedelta(days=-2 if g[0].startswith("before") else 2))
     if kind == "rel_day":
         offset = {"yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1}[g[0]]
         return _day(base + timedelta(days=offset))
+    if kind.startswith("zh_"):
+        return _resolve_zh(kind, g, base)
     if kind == "ago":
         n = int(g[0]) if g[0].isdigit() else _NUM_WORDS.get(g[0], 1)
         unit = g[1]
@@ -165,7 +226,70 @@ def _resolve(kind: str, m: re.Match, base: datetime) -> tuple[datetime, datetime
     return None
 
 
-ABSOLUTE = {"iso", "day_month_year", "month_day_year", "month_year", "year"}
+def _nearest_day(base: datetime, month: int, day: int) -> tuple[datetime, datetime] | None:
+    """A month and day without a year: the occurrence nearest the reference time ("May 8" said
+    on May 10 is two days ago; "December 25" said in February is last Christmas)."""
+    options = []
+    for year in (base.year - 1, base.year, base.year + 1):
+        try:
+            options.append(datetime(year, month, day, tzinfo=base.tzinfo))
+        except ValueError:
+            continue
+    if not options:
+        return None
+    return _day(min(options, key=lambda d: abs(d - base)))
+
+
+def _resolve_zh(kind: str, g: list, base: datetime) -> tuple[datetime, datetime] | None:
+    tz = base.tzinfo
+    if kind == "zh_ymd":
+        return _day(datetime(int(g[0]), zh_number(g[1]), zh_number(g[2]), tzinfo=tz))
+    if kind == "zh_rel_ymd":
+        return _day(datetime(base.year + _ZH_YEAR_OFFSET[g[0]], zh_number(g[1]), zh_number(g[2]), tzinfo=tz))
+    if kind == "zh_md":
+        return _nearest_day(base, zh_number(g[0]), zh_number(g[1]))
+    if kind == "zh_ym":
+        return _month(int(g[0]), zh_number(g[1]), tz)
+    if kind == "zh_rel_ym":
+        return _month(base.year + _ZH_YEAR_OFFSET[g[0]], zh_number(g[1]), tz)
+    if kind == "zh_rel_year":
+        return _year(base.year + _ZH_YEAR_OFFSET[g[0]], tz)
+    if kind == "zh_year":
+        return _year(int(g[0]), tz)
+    if kind == "zh_rel_day":
+        return _day(base + timedelta(days=_ZH_DAY_OFFSET[g[0]]))
+    if kind == "zh_ago":
+        n, unit = zh_number(g[0]), g[1]
+        if unit == "天":
+            return _day(base - timedelta(days=n))
+        if unit == "年":
+            return _year(base.year - n, tz)
+        if unit.endswith("月"):
+            d = _shift_months(base, -n)
+            return _month(d.year, d.month, tz)
+        return _week(base - timedelta(weeks=n))
+    if kind == "zh_rel_weekday":
+        # 上周三 is the Wednesday of last week (the calendar week), unlike English "last Wednesday".
+        start, _ = _week(base + timedelta(weeks=_ZH_STEP[g[0]]))
+        return _day(start + timedelta(days=_ZH_WEEKDAYS[g[1]]))
+    if kind == "zh_rel_weekend":
+        s, e = _week(base + timedelta(weeks=_ZH_STEP.get(g[0] or "这", 0)))
+        return s + timedelta(days=5), e
+    if kind == "zh_rel_week":
+        return _week(base + timedelta(weeks=_ZH_STEP[g[0]]))
+    if kind == "zh_rel_month":
+        d = _shift_months(base, _ZH_STEP[g[0]])
+        return _month(d.year, d.month, tz)
+    if kind == "zh_month":
+        mon = zh_number(g[0])
+        return _month(base.year if mon <= base.month else base.year - 1, mon, tz)
+    if kind == "zh_weekday":
+        # a weekday alone: this week's, or the last one if it is still to come (as "on Wednesday")
+        return _day(base - timedelta(days=(base.weekday() - _ZH_WEEKDAYS[g[0]]) % 7))
+    return None
+
+
+ABSOLUTE = {"iso", "day_month_year", "month_day_year", "month_year", "year", "zh_ymd", "zh_ym", "zh_year"}
 
 
 def find_time_windows(text: str, base: datetime | None, anchored: bool = True) -> list[TimeWindow]:
@@ -189,7 +313,7 @@ def find_time_windows(text: str, base: datetime | None, anchored: bool = True) -
                 win = _resolve(kind, m, base)
                 # in UTC, as stored: a window off either end of the calendar does not exist
                 win = win and (win[0].astimezone(UTC), win[1].astimezone(UTC))
-            except (ValueError, OverflowError):
+            except (ValueError, OverflowError, KeyError):  # no such day, or numerals that are no number
                 win = None
             if win is None:
                 continue

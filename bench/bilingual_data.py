@@ -1,0 +1,327 @@
+"""A bilingual memory benchmark of our own: the same ten days of conversations in English and in
+Chinese, and the same questions, each with the turn that answers it (its evidence).
+
+Why our own: the public long-conversation sets are English only, and a fair comparison needs the
+same content in both languages. Everything is generated from the templates below with a fixed
+seed, so the set is reproducible and carries no licence beyond this project's. Fifteen people
+talk about what they did (day by day: where they went, with whom, what they bought, learned,
+watched), about themselves (job, pet, favourite food, home town) and chat in between; several
+people do similar things, so a question has to find the right person and day. Questions ask
+about places, companions, names, and days, both absolute ("on May 4") and relative ("the day
+before yesterday", "last Wednesday") to the time they are asked.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+PEOPLE = [
+    ("Li Wei", "李伟"),
+    ("Wang Fang", "王芳"),
+    ("Zhang Min", "张敏"),
+    ("Liu Yang", "刘洋"),
+    ("Chen Jing", "陈静"),
+    ("Yang Lei", "杨磊"),
+    ("Zhao Li", "赵丽"),
+    ("Huang Qiang", "黄强"),
+    ("Zhou Jie", "周杰"),
+    ("Wu Na", "吴娜"),
+    ("Xu Ming", "徐明"),
+    ("Sun Yue", "孙悦"),
+    ("Ma Chao", "马超"),
+    ("Zhu Ting", "朱婷"),
+    ("Hu Bin", "胡斌"),
+]
+CITIES = [
+    ("Beijing", "北京"),
+    ("Shanghai", "上海"),
+    ("Hangzhou", "杭州"),
+    ("Chengdu", "成都"),
+    ("Xi'an", "西安"),
+    ("Guangzhou", "广州"),
+    ("Shenzhen", "深圳"),
+    ("Nanjing", "南京"),
+    ("Wuhan", "武汉"),
+    ("Suzhou", "苏州"),
+    ("Qingdao", "青岛"),
+    ("Xiamen", "厦门"),
+]
+SPOTS = [
+    ("Yellow Mountain", "黄山"),
+    ("West Lake", "西湖"),
+    ("the Great Wall", "长城"),
+    ("Mount Tai", "泰山"),
+    ("the Summer Palace", "颐和园"),
+    ("Zhongshan Park", "中山公园"),
+    ("the Bund", "外滩"),
+    ("Lotus Hill", "莲花山"),
+]
+JOBS = [
+    ("a nurse", "护士"),
+    ("a teacher", "老师"),
+    ("a software engineer", "软件工程师"),
+    ("an accountant", "会计"),
+    ("a chef", "厨师"),
+    ("a lawyer", "律师"),
+    ("a doctor", "医生"),
+    ("a photographer", "摄影师"),
+    ("a bus driver", "公交车司机"),
+    ("an architect", "建筑师"),
+]
+PETS = [("cat", "猫"), ("dog", "狗"), ("rabbit", "兔子"), ("parrot", "鹦鹉")]
+PET_NAMES = [
+    ("Mimi", "咪咪"),
+    ("Doudou", "豆豆"),
+    ("Huahua", "花花"),
+    ("Niuniu", "妞妞"),
+    ("Qiuqiu", "球球"),
+    ("Tiantian", "甜甜"),
+]
+FOODS = [
+    ("hot pot", "火锅"),
+    ("dumplings", "饺子"),
+    ("Peking duck", "北京烤鸭"),
+    ("noodles", "面条"),
+    ("mapo tofu", "麻婆豆腐"),
+    ("steamed buns", "包子"),
+    ("sweet and sour pork", "糖醋里脊"),
+]
+THINGS = [
+    ("a new bicycle", "一辆新自行车"),
+    ("a pair of running shoes", "一双跑鞋"),
+    ("a laptop", "一台笔记本电脑"),
+    ("a camera", "一台相机"),
+    ("a guitar", "一把吉他"),
+    ("a winter coat", "一件冬季外套"),
+]
+SKILLS = [
+    ("the piano", "钢琴"),
+    ("swimming", "游泳"),
+    ("Japanese", "日语"),
+    ("painting", "画画"),
+    ("yoga", "瑜伽"),
+    ("chess", "象棋"),
+]
+MOVIES = [
+    ("The Wandering Earth", "流浪地球"),
+    ("Hi, Mom", "你好，李焕英"),
+    ("Dying to Survive", "我不是药神"),
+    ("Ne Zha", "哪吒"),
+]
+FILLER = [
+    ("That sounds great!", "听起来真不错！"),
+    ("Haha, really?", "哈哈，真的吗？"),
+    ("How was the weather?", "天气怎么样？"),
+    ("I'm so tired today.", "我今天好累。"),
+    ("Let's meet up soon.", "我们找时间见面吧。"),
+    ("Did you eat yet?", "你吃饭了吗？"),
+    ("Work has been busy lately.", "最近工作很忙。"),
+    ("Good night, talk tomorrow.", "晚安，明天聊。"),
+    ("Me too, I agree.", "我也是，同意。"),
+    ("Send me some photos!", "发几张照片给我看看！"),
+]
+WEEKDAYS_EN = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+WEEKDAYS_ZH = ["一", "二", "三", "四", "五", "六", "日"]
+START = datetime(2023, 5, 1, 20, 0)  # a Monday; the ten days run to May 10
+
+
+@dataclass
+class Turn:
+    turn_id: str
+    speaker: tuple[str, str]
+    when: datetime
+    text: dict  # language -> text
+
+
+@dataclass
+class Question:
+    qid: str
+    kind: str
+    asked_at: datetime
+    text: dict  # language -> text
+    evidence: list[str] = field(default_factory=list)
+
+
+def _md(d: datetime) -> tuple[str, str]:
+    return f"May {d.day}", f"{d.month}月{d.day}日"
+
+
+def build(seed: int = 7) -> tuple[list[Turn], list[Question]]:
+    rnd = random.Random(seed)
+    turns: list[Turn] = []
+    questions: list[Question] = []
+    n = 0
+
+    def say(person, when, en, zh) -> str:
+        nonlocal n
+        n += 1
+        tid = f"T{n:04d}"
+        turns.append(Turn(tid, person, when, {"en": f"{person[0]}: {en}", "zh": f"{person[1]}：{zh}"}))
+        return tid
+
+    def ask(kind, asked_at, en, zh, evidence):
+        questions.append(Question("", kind, asked_at, {"en": en, "zh": zh}, [evidence]))
+
+    profiles = {}
+    for i, person in enumerate(PEOPLE):
+        profiles[person] = {
+            "job": JOBS[i % len(JOBS)],
+            "home": CITIES[(i * 5) % len(CITIES)],
+            "pet": PETS[i % len(PETS)],
+            "pet_name": PET_NAMES[(i * 7) % len(PET_NAMES)],
+            "food": FOODS[(i * 3) % len(FOODS)],
+        }
+    for day in range(10):
+        today = START + timedelta(days=day)
+        for person in PEOPLE:
+            p = profiles[person]
+            friend = rnd.choice([q for q in PEOPLE if q != person])
+            r = rnd.random()
+            when = today + timedelta(minutes=rnd.randint(0, 90))
+            if day == 0:
+                tid = say(person, when, f"By the way, I work as {p['job'][0]}.", f"顺便说一下，我是一名{p['job'][1]}。")
+                ask(
+                    "fact",
+                    START + timedelta(days=9, hours=3),
+                    f"What does {person[0]} do for a living?",
+                    f"{person[1]}是做什么工作的？",
+                    tid,
+                )
+            elif day == 1:
+                pet, name = p["pet"], p["pet_name"]
+                tid = say(
+                    person,
+                    when,
+                    f"My {pet[0]} {name[0]} knocked over a cup again.",
+                    f"我的{pet[1]}{name[1]}又把杯子打翻了。",
+                )
+                ask(
+                    "fact",
+                    START + timedelta(days=9, hours=3),
+                    f"What is the name of {person[0]}'s {pet[0]}?",
+                    f"{person[1]}的{pet[1]}叫什么名字？",
+                    tid,
+                )
+            elif day == 2:
+                tid = say(person, when, f"I grew up in {p['home'][0]}.", f"我是在{p['home'][1]}长大的。")
+                ask(
+                    "fact",
+                    START + timedelta(days=9, hours=3),
+                    f"Where did {person[0]} grow up?",
+                    f"{person[1]}是在哪里长大的？",
+                    tid,
+                )
+            elif r < 0.25:
+                spot = rnd.choice(SPOTS)
+                en_day, zh_day = _md(today)
+                tid = say(
+                    person,
+                    when,
+                    f"Today I went hiking at {spot[0]} with {friend[0]}.",
+                    f"今天我和{friend[1]}去{spot[1]}爬山了。",
+                )
+                if day >= 4 and rnd.random() < 0.8:
+                    ask(
+                        "date",
+                        START + timedelta(days=9, hours=3),
+                        f"What did {person[0]} do on {en_day}?",
+                        f"{person[1]}{zh_day}做了什么？",
+                        tid,
+                    )
+                else:
+                    ask(
+                        "place",
+                        START + timedelta(days=9, hours=3),
+                        f"Where did {person[0]} go hiking with {friend[0]}?",
+                        f"{person[1]}和{friend[1]}去哪里爬山了？",
+                        tid,
+                    )
+            elif r < 0.45:
+                thing = rnd.choice(THINGS)
+                tid = say(person, when, f"I finally bought {thing[0]}!", f"我终于买了{thing[1]}！")
+                asked = today + timedelta(days=2, hours=2)
+                if asked <= START + timedelta(days=12):
+                    ask(
+                        "relative",
+                        asked,
+                        f"What did {person[0]} buy the day before yesterday?",
+                        f"{person[1]}前天买了什么？",
+                        tid,
+                    )
+            elif r < 0.6:
+                skill = rnd.choice(SKILLS)
+                tid = say(
+                    person,
+                    when,
+                    f"I started learning {skill[0]} this week, it is harder than I thought.",
+                    f"我这周开始学{skill[1]}了，比我想的难。",
+                )
+                ask(
+                    "activity",
+                    START + timedelta(days=9, hours=3),
+                    f"What did {person[0]} start learning?",
+                    f"{person[1]}开始学什么了？",
+                    tid,
+                )
+            elif r < 0.72:
+                movie = rnd.choice(MOVIES)
+                weekday = today.weekday()
+                tid = say(
+                    person,
+                    when,
+                    f"I watched {movie[0]} at the cinema with {friend[0]}.",
+                    f"我和{friend[1]}去电影院看了《{movie[1]}》。",
+                )
+                asked = today + timedelta(days=7 - weekday + rnd.randint(0, 2), hours=1)
+                if asked <= START + timedelta(days=14):
+                    ask(
+                        "relative",
+                        asked,
+                        f"Which movie did {person[0]} watch last {WEEKDAYS_EN[weekday]}?",
+                        f"{person[1]}上周{WEEKDAYS_ZH[weekday]}看了哪部电影？",
+                        tid,
+                    )
+            elif r < 0.82:
+                city = rnd.choice([c for c in CITIES if c != p["home"]])
+                tid = say(
+                    person,
+                    when,
+                    f"I took the high-speed train to {city[0]} to visit my grandmother.",
+                    f"我坐高铁去{city[1]}看望奶奶了。",
+                )
+                ask(
+                    "place",
+                    START + timedelta(days=9, hours=3),
+                    f"Which city did {person[0]} go to to see a grandmother?",
+                    f"{person[1]}去哪个城市看望奶奶了？",
+                    tid,
+                )
+            elif r < 0.9:
+                tid = say(
+                    person,
+                    when,
+                    f"Had {p['food'][0]} for dinner with {friend[0]}, my favourite!",
+                    f"晚饭和{friend[1]}吃了{p['food'][1]}，我最喜欢吃这个了！",
+                )
+                if rnd.random() < 0.5:
+                    ask(
+                        "fact",
+                        START + timedelta(days=9, hours=3),
+                        f"What is {person[0]}'s favourite food?",
+                        f"{person[1]}最喜欢吃什么？",
+                        tid,
+                    )
+            for k in range(2):
+                filler = rnd.choice(FILLER)
+                say(person, when + timedelta(minutes=3 + k), filler[0], filler[1])
+    # A fixed mix of question kinds, drawn from all the candidates.
+    quota = {"fact": 25, "place": 20, "date": 20, "relative": 25, "activity": 10}
+    chosen: list[Question] = []
+    for kind, k in quota.items():
+        pool = [q for q in questions if q.kind == kind]
+        chosen += rnd.sample(pool, min(k, len(pool)))
+    for i, q in enumerate(chosen, 1):
+        q.qid = f"Q{i:03d}"
+    return turns, chosen

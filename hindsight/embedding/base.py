@@ -1,0 +1,80 @@
+"""What every embedder does the same way, whatever its model: a batch spread over one run per
+core, texts sorted by length first (padding is wasted compute), a small cache of query vectors
+(agents re-ask), and the metrics. A model says how to embed a handful of texts (`_run`)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .. import malloc
+from ..metrics import EMBED_SECONDS, EMBED_TEXTS
+
+
+class BaseEmbedder:
+    name: str
+    dim: int
+
+    def start(self, workers: int, batch: int) -> None:
+        """Ready to embed: `workers` runs at once (one core each), `batch` texts a run."""
+        self.workers = workers
+        self.batch = batch
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="embed") if workers > 1 else None
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self.dim = int(self.embed(["dimension probe"])[0].shape[0])
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        """L2-normalised float32 rows for a few texts, in order (one model run)."""
+        raise NotImplementedError
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Embed many texts; returns float32 rows in input order."""
+        if not texts:
+            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        EMBED_TEXTS.labels("batch").inc(len(texts))
+        with EMBED_SECONDS.labels("batch").time():
+            return self._embed(texts)
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        batches = [order[start : start + self.batch] for start in range(0, len(order), self.batch)]
+        run = lambda idx: self._run([texts[i] for i in idx])  # noqa: E731
+        results = list(self._pool.map(run, batches)) if self._pool and len(batches) > 1 else map(run, batches)
+        out = None
+        for idx, vecs in zip(batches, results):
+            if out is None:
+                out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
+            out[idx] = vecs
+        if len(texts) > self.batch:
+            malloc.trim()
+        assert out is not None  # texts is not empty
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Queries repeat (agents re-ask); a small LRU saves the model call."""
+        with self._lock:
+            hit = self._cache.get(text)
+            if hit is not None:
+                self._cache.move_to_end(text)
+                return hit
+        EMBED_TEXTS.labels("query").inc()
+        with EMBED_SECONDS.labels("query").time():
+            vec = self._run([text])[0].astype(np.float32)
+        with self._lock:
+            self._cache[text] = vec
+            if len(self._cache) > 1024:
+                self._cache.popitem(last=False)
+        return vec
+
+
+def cores() -> int:
+    """The cores this process may run on (a container's CPU set, not the host's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
