@@ -14,11 +14,9 @@ Japanese and Korean get the keyword arm; their names are not tagged (jieba reads
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
-
-import jieba
-import jieba.posseg
 
 # Hiragana and katakana, CJK extension A, unified ideographs, compatibility ideographs, Hangul
 # syllables: the same ranges as migration 010's cjk_grams.
@@ -35,7 +33,18 @@ _KINDS = {"nr": "person", "nrfg": "person", "nrt": "person", "ns": "place", "nt"
 # Days of the week jieba tags as names when a step precedes them (上周三 "last Wednesday").
 _WEEKDAY_WORD = re.compile("[上下这本]?个?(?:周|星期|礼拜)[一二三四五六日天末]")
 
-jieba.setLogLevel(logging.WARNING)  # it announces its dictionary on stderr at INFO
+
+
+@functools.cache
+def _tagger():
+    """jieba's part-of-speech tagger, imported the first time Chinese text comes: importing it
+    costs ~70 MB of memory (its probability tables), which a server that never sees Chinese
+    should not pay (imported here rather than at the top for that reason alone)."""
+    import jieba
+    import jieba.posseg
+
+    jieba.setLogLevel(logging.WARNING)  # it announces its dictionary on stderr at INFO
+    return jieba.posseg
 
 
 def has_cjk(text: str) -> bool:
@@ -69,7 +78,7 @@ def chinese_names(text: str) -> list[tuple[str, str]]:
     if HAN_RUN.search(text) is None:
         return []
     found: dict[str, str] = {}
-    for pair in jieba.posseg.cut(text):
+    for pair in _tagger().cut(text):
         kind = _KINDS.get(pair.flag)
         if kind is None or len(pair.word) < 2 or _WEEKDAY_WORD.fullmatch(pair.word):
             continue
