@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 
 import aiohttp
+import httpx
 import pytest
 from hindsight_client import Hindsight
 from hindsight_client.hindsight_client import _run_async as run
@@ -224,6 +225,11 @@ def test_api_keys_apply_to_these_routes(auth_server, bank):
             lambda: scoped.create_bank(bank + "_other"),
             lambda: scoped.retain(bank + "_other", "x"),
             lambda: scoped.delete_bank(bank),
+            lambda: scoped.get_bank_config(bank + "_other"),
+            lambda: scoped.update_bank_config(bank + "_other", reflect_mission="mine now"),
+            lambda: scoped.reset_bank_config(bank + "_other"),
+            lambda: run(scoped.banks.get_agent_stats(bank + "_other")),
+            lambda: run(scoped.documents.list_document_chunks(bank + "_other", "d")),
         ):
             with pytest.raises((ApiException, aiohttp.ClientResponseError)) as e:
                 call()
@@ -258,6 +264,63 @@ def test_retained_documents_list_and_delete(client, bank):
     with pytest.raises(ApiException) as e:
         run(client.documents.get_document(bank, "notes"))
     assert e.value.status == 404
+
+
+def test_stats_config_and_chunks_as_the_reference_harness_calls_them(client, bank):
+    """Hindsight's own LoCoMo harness reads these beside retain and recall."""
+    client.retain_batch(
+        bank,
+        [
+            {"content": "Part A of the notes.", "document_id": "notes/1"},
+            {"content": "Part B of the notes.", "document_id": "notes/1"},
+            {"content": "Nina bakes sourdough with Omar."},
+        ],
+    )
+    chunks = run(client.documents.list_document_chunks(bank, "notes/1"))
+    assert chunks.total == 2 and [(c.chunk_index, c.chunk_text) for c in chunks.items] == [
+        (0, "Part A of the notes."),
+        (1, "Part B of the notes."),
+    ]
+    assert all(c.document_id == "notes/1" and c.bank_id == bank for c in chunks.items)
+    page = run(client.documents.list_document_chunks(bank, "notes/1", limit=1, offset=1))
+    assert [(c.chunk_index, c.chunk_text) for c in page.items] == [(1, "Part B of the notes.")] and page.total == 2
+    with pytest.raises(ApiException) as e:
+        run(client.documents.list_document_chunks(bank, "no-such-document"))
+    assert e.value.status == 404
+
+    stats = run(client.banks.get_agent_stats(bank))
+    assert stats.total_nodes == 3 and stats.total_documents == 1 and stats.nodes_by_fact_type == {"world": 3}
+    assert stats.links_by_link_type["entity"] >= 2 and stats.total_links == sum(stats.links_by_link_type.values())
+    assert stats.pending_operations == stats.failed_operations == 0 and stats.last_memory_write_at
+
+    config = client.get_bank_config(bank)
+    assert config["overrides"] == {} and config["config"]["disposition_empathy"] == 3
+    updated = client.update_bank_config(
+        bank, reflect_mission="Answer briefly.", disposition_empathy=5, retain_extraction_mode="verbose"
+    )
+    assert updated["overrides"] == {
+        "reflect_mission": "Answer briefly.",
+        "disposition_empathy": 5,
+        "retain_extraction_mode": "verbose",
+    }
+    assert updated["not_applied"] == ["retain_extraction_mode"]  # kept and reported, not acted on
+    assert client.get_bank_config(bank)["config"]["retain_extraction_mode"] == "verbose"
+    with httpx.Client(base_url=client._base_url) as h:
+        profile = h.get(f"/v1/default/banks/{bank}/profile").json()  # the settings we act on took
+        assert profile["mission"] == "Answer briefly." and profile["disposition"]["empathy"] == 5
+        # bad values are refused with the setting's name
+        bad = h.patch(f"/v1/default/banks/{bank}/config", json={"updates": {"disposition_empathy": 9}})
+        assert bad.status_code in (400, 422) and "disposition_empathy" in bad.text
+        bad = h.patch(f"/v1/default/banks/{bank}/config", json={"updates": {"Not A Key": 1}})
+        assert bad.status_code in (400, 422) and "setting name" in bad.text
+        env_form = h.patch(
+            f"/v1/default/banks/{bank}/config", json={"updates": {"HINDSIGHT_API_RECALL_MAX_TOKENS": 2048}}
+        )
+        assert env_form.json()["overrides"]["recall_max_tokens"] == 2048
+        removed = h.patch(f"/v1/default/banks/{bank}/config", json={"updates": {"recall_max_tokens": None}})
+        assert "recall_max_tokens" not in removed.json()["overrides"]
+    reset = client.reset_bank_config(bank)
+    assert reset["overrides"] == {} and reset["config"]["reflect_mission"] == "Answer briefly."
 
 
 def test_cancelling_a_pending_operation(pg_url, bank):

@@ -10,7 +10,7 @@ import asyncpg
 from ..config import BANK_ID_RULE, valid_bank_id
 from ..db.sql import Q
 from .errors import InvalidArgument, NotFound
-from .models import Bank, BankCreate, BankUpdate
+from .models import Bank, BankCounts, BankCreate, BankUpdate
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -23,14 +23,14 @@ def check_bank_id(bank_id: object, field: str = "bank_id") -> str:
 
 
 def _bank(row: asyncpg.Record, stats: asyncpg.Record | None = None) -> Bank:
+    config = json.loads(row["config"]) if isinstance(row["config"], str) else row["config"]
     b = Bank(
         bank_id=row["id"],
         name=row["name"],
         mission=row["mission"],
         disposition=json.loads(row["disposition"]) if isinstance(row["disposition"], str) else row["disposition"],
-        document_chunk_size=(json.loads(row["config"]) if isinstance(row["config"], str) else row["config"]).get(
-            "document_chunk_size"
-        ),
+        document_chunk_size=config.get("document_chunk_size"),
+        client_settings=config.get("client_settings") or {},
         created_at=row["created_at"],
         updated_at=row["updated_at"],
     )
@@ -42,9 +42,13 @@ def _bank(row: asyncpg.Record, stats: asyncpg.Record | None = None) -> Bank:
     return b
 
 
-def _config(chunk_size: int | None) -> dict:
-    """Per-bank settings kept in banks.config (JSON, so new ones need no migration)."""
-    return {"document_chunk_size": chunk_size} if chunk_size else {}
+def _config(chunk_size: int | None, client_settings: dict | None = None) -> dict:
+    """Per-bank settings kept in banks.config (JSON, so new ones need no migration); the update
+    merges them into what is there, key by key."""
+    config: dict = {"document_chunk_size": chunk_size} if chunk_size else {}
+    if client_settings is not None:
+        config["client_settings"] = client_settings
+    return config
 
 
 async def ensure_bank(conn: asyncpg.Connection, bank_id: str) -> None:
@@ -107,11 +111,29 @@ async def update_bank(rt: Runtime, bank_id: str, req: BankUpdate) -> Bank:
             fields.get("mission"),
             "disposition" in fields and fields["disposition"] is not None,
             json.dumps(fields.get("disposition") or {}),
-            json.dumps(_config(fields.get("document_chunk_size"))),
+            json.dumps(_config(fields.get("document_chunk_size"), fields.get("client_settings"))),
         )
     if row is None:
         raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
     return _bank(row)
+
+
+async def count_bank(rt: Runtime, bank_id: str) -> BankCounts:
+    async with rt.pool.acquire() as conn:
+        if await conn.fetchrow(Q.bank_get, bank_id) is None:
+            raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
+        kinds = await conn.fetch(Q.bank_counts_by_kind, bank_id)
+        links = await conn.fetchrow(Q.bank_link_counts, bank_id)
+        ops = await conn.fetch(Q.bank_operation_counts, bank_id)
+        stats = await conn.fetchrow(Q.bank_stats, bank_id)
+    return BankCounts(
+        bank_id=bank_id,
+        memories_by_type={r["kind"]: r["n"] for r in kinds},
+        links_by_kind={"entity": links["entity"], "source": links["source"]},
+        operations_by_status={r["status"]: r["n"] for r in ops},
+        documents=stats["documents"],
+        last_memory_at=stats["last_memory_at"],
+    )
 
 
 async def delete_bank(rt: Runtime, bank_id: str) -> int:

@@ -34,7 +34,6 @@ _KINDS = {"nr": "person", "nrfg": "person", "nrt": "person", "ns": "place", "nt"
 _WEEKDAY_WORD = re.compile("[上下这本]?个?(?:周|星期|礼拜)[一二三四五六日天末]")
 
 
-
 @functools.cache
 def _tagger():
     """jieba's part-of-speech tagger, imported the first time Chinese text comes: importing it

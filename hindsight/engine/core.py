@@ -43,6 +43,7 @@ from .models import (
     ApiKeyCreate,
     ApiKeyList,
     Bank,
+    BankCounts,
     BankCreate,
     BankCreated,
     BankDeleted,
@@ -239,6 +240,10 @@ class Engine:
         self.require(who, bank_id, write=True)
         return await banks.update_bank(self.rt, bank_id, req)
 
+    async def count_bank(self, who: Principal, bank_id: str) -> BankCounts:
+        self.require(who, bank_id)
+        return await banks.count_bank(self.rt, bank_id)
+
     async def delete_bank(self, who: Principal, bank_id: str) -> BankDeleted:
         check_bank_id(bank_id)
         who.require_admin()
@@ -276,6 +281,12 @@ class Engine:
     ) -> tuple[list[retained.RetainedDocument], int]:
         self.require(who, bank_id)
         return await retained.list_retained_documents(self.rt, bank_id, query)
+
+    async def list_document_units(
+        self, who: Principal, bank_id: str, document_id: str, limit: int, offset: int
+    ) -> tuple[list[Memory], int]:
+        self.require(who, bank_id)
+        return await retained.list_document_units(self.rt, bank_id, document_id, limit, offset)
 
     async def delete_retained_document(self, who: Principal, bank_id: str, document_id: str) -> int:
         self.require(who, bank_id, write=True)

@@ -227,11 +227,27 @@ class Bank(BaseModel):
     document_chunk_size: int | None = Field(
         None, description="Default characters per document chunk (else the server's)."
     )
+    client_settings: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Settings a client set for this bank that this server keeps but has no use for "
+        "(Hindsight's bank config: PATCH /v1/default/banks/{bank_id}/config).",
+    )
     created_at: datetime | None = None
     updated_at: datetime | None = None
     memory_count: int | None = None
     entity_count: int | None = None
     document_count: int | None = None
+    last_memory_at: datetime | None = None
+
+
+class BankCounts(BaseModel):
+    """What a bank holds, counted: memories by type, links by kind, operations by status."""
+
+    bank_id: str
+    memories_by_type: dict[str, int]
+    links_by_kind: dict[str, int] = Field(description="entity: entity mentions; source: a fact's raw units.")
+    operations_by_status: dict[str, int]
+    documents: int
     last_memory_at: datetime | None = None
 
 
@@ -268,6 +284,7 @@ class BankUpdate(Strict):
     mission: str | None = Field(None, max_length=4_000)
     disposition: dict[str, Any] | None = None
     document_chunk_size: int | None = ChunkSize
+    client_settings: dict[str, Any] | None = Field(None, max_length=100, description="Replaces the kept settings.")
 
 
 class ApiKeyCreate(Strict):

@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..db.sql import Q, fill
 from .binder import Binder
 from .errors import NotFound
-from .models import Offset, RetainItem, _clean_tags
+from .memories import COLUMNS, to_memory
+from .models import Memory, Offset, RetainItem, _clean_tags
 from .strict import Strict
 from .tags import TagsMatch, tag_condition
 
@@ -140,6 +141,22 @@ async def list_retained_documents(
         rows = await conn.fetch(listing, *page.values)
         total = await conn.fetchval(counting, *every.values)
     return [_retained(r) for r in rows], total
+
+
+_UNITS = fill(Q.retained_document_units, columns=COLUMNS)
+
+
+async def list_document_units(
+    rt: Runtime, bank_id: str, document_id: str, limit: int, offset: int
+) -> tuple[list[Memory], int]:
+    """A page of the units a document_id's text was split into, in order, and how many there are;
+    NotFound when nothing was retained under it."""
+    async with rt.pool.acquire() as conn:
+        rows = await conn.fetch(_UNITS, bank_id, document_id, limit, offset)
+        total = await conn.fetchval(Q.retained_document_unit_count, bank_id, document_id)
+        if not total and not await conn.fetchval(Q.retained_document_exists, bank_id, document_id):
+            raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
+    return [to_memory(r) for r in rows], total
 
 
 async def delete_retained_document(rt: Runtime, bank_id: str, document_id: str) -> int:

@@ -29,6 +29,19 @@ SELECT (SELECT count(*) FROM memories WHERE bank_id = $1) AS memories,
        (SELECT count(DISTINCT document_id) FROM memories WHERE bank_id = $1 AND document_id IS NOT NULL) AS documents,
        (SELECT max(created_at) FROM memories WHERE bank_id = $1) AS last_memory_at;
 
+-- bank_counts_by_kind --
+-- A bank's memories by type (world, experience).
+SELECT kind, count(*) AS n FROM memories WHERE bank_id = $1 GROUP BY kind;
+
+-- bank_link_counts --
+-- A bank's links: entity mentions of its memories, and the sources of its extracted facts.
+SELECT (SELECT count(*) FROM memory_entities me JOIN memories m ON m.id = me.memory_id WHERE m.bank_id = $1) AS entity,
+       (SELECT count(*) FROM fact_sources f JOIN memories m ON m.id = f.fact_id WHERE m.bank_id = $1) AS source;
+
+-- bank_operation_counts --
+-- A bank's operations by status.
+SELECT status, count(*) AS n FROM operations WHERE bank_id = $1 GROUP BY status;
+
 -- bank_list --
 -- Every bank (an admin key or no keys at all).
 SELECT id, name, mission, disposition, config, created_at, updated_at FROM banks ORDER BY id;

@@ -38,3 +38,15 @@ DELETE FROM memory_documents WHERE bank_id = $1 AND id = ANY($2::text[]);
 -- Keep the text retained under a document_id, with its tags and metadata, for clients that read it back.
 INSERT INTO memory_documents (bank_id, id, original_text, content_hash, tags, metadata)
 VALUES ($1, $2, $3, $4, $5, $6::jsonb);
+
+-- retained_document_units --
+-- The units a document_id's text was split into, in order (what Hindsight's clients call the
+-- document's chunks): its own units, not the facts an LLM drew from them.
+SELECT /*columns*/ FROM memories m
+WHERE m.bank_id = $1 AND m.document_id = $2 AND NOT EXISTS (SELECT 1 FROM fact_sources f WHERE f.fact_id = m.id)
+ORDER BY m.source_id, m.position LIMIT $3 OFFSET $4;
+
+-- retained_document_unit_count --
+-- How many units retained_document_units pages through.
+SELECT count(*) FROM memories m
+WHERE m.bank_id = $1 AND m.document_id = $2 AND NOT EXISTS (SELECT 1 FROM fact_sources f WHERE f.fact_id = m.id);

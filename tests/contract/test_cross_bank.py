@@ -100,6 +100,7 @@ async def test_rest_refuses_ids_of_another_bank_and_changes_nothing(app, rest, b
         ("DELETE", f"/v1/banks/{mine}/mental-models/{mm}", None),
         ("GET", f"/v1/default/banks/{mine}/memories/{m}", None),
         ("GET", f"/v1/default/banks/{mine}/documents/{rd}", None),
+        ("GET", f"/v1/default/banks/{mine}/documents/{rd}/chunks", None),
         ("DELETE", f"/v1/default/banks/{mine}/documents/{rd}", None),
         ("GET", f"/v1/default/banks/{mine}/operations/{o}", None),
         ("DELETE", f"/v1/default/banks/{mine}/operations/{o}", None),

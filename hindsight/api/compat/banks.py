@@ -3,11 +3,13 @@ traits (1-5) and the mission reflect answers in the light of."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fastapi import APIRouter, Query
 
 from ...engine.core import Engine
+from ...engine.errors import InvalidArgument
 from ...engine.keys import Principal
 from ...engine.models import MAX_OFFSET, Bank, BankCreate, BankUpdate
 from ...engine.validation import parse
@@ -71,3 +73,99 @@ async def delete_bank(bank_id: BankId, who: Caller, eng: EngineDep):
     return M.Deleted(
         message=f"Bank '{bank_id}' and all associated data deleted successfully", deleted_count=gone.memories_deleted
     )
+
+
+@router.get("/{bank_id}/stats", response_model=M.BankStats, summary="What the bank holds, counted")
+async def bank_stats(bank_id: BankId, who: Caller, eng: EngineDep):
+    c = await eng.count_bank(who, bank_id)
+    ops = c.operations_by_status
+    return M.BankStats(
+        bank_id=bank_id,
+        total_nodes=sum(c.memories_by_type.values()),
+        total_links=sum(c.links_by_kind.values()),
+        total_documents=c.documents,
+        nodes_by_fact_type=c.memories_by_type,
+        links_by_link_type=c.links_by_kind,
+        links_by_fact_type={},
+        links_breakdown={},
+        pending_operations=ops.get("queued", 0) + ops.get("running", 0),
+        failed_operations=ops.get("failed", 0),
+        operations_by_status=ops,
+        last_memory_write_at=c.last_memory_at.isoformat() if c.last_memory_at else None,
+    )
+
+
+# ---- config: the reference's per-bank settings ---------------------------------------------------
+# The ones we act on, and where they go; every other key is kept and reported back as not applied.
+_TRAITS = {f"disposition_{t}": t for t in ("skepticism", "literalism", "empathy")}
+APPLIED = {"reflect_mission", *_TRAITS}
+_KEY = re.compile(r"[a-z][a-z0-9_]{0,99}")
+
+
+def _key(raw: str) -> str:
+    """A setting's name as the reference's Python field (HINDSIGHT_API_X is also accepted)."""
+    key = raw.removeprefix("HINDSIGHT_API_").lower() if raw.startswith("HINDSIGHT_API_") else raw
+    if not _KEY.fullmatch(key):
+        raise InvalidArgument(f"updates: {raw[:120]!r} is not a setting name (lower_snake_case)", "updates")
+    return key
+
+
+def _check(key: str, value: Any) -> None:
+    if key == "reflect_mission" and not (isinstance(value, str) and len(value) <= 4_000):
+        raise InvalidArgument("updates.reflect_mission: expected text of at most 4,000 characters", "updates")
+    if key in _TRAITS and not (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 5):
+        raise InvalidArgument(f"updates.{key}: expected an integer from 1 to 5", "updates")
+
+
+def _config_out(bank: Bank) -> M.BankConfig:
+    overrides = dict(bank.client_settings)
+    config: dict[str, Any] = {
+        "reflect_mission": bank.mission,
+        **{key: (bank.disposition or {}).get(trait, 3) for key, trait in _TRAITS.items()},
+        "document_chunk_size": bank.document_chunk_size,
+    }
+    return M.BankConfig(
+        bank_id=bank.bank_id,
+        config={**overrides, **config},
+        overrides=overrides,
+        not_applied=sorted(k for k in overrides if k not in APPLIED),
+    )
+
+
+@router.get("/{bank_id}/config", response_model=M.BankConfig, summary="The bank's settings and its overrides")
+async def get_config(bank_id: BankId, who: Caller, eng: EngineDep):
+    return _config_out(await eng.get_bank(who, bank_id))
+
+
+@router.patch(
+    "/{bank_id}/config",
+    response_model=M.BankConfig,
+    summary="Override settings for this bank (those this server does not have are kept and reported)",
+)
+async def patch_config(body: M.BankConfigUpdate, bank_id: BankId, who: Caller, eng: EngineDep):
+    bank = await eng.get_bank(who, bank_id)
+    kept = dict(bank.client_settings)
+    update: dict[str, Any] = {}
+    for raw, value in body.updates.items():
+        key = _key(raw)
+        if value is None:  # null removes an override
+            kept.pop(key, None)
+            continue
+        _check(key, value)
+        kept[key] = value
+        if key == "reflect_mission":
+            update["mission"] = value
+        elif key in _TRAITS:
+            update.setdefault("disposition", dict(bank.disposition or {}))[_TRAITS[key]] = value
+    if len(kept) > 100:
+        raise InvalidArgument("updates: a bank keeps at most 100 overrides", "updates")
+    bank = await eng.update_bank(who, bank_id, parse(BankUpdate, {**update, "client_settings": kept}))
+    return _config_out(bank)
+
+
+@router.delete("/{bank_id}/config", response_model=M.BankConfig, summary="Forget the bank's overrides")
+async def reset_config(bank_id: BankId, who: Caller, eng: EngineDep):
+    """The overrides go; the mission and disposition they set stay the bank's profile (a PATCH of
+    the bank changes those)."""
+    await eng.get_bank(who, bank_id)
+    return _config_out(await eng.update_bank(who, bank_id, parse(BankUpdate, {"client_settings": {}})))

@@ -172,6 +172,38 @@ async def list_documents(
     )
 
 
+@router.get(
+    "/documents/{document_id:path}/chunks",
+    response_model=M.ChunkList,
+    summary="The units a retained document was split into, in order",
+)
+async def list_chunks(
+    document_id: str,
+    bank_id: BankId,
+    who: Caller,
+    eng: EngineDep,
+    limit: int = Query(100, ge=1, le=1000),
+    offset: int = Query(0, ge=0, le=MAX_OFFSET),
+):
+    units, total = await eng.list_document_units(who, bank_id, document_id, limit, offset)
+    return M.ChunkList(
+        items=[
+            M.Chunk(
+                chunk_id=u.id,
+                document_id=document_id,
+                bank_id=bank_id,
+                chunk_index=offset + i,
+                chunk_text=u.text,
+                created_at=u.created_at.isoformat() if u.created_at else "",
+            )
+            for i, u in enumerate(units)
+        ],
+        total=total,
+        limit=limit,
+        offset=offset,
+    )
+
+
 @router.delete(
     "/documents/{document_id:path}",
     response_model=M.DocumentDeleted,

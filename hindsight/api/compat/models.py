@@ -96,6 +96,46 @@ class BankList(BaseModel):
     offset: int
 
 
+class BankStats(BaseModel):
+    """The reference's bank statistics from our counts: nodes are memory units, links are a
+    unit's entity mentions (`entity`) and an extracted fact's sources (`source`); we have no
+    observations or consolidation, so those counts are 0."""
+
+    bank_id: str
+    total_nodes: int
+    total_links: int
+    total_documents: int
+    nodes_by_fact_type: dict[str, int]
+    links_by_link_type: dict[str, int]
+    links_by_fact_type: dict[str, int]
+    links_breakdown: dict[str, dict[str, int]]
+    pending_operations: int
+    failed_operations: int
+    operations_by_status: dict[str, int]
+    last_consolidated_at: str | None = None
+    last_memory_write_at: str | None = None
+    pending_consolidation: int = 0
+    failed_consolidation: int = 0
+    total_observations: int = 0
+
+
+class BankConfigUpdate(Lenient):
+    """PATCH /banks/{bank_id}/config: `updates` by the reference's field names (or their
+    HINDSIGHT_API_* forms)."""
+
+    updates: dict[str, Any] = Field(max_length=100)
+
+
+class BankConfig(BaseModel):
+    bank_id: str
+    config: dict[str, Any] = Field(description="The bank's settings as they apply, with the overrides.")
+    overrides: dict[str, Any] = Field(description="What was set for this bank through this route.")
+    not_applied: list[str] = Field(
+        default_factory=list,
+        description="Overrides accepted and kept but not acted on: settings this server does not have.",
+    )
+
+
 class Deleted(BaseModel):
     success: bool = True
     message: str | None = None
@@ -270,6 +310,24 @@ class DocumentItem(BaseModel):
 
 class DocumentList(BaseModel):
     items: list[DocumentItem]
+    total: int
+    limit: int
+    offset: int
+
+
+class Chunk(BaseModel):
+    """One unit of a retained document, as the reference's chunk: the id is the memory's."""
+
+    chunk_id: str
+    document_id: str
+    bank_id: str
+    chunk_index: int
+    chunk_text: str
+    created_at: str
+
+
+class ChunkList(BaseModel):
+    items: list[Chunk]
     total: int
     limit: int
     offset: int
