@@ -115,6 +115,13 @@ class Settings(BaseSettings):
     )
     unit_max_chars: int = Field(1_200, ge=200, le=20_000, description="Longest memory unit; longer content is split.")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
+    workers: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Server processes sharing the port and the database (the embedded PostgreSQL is started once); "
+        "each embeds with its share of the cores. `/metrics` reports the process that answered.",
+    )
     shutdown_grace: float = Field(
         20.0,
         ge=0,

@@ -43,54 +43,9 @@ def serve(host: str | None, port: int | None) -> None:
     except ConfigError as exc:
         click.echo(f"hindsight: configuration error: {exc}", err=True)
         sys.exit(2)
-    import uvicorn
+    from ..api.serve import serve_settings
 
-    from .. import logs
-    from ..api.app import create_app
-    from ..api.serve import DrainingServer
-
-    logs.configure(settings.log_format, settings.log_level)
-    # The address bound is the one the Host check (api/edge.py) must know.
-    settings = settings.model_copy(update={"host": host or settings.host, "port": port or settings.port})
-    app = create_app(settings)
-    config = uvicorn.Config(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_config=None,  # uvicorn's records go to the handler logs.configure() installed
-        log_level=settings.log_level,
-        lifespan="on",
-        # requests were drained already (api/drain.py): this only bounds closing idle connections
-        timeout_graceful_shutdown=5,
-    )
-    server = DrainingServer(config, app, settings.shutdown_grace)
-
-    async def run() -> int:
-        # Start the engine before serving so that a database or model problem ends with one
-        # clear line instead of uvicorn's lifespan traceback.
-        try:
-            await app.engine.start()
-        except Exception as exc:
-            click.echo(f"hindsight: cannot start: {exc}", err=True)
-            await app.engine.close()
-            return 1
-        await server.serve()
-        return 0 if server.started else 1
-
-    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-        sys.exit(runner.run(run()))
-
-
-def _loop_factory():
-    """uvloop where it is installed (uvicorn[standard] brings it, except on Windows), the loop
-    uvicorn itself would pick: we run its `serve()` inside our own loop, which skips that choice.
-    No measurable change in recall throughput or server CPU (bench/README.md, "Where recall's time
-    goes")."""
-    try:
-        import uvloop
-    except ImportError:
-        return None
-    return uvloop.new_event_loop
+    sys.exit(serve_settings(settings.model_copy(update={"host": host or settings.host, "port": port or settings.port})))
 
 
 @cli.command("mcp")

@@ -75,6 +75,8 @@ async def ensure_vector_extension(url: str, update: bool = False) -> None:
             return
         try:
             await conn.execute(Q.vector_extension_create)
+        except asyncpg.UniqueViolationError:
+            return  # another process sharing the database created it at the same moment
         except asyncpg.PostgresError as exc:
             raise DatabaseError(
                 f"the PostgreSQL at {redact(url)} has no 'vector' extension (pgvector) and it "
