@@ -14,7 +14,7 @@ import math
 
 import asyncpg
 
-from ..llm import CAUSE_WORDS, LLMError
+from ..llm import LLMError
 
 INVALID_PARAMS = -32602
 # JSON-RPC leaves -32000..-32099 to implementations; -32001 is authentication and authorisation
@@ -168,9 +168,6 @@ class LLMUnavailable(HindsightError):
 
     def details(self) -> dict:
         return {"cause": self.cause}
-
-
-assert set(LLMUnavailable.STATUS) <= set(CAUSE_WORDS)
 
 # SQLSTATEs that say "no database to talk to" rather than "this statement is wrong": class 08
 # (connection exceptions, e.g. 08003 connection does not exist, 08006 connection failure),
