@@ -168,6 +168,26 @@ def test_the_fallback_can_be_the_servers_default(pg_url, llm, bank):
         s.stop()
 
 
+def test_cli_reflect_says_how_the_llm_failed(faulty, api, bank):
+    import os
+    import subprocess
+    import sys
+
+    retain(api, bank, {"content": FACT})
+    env = {**os.environ, "HINDSIGHT_URL": faulty.url}
+
+    def run(*a):
+        cmd = [sys.executable, "-m", "hindsight.cli.main", "reflect", bank, "What does Ana play? [[fault:error]]", *a]
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+
+    failed = run()
+    assert failed.returncode == 1 and "502 llm_unavailable: reflect: the LLM provider failed" in failed.stderr
+    assert "Traceback" not in failed.stderr
+    fallback = run("--on-llm-failure", "extractive")
+    assert fallback.returncode == 0 and "Ana plays chess" in fallback.stdout, fallback.stderr
+    assert "The LLM failed (provider_error)" in fallback.stderr
+
+
 async def retain_everywhere(server: Server, content: str, banks: dict[str, str]) -> dict:
     """One retain per face, each in its own bank, at once: REST waiting, REST queued, MCP
     waiting, `/v1/default` synchronous and asynchronous. Returns each face's extraction
