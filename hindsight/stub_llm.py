@@ -6,7 +6,8 @@ model. It recognises hindsight's prompts by their `TASK:` line and answers them 
 
 - `TASK: extract_facts`: one fact per sentence of each item, pronouns (he/she/they) replaced by
   the last name seen in the item, "yesterday"/"today" turned into dates from the item timestamp.
-- `TASK: reflect`: an answer quoting the first memories it was given and citing their ids.
+- `TASK: reflect`: an answer quoting the first memories it was given and citing their ids, cut
+  to the `ANSWER LENGTH` the prompt asks for (as a model that follows it would).
 - `TASK: structured_output`: a value built from the JSON Schema in the prompt, its strings
   holding the answer (`[[structured-invalid]]` makes it answer `[]`, which no object schema takes).
 
@@ -74,6 +75,13 @@ _NOT_NAMES = {
 _PRONOUN = re.compile(r"\b(she|he|they|She|He|They)\b")
 _SLEEP = re.compile(r"\[\[sleep:(\d+(?:\.\d+)?)\]\]")
 _FAULT = re.compile(r"\[\[fault:([a-z_]+)\]\]")
+_LENGTH = re.compile(r"^ANSWER LENGTH: at most (\d+) tokens", re.M)
+
+
+def _cut(text: str, chars: int) -> str:
+    """`text` in at most `chars` characters, ending at a word."""
+    return text if len(text) <= chars else text[:chars].rsplit(" ", 1)[0]
+
 
 # How a misbehaving LLM answers, by mode.
 FAULTS = {
@@ -86,6 +94,7 @@ FAULTS = {
     "empty_content": "no content at all",
     "empty_answer": 'valid JSON that says nothing: {"facts": []}, {"answer": ""}',
     "huge": "a 1 MB answer: one 1 MB fact, a 1 MB reflect answer",
+    "verbose": "a reflect answer twice the length the prompt asks for",
     "injected": "an answer carrying instructions aimed at the server and other banks, citing ids it was not given",
 }
 INJECTION = (
@@ -188,6 +197,13 @@ class StubLLM:
                 return json.dumps({"facts": [{"item": 0, "text": text, "type": "world", "entities": []}]}), "stop"
             text = ("All work and no play makes Jack a dull boy. " * 22_728)[:999_999]
             return json.dumps({"answer": text, "memory_ids": [], "mental_model_ids": []}), "stop"
+        if fault.mode == "verbose":
+            good = json.loads(self.reflect(_LENGTH.sub("", prompt)))
+            limit = _LENGTH.search(prompt)
+            words = good["answer"].split() or ["Nothing."]
+            while limit and len(good["answer"]) <= int(limit.group(1)) * 8:
+                good["answer"] += " " + " ".join(words)
+            return json.dumps(good), "stop"
         assert fault.mode == "injected", fault.mode
         if task == "extract_facts":
             facts = json.loads(self.extract(prompt))["facts"]
@@ -263,6 +279,8 @@ class StubLLM:
             return json.dumps({"answer": "", "memory_ids": [], "mental_model_ids": []})
         used = memories[:2]
         answer = f"Answer to '{q}': " + " ".join(t for _, t in used) if used else f"Nothing is known about '{q}'."
+        if limit := _LENGTH.search(prompt):  # as a model that follows the length asked for
+            answer = _cut(answer, int(limit.group(1)) * 4)
         return json.dumps({"answer": answer, "memory_ids": [i for i, _ in used], "mental_model_ids": models[:1]})
 
     def structured(self, prompt: str) -> str:

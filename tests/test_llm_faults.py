@@ -16,6 +16,8 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from hindsight.text import estimate_tokens
+
 from conftest import Server, fresh_database, llm_env, mcp_session, wait_for
 from support import metric, metric_samples, op_done, recall_texts, retain
 
@@ -425,17 +427,19 @@ def test_a_failing_refresh_is_not_asked_again_every_tick(faulty, llm, api, bank)
 
 
 def test_a_model_never_holds_more_than_its_max_tokens(faulty, api, bank):
-    """The bound is the model's own max_tokens: an ordinary answer longer than 64 tokens fails
-    the refresh of a 64-token model (estimated at four characters a token)."""
+    """The bound is the model's own max_tokens, asked for in the prompt and checked on the answer:
+    a model that follows it fills the model; one that writes twice as much fails the refresh."""
     retain(api, bank, {"content": "Ines " + "keeps a long diary of every chess game she played in Lisbon, " * 6})
-    created = api.post(
-        f"/v1/banks/{bank}/mental-models",
-        json={"name": "Diary", "source_query": "What does Ines keep?", "max_tokens": 64},
-    ).json()
-    op = op_done(api, bank, created["operation_id"])
-    assert op["status"] == "failed" and "the limit is 64" in op["error"], op
-    model = api.get(f"/v1/banks/{bank}/mental-models/diary").json()
-    assert model["status"] == "failed" and model["content"] is None and WORDS["too_long"] in model["last_error"]
+    for name, query in (("Diary", "What does Ines keep?"), ("Verbose", "What does Ines keep? [[fault:verbose]]")):
+        body = {"name": name, "source_query": query, "max_tokens": 64}
+        assert api.post(f"/v1/banks/{bank}/mental-models", json=body).status_code == 202
+    diary = wait_for(lambda: m if (m := api.get(f"/v1/banks/{bank}/mental-models/diary").json())["content"] else None)
+    assert diary["status"] == "ready" and 0 < estimate_tokens(diary["content"]) <= 64 and "Ines" in diary["content"]
+    verbose = wait_for(
+        lambda: m if (m := api.get(f"/v1/banks/{bank}/mental-models/verbose").json())["status"] == "failed" else None
+    )
+    assert verbose["content"] is None and WORDS["too_long"] in verbose["last_error"]
+    assert "the limit is 64" in verbose["last_error"]
 
 
 def test_injected_instructions_stay_text_in_their_own_bank(faulty, llm, api, bank):

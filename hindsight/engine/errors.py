@@ -169,6 +169,7 @@ class LLMUnavailable(HindsightError):
     def details(self) -> dict:
         return {"cause": self.cause}
 
+
 # SQLSTATEs that say "no database to talk to" rather than "this statement is wrong": class 08
 # (connection exceptions, e.g. 08003 connection does not exist, 08006 connection failure),
 # 57P01-57P05 (shut down by an administrator or a crash, still starting up or recovering,

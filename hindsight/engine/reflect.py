@@ -6,7 +6,9 @@ Offline (no LLM), reflect is extractive: the best memories, and a note saying no
 
 The LLM's answer is checked before it is used: not empty, and at most the caller's `max_tokens`
 (a mental model's, on a refresh) or MAX_ANSWER_TOKENS, estimated as the engine estimates tokens
-(text.estimate_tokens); an answer that fails is re-asked with the reason (llm/client.py). When
+(text.estimate_tokens); an answer that fails is re-asked with the reason (llm/client.py). A
+caller's bound is also said in the prompt (ANSWER LENGTH) and given to the provider as its
+max_tokens (plus the JSON's overhead), so that a model that follows instructions meets it. When
 the LLM fails for good, reflect raises LLMUnavailable naming the cause, or, when the caller
 allows it (`on_llm_failure: "extractive"`, or HINDSIGHT_API_REFLECT_ON_LLM_FAILURE), answers as
 offline mode would, marked as such (`mode: "extractive"`, `llm_error`). A refresh never falls
@@ -51,6 +53,7 @@ MAX_ANSWER_TOKENS = 32_768
 JSON_OVERHEAD_TOKENS = 256
 OnLLMFailure = Literal["error", "extractive"]
 WHAT = {"mental_model": "mental-model refresh"}  # an operation's name in an error message
+LENGTH_LINE = "ANSWER LENGTH:"
 
 
 class ReflectRequest(Strict):
@@ -205,6 +208,8 @@ async def reflect(
     persona = _persona(bank)
     if persona:
         body.append(persona)
+    if max_answer_tokens or req.max_tokens:  # asked for, so that a longer answer is the LLM's fault
+        body.append(f"{LENGTH_LINE} at most {limit} tokens (about {limit * 3 // 4} words).")
     body.append("MENTAL MODELS:")
     body += [f"[mental_model {r['id']}] {r['name']}: {r['content']}" for r in models] or ["(none)"]
     body.append("MEMORIES:")
@@ -221,7 +226,7 @@ async def reflect(
         if not out.answer.strip():
             raise Rejected("empty", "its `answer` is blank")
         if (n := estimate_tokens(out.answer)) > limit:
-            raise Rejected("too_long", f"about {n} tokens; the limit is {limit}")
+            raise Rejected("too_long", f"its answer is about {n} tokens; the limit is {limit}")
 
     try:
         out = await rt.llm.json(

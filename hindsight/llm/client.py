@@ -400,7 +400,8 @@ class LLM:
                         {
                             "role": "user",
                             "content": f"That answer was rejected: {failure.reason}. "
-                            "Reply with only a JSON object that follows the schema.",
+                            + ("Answer more briefly. " if failure.cause in ("truncated", "too_long") else "")
+                            + "Reply with only a JSON object that follows the schema.",
                         },
                     ]
                 else:
