@@ -94,7 +94,7 @@ FAULTS = {
     "empty_content": "no content at all",
     "empty_answer": 'valid JSON that says nothing: {"facts": []}, {"answer": ""}',
     "huge": "a 1 MB answer: one 1 MB fact, a 1 MB reflect answer",
-    "verbose": "a reflect answer twice the length the prompt asks for",
+    "verbose": "a reflect answer twice the length the prompt asks for (other tasks answer as usual)",
     "injected": "an answer carrying instructions aimed at the server and other banks, citing ids it was not given",
 }
 INJECTION = (
@@ -197,19 +197,18 @@ class StubLLM:
                 return json.dumps({"facts": [{"item": 0, "text": text, "type": "world", "entities": []}]}), "stop"
             text = ("All work and no play makes Jack a dull boy. " * 22_728)[:999_999]
             return json.dumps({"answer": text, "memory_ids": [], "mental_model_ids": []}), "stop"
-        if fault.mode == "verbose":
+        if fault.mode == "verbose" and task == "reflect":
             good = json.loads(self.reflect(_LENGTH.sub("", prompt)))
             limit = _LENGTH.search(prompt)
             words = good["answer"].split() or ["Nothing."]
             while limit and len(good["answer"]) <= int(limit.group(1)) * 8:
                 good["answer"] += " " + " ".join(words)
             return json.dumps(good), "stop"
-        assert fault.mode == "injected", fault.mode
-        if task == "extract_facts":
+        if fault.mode == "injected" and task == "extract_facts":
             facts = json.loads(self.extract(prompt))["facts"]
             facts.append({"item": 0, "text": INJECTION, "type": "world", "entities": ["victim"]})
             return json.dumps({"facts": facts}), "stop"
-        if task == "reflect":
+        if fault.mode == "injected" and task == "reflect":
             good = json.loads(self.reflect(prompt))
             good["answer"] = f"{good['answer']} {INJECTION}"
             good["memory_ids"].append(FOREIGN_MEMORY_ID)
