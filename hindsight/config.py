@@ -173,9 +173,25 @@ class Settings(BaseSettings):
         None, description="Base URL for the reflect model; default: the LLM base URL."
     )
     llm_max_concurrent: int = Field(4, ge=1, le=256, description="Most LLM calls in flight per server process.")
-    llm_timeout: float = Field(120.0, gt=0, le=3600, description="Seconds before one LLM call is abandoned.")
+    llm_timeout: float = Field(
+        120.0,
+        gt=0,
+        le=3600,
+        description="Seconds before one LLM call is abandoned; in a request (reflect), also the most one answer may "
+        "take, retries and waits included (operations are bounded by HINDSIGHT_API_OPERATION_TIMEOUT).",
+    )
     llm_max_retries: int = Field(
-        3, ge=0, le=10, description="Retries of a failed or malformed LLM call (exponential backoff)."
+        3,
+        ge=0,
+        le=10,
+        description="Retries of a failed or unusable LLM call: after the provider's Retry-After, else exponential "
+        "backoff; an unusable answer is re-asked at once with the reason.",
+    )
+    reflect_on_llm_failure: Literal["error", "extractive"] = Field(
+        "error",
+        description="What reflect answers when the LLM fails (after its retries): `error` (502/503/504 naming the "
+        "cause) or `extractive` (the most relevant memories verbatim, marked so); a request's `on_llm_failure` "
+        "overrides it. Mental-model refreshes never fall back.",
     )
     retain_llm_batch_tokens: int = Field(
         3_000, ge=200, le=200_000, description="Token budget of the items sent in one fact-extraction call."

@@ -59,7 +59,8 @@ EMBED_SECONDS = Histogram(
 EMBED_TEXTS = Counter("hindsight_embedded_texts", "Texts embedded.", ["call"], registry=REGISTRY)
 LLM_CALLS = Counter(
     "hindsight_llm_calls",
-    "LLM calls, by operation, model and outcome (ok, error, rejected).",
+    "LLM calls, by operation, model and outcome: ok, or why the call failed (rate_limit, timeout, "
+    "provider_error, malformed, truncated, empty, too_long).",
     ["operation", "model", "outcome"],
     registry=REGISTRY,
 )

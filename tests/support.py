@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import io
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from conftest import wait_for
 
 # Tables whose rows belong to a bank: those with a bank_id column, and the link tables that hang
@@ -53,6 +55,19 @@ def op_done(api, bank, op_id):
         return op if op["status"] in ("succeeded", "failed", "cancelled") else None
 
     return wait_for(check)
+
+
+def metric_samples(text: str) -> dict[tuple, float]:
+    """A /metrics page as {(sample name, sorted labels): value}."""
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def metric(found: dict, name: str, **labels) -> float:
+    return found.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
 def pdf_bytes() -> bytes:

@@ -196,7 +196,7 @@ def test_llm_features_through_the_client(llm_server, bank):
         assert set(answer.structured_output) == {"pet_name", "count"} and answer.structured_output_error is None
         assert answer.usage.total_tokens > 0
         bad = c.reflect(bank, "What is the cat called? [[structured-invalid]]", response_schema=schema)
-        assert bad.structured_output is None and "malformed output" in bad.structured_output_error
+        assert bad.structured_output is None and "the LLM's answer was malformed" in bad.structured_output_error
     finally:
         c.close()
 

@@ -143,7 +143,7 @@ def test_malformed_output_is_retried_and_never_dropped(llm_api, bank):
     res = retain(llm_api, bank, {"content": "Joanna writes screenplays. [[malformed-always]]"})
     op = operation(llm_api, bank, res["operation_id"])
     assert res["extraction"] == "failed" and op["status"] == "failed" and op["attempts"] == 2
-    assert "malformed output" in op["error"]
+    assert "the LLM's answer was malformed" in op["error"]
     texts, _ = recall_texts(llm_api, bank, "What does Joanna write?")
     assert "Joanna writes screenplays. [[malformed-always]]" in texts  # raw text still there
 

@@ -149,7 +149,7 @@ def test_memories_without_the_models_tags_do_not_refresh_it(llm_api, bank):
     )
 
 
-def test_empty_refresh_keeps_previous_content(llm_api, bank):
+def test_empty_refresh_fails_and_keeps_previous_content(llm_api, bank):
     retain(llm_api, bank, {"content": "Sven brews coffee every morning."})
     created = llm_api.post(
         f"/v1/banks/{bank}/mental-models", json={"name": "Habits", "source_query": "What are Sven's habits?"}
@@ -159,10 +159,12 @@ def test_empty_refresh_keeps_previous_content(llm_api, bank):
     assert good["content"]
     r = llm_api.patch(f"/v1/banks/{bank}/mental-models/habits", json={"source_query": "Sven habits [[empty]]"})
     assert r.status_code == 200 and r.json()["pending_operation_id"]
-    op_done(llm_api, bank, r.json()["pending_operation_id"])
+    op = op_done(llm_api, bank, r.json()["pending_operation_id"])
+    assert op["status"] == "failed" and "the LLM's answer was empty" in op["error"]  # nothing is not something
     now = llm_api.get(f"/v1/banks/{bank}/mental-models/habits").json()
     assert now["content"] == good["content"] and now["status"] == "ready"
-    assert "empty" in now["last_error"]
+    assert "the LLM's answer was empty" in now["last_error"]
+    assert len(llm_api.get(f"/v1/banks/{bank}/mental-models/habits/history").json()) == 1
 
 
 def test_mental_models_offline_are_extractive(api, bank):

@@ -9,18 +9,8 @@ from mcp.shared.exceptions import MCPError
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import ADMIN_KEY, AUTH_EXT, Server, mcp_session, wait_for
-
-
-def samples(text: str) -> dict[tuple, float]:
-    out = {}
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
-    return out
-
-
-def value(found: dict, name: str, **labels) -> float:
-    return found.get((name, tuple(sorted(labels.items()))), 0.0)
+from support import metric as value
+from support import metric_samples as samples
 
 
 async def test_metrics_count_requests_tools_arms_and_read_the_queue(server, api, bank):

@@ -1,5 +1,6 @@
 """Every REST error is JSON `{error, message, field?}` with a 4xx status (503 with Retry-After
-while the database cannot be reached); nothing leaks a trace."""
+while the database cannot be reached; 502, 503 or 504 with `cause` when the LLM failed); nothing
+leaks a trace."""
 
 from __future__ import annotations
 
@@ -13,8 +14,17 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
-from ..engine.errors import BadRequest, HindsightError, InvalidArgument, MethodNotAllowed, NotFound, unavailable
+from ..engine.errors import (
+    BadRequest,
+    HindsightError,
+    InvalidArgument,
+    MethodNotAllowed,
+    NotFound,
+    known,
+    unavailable,
+)
 from ..engine.validation import describe
+from ..llm import LLMError
 
 log = logging.getLogger("hindsight.api")
 
@@ -25,6 +35,11 @@ class ErrorBody(BaseModel):
     error: str = Field(description="What kind of error: invalid_argument, not_found, forbidden, ...")
     message: str = Field(description="What is wrong, naming the argument at fault first.")
     field: str | None = Field(None, description="The argument at fault, when there is one.")
+    cause: str | None = Field(
+        None,
+        description="llm_unavailable only: how the LLM failed (rate_limit, timeout, provider_error, malformed, "
+        "truncated, empty, too_long).",
+    )
     detail: str | None = Field(
         None, description="The message again, on /v1/default routes (Hindsight's clients read it)."
     )
@@ -41,7 +56,18 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (409, "Conflicts with what exists"),
         (413, "Too large"),
         (422, "Invalid argument (the message names it)"),
-        (503, "Stopping, or the database is unavailable: retry after Retry-After seconds"),
+        (503, "Stopping, the database is unavailable, or the LLM is rate-limiting: retry after Retry-After seconds"),
+    )
+}
+# Routes that call the LLM in the request (reflect) add these.
+LLM_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": what}
+    for status, what in (
+        (
+            502,
+            "The LLM failed or its answer was unusable (`cause`: provider_error, malformed, truncated, empty, too_long)",
+        ),
+        (504, "The LLM did not answer in time (`cause`: timeout)"),
     )
 }
 
@@ -97,6 +123,13 @@ def install(app: FastAPI) -> None:
             return answer(MethodNotAllowed(str(exc.detail), allow), request.url.path)
         body = {"error": "http_error", "message": str(exc.detail)}
         return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(LLMError)
+    async def _llm(request: Request, exc: LLMError):
+        """An LLM failure that no engine function named (reflect raises LLMUnavailable itself)."""
+        error = known(exc)
+        assert error is not None
+        return answer(error, request.url.path)
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception):

@@ -17,12 +17,16 @@ from ..engine.mental_models import (
 from ..engine.models import Operation, OperationList, OperationQuery
 from ..engine.reflect import ReflectRequest, ReflectResult
 from .deps import BankId, Caller, EngineDep
+from .errors import LLM_ERROR_RESPONSES
 
 router = APIRouter(prefix="/v1/banks/{bank_id}")
 
 
 @router.post(
-    "/reflect", tags=["reflect"], summary="Answer a question from the bank's memories (LLM, or extractive offline)"
+    "/reflect",
+    tags=["reflect"],
+    summary="Answer a question from the bank's memories (LLM, or extractive offline)",
+    responses=LLM_ERROR_RESPONSES,
 )
 async def reflect(req: ReflectRequest, bank_id: BankId, who: Caller, eng: EngineDep) -> ReflectResult:
     return await eng.reflect(who, bank_id, req)

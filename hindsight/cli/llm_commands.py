@@ -17,12 +17,21 @@ def register(cli: click.Group) -> None:
     @click.argument("query")
     @click.option("--context", default=None, help="Why the reflection is needed.")
     @click.option("--budget", type=click.Choice(["low", "mid", "high"]), default="low", show_default=True)
+    @click.option(
+        "--on-llm-failure",
+        type=click.Choice(["error", "extractive"]),
+        default=None,
+        help="When the LLM fails: an error naming the cause, or the most relevant memories verbatim "
+        "(default: the server's setting).",
+    )
     @click.option("--json", "as_json", is_flag=True, help="Print the full JSON result.")
     @click.option("--url", envvar="HINDSIGHT_URL", default=DEFAULT_URL)
     @click.option("--key", envvar="HINDSIGHT_KEY", default=None)
-    def reflect(bank_id, query, context, budget, as_json, url, key):
+    def reflect(bank_id, query, context, budget, on_llm_failure, as_json, url, key):
         """Answer QUERY from the memories of BANK_ID."""
         body = {"query": query, "budget": budget, **({"context": context} if context else {})}
+        if on_llm_failure:
+            body["on_llm_failure"] = on_llm_failure
         res = Client(url, key).call("POST", f"/v1/banks/{bank_id}/reflect", json=body)
         if as_json:
             out(res)

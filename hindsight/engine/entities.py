@@ -80,12 +80,20 @@ def kind_of_type(entity_type: str | None) -> str:
     return _KIND_OF_TYPE.get((entity_type or "").strip().lower(), "name")
 
 
+# The longest entity name kept, as for a client's own (models.GivenEntity). A longer run of
+# capitalised words is not a name; and names are keys of the unique btree index on entities
+# (bank_id, canonical), whose entries PostgreSQL caps at 2,704 bytes (a third of a page), or 8,191
+# compressed: an unbounded name (a 1 MB "fact" of capitalised words) failed the whole write.
+MAX_ENTITY_CHARS = 200
+
+
 def merge_entities(*lists: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Several [(name, kind)] lists as one, first spelling of each canonical name kept."""
+    """Several [(name, kind)] lists as one, first spelling of each canonical name kept; names
+    longer than MAX_ENTITY_CHARS are dropped."""
     out: dict[str, tuple[str, str]] = {}
     for pairs in lists:
         for name, kind in pairs:
-            if name.strip():
+            if name.strip() and len(name.strip()) <= MAX_ENTITY_CHARS:
                 out.setdefault(canonical(name), (name.strip(), kind))
     return list(out.values())
 

@@ -2,21 +2,28 @@
 face reports it with: an HTTP status and a JSON body on REST (which the CLI prints), a JSON-RPC
 error code on MCP.
 
-One more kind is not raised on purpose: a database that cannot be reached (stopped, restarting,
-out of connections). `unavailable` maps those asyncpg and socket errors to `Unavailable` here,
-once (`known` adds the engine's own errors), so that every face answers it like the others (503
-with Retry-After, a JSON-RPC error) instead of a 500 and a traceback."""
+Two more kinds are not raised on purpose. A database that cannot be reached (stopped, restarting,
+out of connections): `unavailable` maps those asyncpg and socket errors to `Unavailable` here,
+once, so that every face answers it like the others (503 with Retry-After, a JSON-RPC error)
+instead of a 500 and a traceback. And an LLM that failed (llm.LLMError): `LLMUnavailable`, a
+502, 503 or 504 naming the cause. `known` maps both and passes the engine's own errors through."""
 
 from __future__ import annotations
 
+import math
+
 import asyncpg
+
+from ..llm import LLMError
 
 INVALID_PARAMS = -32602
 # JSON-RPC leaves -32000..-32099 to implementations; -32001 is authentication and authorisation
 # (a bank the key may not reach), -32003 a database that cannot be reached right now, both
-# documented in docs/mcp.md. (MCP itself uses -32002 for a resource that does not exist.)
+# documented in docs/mcp.md, and -32004 an LLM that failed. (MCP itself uses -32002 for a
+# resource that does not exist.)
 ACCESS_DENIED = -32001
 DATABASE_UNAVAILABLE = -32003
+LLM_FAILED = -32004  # the LLM failed (data.cause names how; data.retry_after for a rate limit)
 # Seconds a client should wait before retrying while the database is away: the watchdog restarts
 # an embedded PostgreSQL within a few seconds (db/watchdog.py).
 RETRY_AFTER = 5
@@ -37,7 +44,12 @@ class HindsightError(Exception):
         out = {"error": self.code, "message": self.message}
         if self.field:
             out["field"] = self.field
-        return out
+        return {**out, **self.details()}
+
+    def details(self) -> dict:
+        """Fields beyond the message that a client may act on: in the REST body, and in the
+        JSON-RPC error's `data` (as `retry_after` is)."""
+        return {}
 
     def http_headers(self) -> dict[str, str]:
         headers = {}
@@ -130,6 +142,34 @@ class Unavailable(HindsightError):
         self.cause = cause
 
 
+class LLMUnavailable(HindsightError):
+    """The LLM failed to give a usable answer (llm.LLMError), after the retries its settings
+    allow. Not the client's fault and not a bug: a 502 (the provider failed, or its answer was
+    malformed, cut off, empty or too long), 503 with Retry-After (it is rate-limiting), or 504 (it
+    did not answer in time), with `cause` in the body; -32004 on MCP, `cause` in `data`."""
+
+    code = "llm_unavailable"
+    jsonrpc_code = LLM_FAILED
+    STATUS = {"rate_limit": 503, "timeout": 504}  # every other cause: 502
+
+    def __init__(self, cause: str, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.cause = cause
+        self.status = self.STATUS.get(cause, 502)
+        self.retry_after = max(1, math.ceil(retry_after)) if retry_after is not None else None
+
+    @classmethod
+    def of(cls, exc: LLMError, what: str) -> LLMUnavailable:
+        """`what` failed because of `exc`: "reflect: the LLM did not answer in time (...)"."""
+        message = f"{what}: {exc.message}"
+        if exc.retry_after is not None:
+            message += f"; retry after {max(1, math.ceil(exc.retry_after))} s"
+        return cls(exc.cause, message, exc.retry_after)
+
+    def details(self) -> dict:
+        return {"cause": self.cause}
+
+
 # SQLSTATEs that say "no database to talk to" rather than "this statement is wrong": class 08
 # (connection exceptions, e.g. 08003 connection does not exist, 08006 connection failure),
 # 57P01-57P05 (shut down by an administrator or a crash, still starting up or recovering,
@@ -167,8 +207,13 @@ def unavailable(exc: BaseException) -> Unavailable | None:
 
 def known(exc: BaseException) -> HindsightError | None:
     """What a face reports for `exc`: the engine's own error, `Unavailable` for a database that
-    cannot be reached, or None for anything else (a bug: a 500 and a logged traceback)."""
-    return exc if isinstance(exc, HindsightError) else unavailable(exc)
+    cannot be reached, `LLMUnavailable` for an LLM that failed, or None for anything else (a bug:
+    a 500 and a logged traceback)."""
+    if isinstance(exc, HindsightError):
+        return exc
+    if isinstance(exc, LLMError):
+        return LLMUnavailable.of(exc, "the LLM failed")
+    return unavailable(exc)
 
 
 def _lost_connection(exc: BaseException) -> bool:

@@ -6,6 +6,13 @@ with its entities, type and absolute times; it keeps the raw unit's tags, metada
 position and is linked to it in `fact_sources`. A raw unit that produced facts is marked
 `superseded` (kept, hidden from recall), so facts replace it in results instead of duplicating it.
 
+What the LLM answers is bounded before anything is stored: a fact has text, at most
+MAX_FACT_CHARS characters, names an item that exists, and an item yields at most
+MAX_FACTS_PER_ITEM facts; an answer that breaks these is re-asked with the reason and, if it
+still does, the operation fails (the raw text stays in recall). An answer with no facts at all is
+a valid outcome (greetings, filler): the operation succeeds with `extraction: "empty"` in its
+result, and the raw text stays in recall.
+
 Duplicates: a fact whose embedding is within `fact_dedup_threshold` cosine of an existing fact of
 the bank (or of an earlier fact in the same batch) is not stored again; the existing fact is
 linked to the new raw unit instead. Storing runs under the bank's write lock (runtime.BankWrites),
@@ -17,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -24,7 +32,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ..db.sql import Q
-from ..llm import Usage
+from ..llm import LLMError, Rejected, Usage
 from ..metrics import RETAIN_UNITS
 from ..text import estimate_tokens
 from .entities import extract_entities, merge_entities
@@ -38,6 +46,16 @@ if TYPE_CHECKING:
 
 
 MAX_ITEMS_PER_CALL = 40
+# The longest fact, in characters. A fact is one self-contained statement, and what recall finds
+# it by is its embedding, which reads its first 256 tokens (about 1,000 characters of English,
+# embedding/onnx.py MAX_TOKENS): a fact twice that long is no longer one statement. Raw units are
+# cut at HINDSIGHT_API_UNIT_MAX_CHARS (1,200 by default) for the same reason. Its entity names are
+# bounded apart (entities.MAX_ENTITY_CHARS) for the unique btree index on entities, the one a
+# 1 MB "fact" broke; the fact's text itself is indexed only by lexeme (the tsv GIN index, whose
+# entries PostgreSQL keeps under 2 KB each by dropping longer words).
+MAX_FACT_CHARS = 2_000
+# The most facts one item (a raw unit, at most HINDSIGHT_API_UNIT_MAX_CHARS) may yield.
+MAX_FACTS_PER_ITEM = 100
 
 SYSTEM = """TASK: extract_facts
 You turn conversation turns and notes into facts for a long-term memory.
@@ -54,7 +72,7 @@ Reply with JSON only: {"facts": [{"item": 0, "text": "...", "type": "world", "en
 
 class ExtractedFact(BaseModel):
     item: int
-    text: str = Field(min_length=1)
+    text: str = Field(min_length=1, max_length=MAX_FACT_CHARS)
     type: Literal["world", "experience"] = "world"
     entities: list[str] = Field(default_factory=list)
     occurred_start: str | None = None
@@ -199,9 +217,15 @@ async def _store(rt: Runtime, bank_id: str, pairs: list[tuple[Unit, uuid.UUID]],
 
 async def _extract_group(rt: Runtime, job: Job, group: list, usage: Usage) -> dict:
     def check(parsed: ExtractedFacts) -> None:
-        for f in parsed.facts:
+        per_item: Counter[int] = Counter()
+        for i, f in enumerate(parsed.facts):
             if not 0 <= f.item < len(group):
-                raise ValueError(f"fact {f.text[:40]!r} names item {f.item}, but items are 0..{len(group) - 1}")
+                raise ValueError(f"facts.{i} names item {f.item}, but items are 0..{len(group) - 1}")
+            if not f.text.strip():
+                raise ValueError(f"facts.{i} has no text")
+            per_item[f.item] += 1
+        if per_item and (most := per_item.most_common(1)[0])[1] > MAX_FACTS_PER_ITEM:
+            raise Rejected("too_long", f"item {most[0]} yields {most[1]} facts; at most {MAX_FACTS_PER_ITEM}")
 
     parsed = await rt.llm.json(
         "retain",
@@ -234,7 +258,9 @@ async def run_extraction(rt: Runtime, job: Job) -> dict:
     done = await asyncio.gather(*(_extract_group(rt, job, g, usage) for g in groups), return_exceptions=True)
     errors = [d for d in done if isinstance(d, BaseException)]
     if errors:  # groups that succeeded are committed; a retry redoes only the rest
-        raise errors[0]
+        # A failure of the work before a rate limit: the worker defers an operation whose only
+        # trouble is the provider's rate limit, without counting the attempt.
+        raise next((e for e in errors if not (isinstance(e, LLMError) and e.cause == "rate_limit")), errors[0])
     stored = [d for d in done if isinstance(d, dict)]
     async with rt.pool.acquire() as conn:
         # Everything this retain now contributes to recall: its facts, and raw units that gave none.
@@ -243,10 +269,13 @@ async def run_extraction(rt: Runtime, job: Job) -> dict:
             job.bank_id,
             raw_ids,
         )
+    new_facts, merged_facts = sum(len(d["new"]) for d in stored), sum(d["merged"] for d in stored)
     return {
+        # "empty": the LLM found nothing worth a fact (the raw text stays in recall).
+        "extraction": "succeeded" if new_facts + merged_facts else "empty",
         "memory_ids": sorted(str(r["id"]) for r in visible),
-        "new_facts": sum(len(d["new"]) for d in stored),
-        "merged_facts": sum(d["merged"] for d in stored),
+        "new_facts": new_facts,
+        "merged_facts": merged_facts,
         "items": len(rows),
         "llm_calls": usage.calls,
         "prompt_tokens": usage.prompt_tokens,

@@ -6,8 +6,12 @@ operations decides). The scheduler's sweep queues a refresh when memories matchi
 tags arrived after its watermark and the bank has been quiet for the debounce period (or the
 oldest unseen memory waited ten debounce periods). A refresh commits the new content, the new
 watermark and its operation's success in one transaction, and the sweep locks the model row, so
-a model is never refreshed twice for the same memories, even with several processes. A failed or
-empty refresh keeps the previous content and records why; the last N versions are kept.
+a model is never refreshed twice for the same memories, even with several processes. A refresh
+whose answer is unusable (the LLM failed, or answered nothing or more than the model's
+max_tokens: engine/reflect.py checks) fails like any other failed refresh: the previous content
+stays, the reason is recorded on the operation and the model (`last_error`), and the sweep waits
+REFRESH_COOL_DOWN debounce periods before it queues the model again for the same memories (an LLM
+that keeps failing is not asked again every tick). The last N versions are kept.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from ..db.sql import Q, fill
 from . import operations as ops
 from .banks import ensure_bank
 from .binder import Binder
-from .errors import Conflict, InvalidArgument, NotFound
+from .errors import Conflict, HindsightError, InvalidArgument, NotFound
 from .models import _clean_tags
 from .reflect import ReflectRequest, reflect
 from .strict import Strict
@@ -40,6 +44,10 @@ MODEL_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
 _MODEL_ID = re.compile(MODEL_ID_PATTERN)
 REFRESH = "refresh_mental_model"
 DELETED = "mental model deleted"
+# After a failed refresh, the sweep leaves the model alone for this many debounce periods (at
+# least a minute) before it queues it again for the memories it could not take in.
+REFRESH_COOL_DOWN = 10
+MIN_COOL_DOWN_SECONDS = 60.0
 
 
 class MentalModelCreate(Strict):
@@ -337,6 +345,7 @@ async def run_refresh(rt: Runtime, job: Job) -> dict:
                 tags=list(m["tags"]) or None,
                 tags_match=MENTAL_MODEL_MATCH,
                 budget="high" if m["max_tokens"] > 4096 else "mid",
+                on_llm_failure="error",  # a refresh fails; the model keeps its content
             ),
             operation="mental_model",
             operation_id=job.id,
@@ -344,12 +353,13 @@ async def run_refresh(rt: Runtime, job: Job) -> dict:
             max_answer_tokens=m["max_tokens"],
         )
     except Exception as exc:
+        why = str(exc) if isinstance(exc, HindsightError) else f"refresh failed: {type(exc).__name__}: {exc}"
         async with rt.pool.acquire() as conn:
             still_there = await conn.fetchval(
                 Q.mental_model_record_error,
                 bank_id,
                 model_id,
-                f"refresh failed (attempt {job.attempts}): {exc}"[:2000],
+                f"{why} (attempt {job.attempts} of {job.max_attempts})"[:2000],
             )
         if not still_there:
             raise ops.Cancelled(DELETED) from None
@@ -363,37 +373,30 @@ async def run_refresh(rt: Runtime, job: Job) -> dict:
         # Deleted while we reflected: nothing to store (its versions would break the foreign key).
         if not await conn.fetchval(Q.mental_model_lock, bank_id, model_id):
             raise ops.Cancelled(DELETED)
-        if not result.answer:
-            await conn.execute(
-                Q.mental_model_keep_previous,
-                bank_id,
-                model_id,
-                m["watermark"],
-            )
-            outcome["kept_previous"] = True
-        else:
-            await conn.execute(
-                Q.mental_model_set_content,
-                bank_id,
-                model_id,
-                result.answer,
-                json.dumps(based_on),
-                m["watermark"],
-            )
-            version = await conn.fetchval(
-                Q.mental_model_add_version,
-                bank_id,
-                model_id,
-                result.answer,
-                json.dumps(based_on),
-            )
-            await conn.execute(
-                Q.mental_model_trim_versions,
-                bank_id,
-                model_id,
-                version - rt.settings.mental_model_history,
-            )
-            outcome["version"] = version
+        # reflect never answers empty or longer than max_tokens: the LLM's answer was checked
+        # (and an unusable one failed the refresh above), the extractive one is cut to fit.
+        await conn.execute(
+            Q.mental_model_set_content,
+            bank_id,
+            model_id,
+            result.answer,
+            json.dumps(based_on),
+            m["watermark"],
+        )
+        version = await conn.fetchval(
+            Q.mental_model_add_version,
+            bank_id,
+            model_id,
+            result.answer,
+            json.dumps(based_on),
+        )
+        await conn.execute(
+            Q.mental_model_trim_versions,
+            bank_id,
+            model_id,
+            version - rt.settings.mental_model_history,
+        )
+        outcome["version"] = version
         await ops.mark_succeeded(conn, job, outcome)
     return outcome
 
@@ -408,5 +411,6 @@ async def sweep_stale_models(rt: Runtime) -> int:
                 debounce,
                 REFRESH,
                 rt.settings.operation_max_attempts,
+                max(MIN_COOL_DOWN_SECONDS, REFRESH_COOL_DOWN * debounce),
             )
     return len(rows)

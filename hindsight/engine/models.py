@@ -157,8 +157,11 @@ class RetainResult(BaseModel):
     items: int
     units: int
     operation_id: str | None = Field(None, description="Fact-extraction operation (only with an LLM).")
-    extraction: Literal["none", "queued", "running", "succeeded", "failed", "cancelled"] = Field(
-        "none", description="none: offline mode; otherwise the extraction status when the call returned."
+    extraction: Literal["none", "queued", "running", "succeeded", "empty", "failed", "cancelled"] = Field(
+        "none",
+        description="none: offline mode; otherwise the extraction status when the call returned: succeeded (facts "
+        "were extracted), empty (the LLM found no fact: the raw text stays in recall), failed (the raw text stays "
+        "in recall; the operation's error says why), or still queued / running.",
     )
     facts: int | None = Field(None, description="Facts linked to this call (with `wait`).")
 

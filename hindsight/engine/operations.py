@@ -3,7 +3,9 @@
 An operation is queued in the same transaction as the data it works on, so accepted work can't
 be lost. Workers claim rows with FOR UPDATE SKIP LOCKED under a lease they renew while working;
 a crashed process stops renewing, and its operations are claimed again once the lease expires.
-Failures are retried with exponential backoff up to `max_attempts`.
+Failures are retried with exponential backoff up to `max_attempts`; an LLM provider's rate limit
+is not a failure of the work: the operation waits for it (defer_operation) without using up an
+attempt.
 """
 
 from __future__ import annotations
@@ -201,6 +203,16 @@ async def mark_failed(rt: Runtime, job: Job, error: str) -> str:
             backoff,
             job.bank_id,
         )
+        return status or await conn.fetchval(Q.operation_status, job.id, job.bank_id)
+
+
+async def defer_operation(rt: Runtime, job: Job, reason: str, seconds: float) -> str:
+    """Queue the operation again after `seconds` without counting this attempt: the LLM provider
+    asked us to wait (a rate limit), which says nothing about the work. Returns the status it now
+    has (a user may have cancelled it meanwhile). Like mark_failed, only the worker holding the
+    claim can do it, so the operation is still claimed by one worker at a time."""
+    async with rt.pool.acquire() as conn:
+        status = await conn.fetchval(Q.operation_defer, job.id, job.worker_id, reason[:2000], seconds, job.bank_id)
         return status or await conn.fetchval(Q.operation_status, job.id, job.bank_id)
 
 

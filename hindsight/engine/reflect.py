@@ -3,6 +3,16 @@
 The LLM sees each memory and mental model with its id and must cite the ones it used; cited ids
 not among those given are dropped, so `based_on` never points at something the model invented.
 Offline (no LLM), reflect is extractive: the best memories, and a note saying no LLM is set.
+
+The LLM's answer is checked before it is used: not empty, and at most the caller's `max_tokens`
+(a mental model's, on a refresh) or MAX_ANSWER_TOKENS, estimated as the engine estimates tokens
+(text.estimate_tokens); an answer that fails is re-asked with the reason (llm/client.py). A
+caller's bound is also said in the prompt (ANSWER LENGTH) and given to the provider as its
+max_tokens (plus the JSON's overhead), so that a model that follows instructions meets it. When
+the LLM fails for good, reflect raises LLMUnavailable naming the cause, or, when the caller
+allows it (`on_llm_failure: "extractive"`, or HINDSIGHT_API_REFLECT_ON_LLM_FAILURE), answers as
+offline mode would, marked as such (`mode: "extractive"`, `llm_error`). A refresh never falls
+back: it fails and the model keeps its content.
 """
 
 from __future__ import annotations
@@ -14,7 +24,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..db.sql import Q
-from ..llm import LLMError, Usage
+from ..llm import Cause, LLMError, Rejected, Usage
+from ..text import estimate_tokens
+from .errors import LLMUnavailable
 from .models import RecallRequest, _clean_tags, not_blank
 from .recall import recall
 from .strict import Strict
@@ -28,9 +40,20 @@ if TYPE_CHECKING:
 BUDGET_TOKENS = {"low": 2048, "mid": 4096, "high": 8192}
 MODEL_LIMIT = 3
 MODEL_MIN_SIMILARITY = 0.3
+EXTRACTIVE_HEAD = "Most relevant memories:\n"
 OFFLINE_NOTE = "No LLM is configured (offline mode): this answer lists the most relevant memories verbatim."
 NO_LLM_STRUCTURED = "structured output needs an LLM, and none is configured (offline mode)"
+FAILED_NOTE = "The LLM failed ({cause}): this answer lists the most relevant memories verbatim."
+FAILED_STRUCTURED = "structured output needs the LLM, which failed"
 MAX_SCHEMA_BYTES = 32_768
+# The longest answer taken from the LLM when the request sets no max_tokens: the largest it may set.
+MAX_ANSWER_TOKENS = 32_768
+# Tokens the reply's JSON adds to the answer (keys, cited ids): the provider's max_tokens is the
+# answer's bound plus this, so that an answer at its bound is not cut off mid-JSON.
+JSON_OVERHEAD_TOKENS = 256
+OnLLMFailure = Literal["error", "extractive"]
+WHAT = {"mental_model": "mental-model refresh"}  # an operation's name in an error message
+LENGTH_LINE = "ANSWER LENGTH:"
 
 
 class ReflectRequest(Strict):
@@ -47,6 +70,12 @@ class ReflectRequest(Strict):
     response_schema: dict[str, Any] | None = Field(
         None,
         description="A JSON Schema: with an LLM, the answer is also returned as `structured_output` valid against it.",
+    )
+    on_llm_failure: OnLLMFailure | None = Field(
+        None,
+        description="When the LLM fails: `error` (an llm_unavailable error naming the cause) or `extractive` (the "
+        "most relevant memories verbatim, with `mode: extractive` and `llm_error`); default: the server's "
+        "HINDSIGHT_API_REFLECT_ON_LLM_FAILURE.",
     )
 
     _tags = field_validator("tags", mode="before")(_clean_tags)
@@ -74,6 +103,11 @@ class BasedOn(BaseModel):
     mental_models: list[str] = Field(default_factory=list)
 
 
+class LLMFailure(BaseModel):
+    cause: Cause = Field(description="How the LLM failed.")
+    message: str
+
+
 class ReflectResult(BaseModel):
     bank_id: str
     query: str
@@ -85,6 +119,9 @@ class ReflectResult(BaseModel):
     usage: dict[str, int] | None = None
     structured_output: Any = Field(None, description="The answer as the request's response_schema asks (with an LLM).")
     structured_output_error: str | None = Field(None, description="Why there is no structured_output.")
+    llm_error: LLMFailure | None = Field(
+        None, description="The LLM failed and, as on_llm_failure allowed, this answer is extractive instead."
+    )
 
 
 class ReflectOutput(BaseModel):
@@ -161,18 +198,9 @@ async def reflect(
             MODEL_LIMIT,
         )
     memories = recalled.results
+    limit = max_answer_tokens or req.max_tokens or MAX_ANSWER_TOKENS
     if not rt.llm.configured("reflect"):
-        top = memories[:10]
-        lines = [f"- {m.text}" for m in top] or ["- (no memories match this question)"]
-        return ReflectResult(
-            bank_id=bank_id,
-            query=req.query,
-            answer="Most relevant memories:\n" + "\n".join(lines),
-            based_on=BasedOn(memories=[m.id for m in top]),
-            mode="extractive",
-            note=OFFLINE_NOTE,
-            structured_output_error=NO_LLM_STRUCTURED if req.response_schema is not None else None,
-        )
+        return _extractive(bank_id, req, memories, limit, OFFLINE_NOTE, NO_LLM_STRUCTURED)
 
     body = [f"QUESTION: {req.query}"]
     if req.context:
@@ -180,6 +208,8 @@ async def reflect(
     persona = _persona(bank)
     if persona:
         body.append(persona)
+    if max_answer_tokens or req.max_tokens:  # asked for, so that a longer answer is the LLM's fault
+        body.append(f"{LENGTH_LINE} at most {limit} tokens (about {limit * 3 // 4} words).")
     body.append("MENTAL MODELS:")
     body += [f"[mental_model {r['id']}] {r['name']}: {r['content']}" for r in models] or ["(none)"]
     body.append("MEMORIES:")
@@ -191,16 +221,34 @@ async def reflect(
         )
         body.append(f"[memory {m.id}] {m.text}{when}")
     usage = Usage()
-    out = await rt.llm.json(
-        "reflect",
-        [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n".join(body)}],
-        ReflectOutput,
-        bank_id=bank_id,
-        operation=operation,
-        operation_id=operation_id,
-        max_tokens=max_answer_tokens or req.max_tokens,
-        usage=usage,
-    )
+
+    def check(out: ReflectOutput) -> None:
+        if not out.answer.strip():
+            raise Rejected("empty", "its `answer` is blank")
+        if (n := estimate_tokens(out.answer)) > limit:
+            raise Rejected("too_long", f"its answer is about {n} tokens; the limit is {limit}")
+
+    try:
+        out = await rt.llm.json(
+            "reflect",
+            [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n".join(body)}],
+            ReflectOutput,
+            bank_id=bank_id,
+            operation=operation,
+            operation_id=operation_id,
+            max_tokens=limit + JSON_OVERHEAD_TOKENS if (max_answer_tokens or req.max_tokens) else None,
+            check=check,
+            usage=usage,
+        )
+    except LLMError as exc:
+        fallback = req.on_llm_failure or rt.settings.reflect_on_llm_failure
+        if fallback != "extractive":
+            raise LLMUnavailable.of(exc, WHAT.get(operation, operation)) from None
+        note = FAILED_NOTE.format(cause=exc.cause)
+        result = _extractive(bank_id, req, memories, limit, note, FAILED_STRUCTURED)
+        result.llm_error = LLMFailure(cause=exc.cause, message=exc.message)
+        result.usage = _usage(usage)
+        return result
     known_m = {m.id for m in memories}
     known_mm = {r["id"] for r in models}
     result = ReflectResult(
@@ -236,9 +284,37 @@ async def reflect(
             )
         except LLMError as exc:
             result.structured_output_error = str(exc)
-    result.usage = {
-        "calls": usage.calls,
-        "prompt_tokens": usage.prompt_tokens,
-        "completion_tokens": usage.completion_tokens,
-    }
+    result.usage = _usage(usage)
     return result
+
+
+def _usage(usage: Usage) -> dict[str, int]:
+    return {"calls": usage.calls, "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
+
+
+def _extractive(bank_id: str, req: ReflectRequest, memories: list, limit: int, note: str, why_no_structured: str):
+    """The answer without an LLM (offline, or the LLM failed): the most relevant memories
+    verbatim, as many of the top ten as fit in `limit` tokens (a mental model's content is never
+    longer than its max_tokens, whoever wrote it)."""
+    lines: list[str] = []
+    used = []
+    budget = limit * 4 - len(EXTRACTIVE_HEAD)  # text.estimate_tokens: four characters a token
+    for m in memories[:10]:
+        line = f"- {m.text}"
+        if len(line) + 1 > budget:
+            if not lines:  # the best memory alone is too long: its beginning
+                lines.append(line[: max(0, budget - 2)].rstrip() + " …")
+                used.append(m.id)
+            break
+        lines.append(line)
+        used.append(m.id)
+        budget -= len(line) + 1
+    return ReflectResult(
+        bank_id=bank_id,
+        query=req.query,
+        answer=EXTRACTIVE_HEAD + "\n".join(lines or ["- (no memories match this question)"]),
+        based_on=BasedOn(memories=used),
+        mode="extractive",
+        note=note,
+        structured_output_error=why_no_structured if req.response_schema is not None else None,
+    )

@@ -235,6 +235,8 @@ async def retain(
             if op.status == "succeeded":
                 result.memory_ids = op.result["memory_ids"]
                 result.facts = op.result["new_facts"] + op.result["merged_facts"]
+                if not result.facts:
+                    result.extraction = "empty"
     return result
 
 

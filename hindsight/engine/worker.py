@@ -12,8 +12,9 @@ import uuid
 from typing import TYPE_CHECKING
 
 from ..config import Settings
+from ..llm import LLMError, deadline
 from . import operations as ops
-from .errors import unavailable
+from .errors import HindsightError, LLMUnavailable, unavailable
 from .kinds import KINDS
 from .operations import Job
 
@@ -26,9 +27,23 @@ log = logging.getLogger("hindsight.worker")
 # queued for a retry, cancelled by a user meanwhile, or taken over by another worker whose claim
 # followed a lost lease (that worker runs it again).
 _OUTCOMES = {"queued": "will retry", "cancelled": "cancelled", "running": "will retry"}
+# The same after a deferral (the LLM provider is rate-limiting).
+_WAITING = {
+    "queued": "waiting for the LLM provider",
+    "cancelled": "cancelled",
+    "running": "waiting for the LLM provider",
+}
 
 OUTAGE_LOG_EVERY = 60.0  # seconds between repeats of one step's "database unavailable" line
 _quiet_until: dict[str, float] = {}
+
+
+def rate_limited(exc: BaseException, timeout: float) -> float | None:
+    """Seconds to wait when `exc` says the LLM provider is rate-limiting, capped by the
+    operation's wall-clock limit (a Retry-After of a day is not held for a day); else None."""
+    if isinstance(exc, (LLMError, LLMUnavailable)) and exc.cause == "rate_limit":
+        return min(float(exc.retry_after or 1.0), timeout)
+    return None
 
 
 def log_failure(logger: logging.Logger, what: str, exc: BaseException, kind: str = "") -> None:
@@ -126,7 +141,7 @@ class Worker:
             end = {**fields, "duration_s": round(seconds, 3), "outcome": outcome}
             if detail:
                 end["detail"] = detail
-            level = logging.WARNING if outcome in ("failed", "will retry") else logging.INFO
+            level = logging.WARNING if outcome in ("failed", "will retry", _WAITING["queued"]) else logging.INFO
             tail = f": {detail}" if detail else ""
             log.log(
                 level,
@@ -149,7 +164,8 @@ class Worker:
                 raise RuntimeError(f"gave up after {job.max_attempts} attempts")
             if kind is None:
                 raise RuntimeError(f"no handler for operation type {job.type!r}")
-            result = await asyncio.wait_for(kind.run(self.rt, job), self.timeout)
+            with deadline(self.timeout):  # LLM waits and retries stay within the attempt's limit
+                result = await asyncio.wait_for(kind.run(self.rt, job), self.timeout)
             async with pool.acquire() as conn:
                 await ops.mark_succeeded(conn, job, result)
             self.poke()  # a finished job frees a slot
@@ -162,11 +178,16 @@ class Worker:
                 # Recording the failure needs the database too. Its lease runs out instead and a
                 # worker claims it again (as after a crash), once the database is back.
                 return "will retry", f"{down.message}; claimed again once its lease runs out"
-            msg = (
-                f"exceeded the wall-clock limit of {self.timeout:g} s"
-                if isinstance(exc, TimeoutError)
-                else f"{type(exc).__name__}: {exc}"
-            )
+            if (wait := rate_limited(exc, self.timeout)) is not None:
+                msg = f"{exc}; waiting {wait:g} s before trying again (not counted as an attempt)"
+                status = await ops.defer_operation(self.rt, job, msg, wait)
+                return _WAITING.get(status, status), msg
+            if isinstance(exc, TimeoutError):
+                msg = f"exceeded the wall-clock limit of {self.timeout:g} s"
+            elif isinstance(exc, (LLMError, HindsightError)):
+                msg = str(exc)  # says what failed in words of its own; its class adds nothing
+            else:
+                msg = f"{type(exc).__name__}: {exc}"
             status = await ops.mark_failed(self.rt, job, msg)
             return _OUTCOMES.get(status, "failed"), msg
 

@@ -161,13 +161,16 @@ def _select_bank(td: ToolDef, multi: bool, state: RequestState, args: dict, defa
 def jsonrpc_error(exc: HindsightError, named: str = "bank_id") -> MCPError:
     """The one JSON-RPC answer for an error, wherever a call failed (arguments, the bank, the
     operation). The engine names a bad bank `bank_id`; `named` is what the client called it. An
-    error that goes away by itself (the database restarting) says when to retry, as Retry-After
-    does on REST."""
+    error that goes away by itself (the database restarting, an LLM rate limit) says when to
+    retry, as Retry-After does on REST; `data` carries the fields the REST body adds to the
+    message (an LLM failure's `cause`)."""
     message = exc.message
     if exc.field == "bank_id" and named != "bank_id":
         message = message.replace("bank_id:", f"{named}:", 1)
-    data = {"retry_after": exc.retry_after} if exc.retry_after is not None else None
-    return MCPError(exc.jsonrpc_code, message, data)
+    data = exc.details()
+    if exc.retry_after is not None:
+        data["retry_after"] = exc.retry_after
+    return MCPError(exc.jsonrpc_code, message, data or None)
 
 
 def _handler(td: ToolDef, engine: Engine, multi: bool, resolver):

@@ -66,13 +66,6 @@ RETURNING true;
 -- Lock the model for the refresh's commit (the sweep skips locked models); no row when it was deleted.
 SELECT true FROM mental_models WHERE bank_id = $1 AND id = $2 FOR UPDATE;
 
--- mental_model_keep_previous --
--- An empty refresh keeps the previous content, says so, and still moves the watermark.
-UPDATE mental_models SET last_error = 'refresh produced empty content; previous content kept',
-                         status = CASE WHEN content IS NULL THEN 'failed' ELSE status END,
-                         watermark = $3, updated_at = now()
-WHERE bank_id = $1 AND id = $2;
-
 -- mental_model_set_content --
 -- A refresh's new content, what it was based on, and its watermark.
 UPDATE mental_models SET content = $3, based_on = $4::jsonb, status = 'ready', last_error = NULL,
@@ -93,10 +86,12 @@ DELETE FROM mental_model_versions WHERE bank_id = $1 AND model_id = $2 AND versi
 -- mental_model_sweep --
 -- Queue a refresh for every stale model: memories carrying all its tags arrived after its
 -- watermark, and the bank has been quiet for $1 seconds (or the oldest such memory waited ten
--- times that). Locked models are being refreshed and are skipped; the dedup key keeps one refresh per model.
+-- times that). Locked models are being refreshed and are skipped; the dedup key keeps one refresh
+-- per model. A model whose last refresh failed waits $4 seconds (a cool-down) before the next.
 WITH stale AS (
     SELECT mm.bank_id, mm.id FROM mental_models mm
-    WHERE EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id
+    WHERE (mm.last_error IS NULL OR mm.updated_at < now() - make_interval(secs => $4))
+      AND EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id
                   AND m.created_at > coalesce(mm.watermark, mm.created_at)
                   AND m.tags @> mm.tags)
       AND (NOT EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id

@@ -74,6 +74,14 @@ UPDATE operations SET status = $3, error = $4, updated_at = now(), locked_by = N
 WHERE id = $1 AND bank_id = $6 AND status = 'running' AND locked_by = $2
 RETURNING status;
 
+-- operation_defer --
+-- The LLM provider is rate-limiting: back to the queue for $4 seconds without using up an attempt
+-- (the claim's increment is undone), the reason in `error`; no row if it was cancelled meanwhile.
+UPDATE operations SET status = 'queued', attempts = greatest(0, attempts - 1), error = $3, updated_at = now(),
+                      locked_by = NULL, lease_until = NULL, run_after = now() + make_interval(secs => $4)
+WHERE id = $1 AND bank_id = $5 AND status = 'running' AND locked_by = $2
+RETURNING status;
+
 -- operation_status --
 -- An operation's status (after operation_fail found it no longer running).
 SELECT status FROM operations WHERE id = $1 AND bank_id = $2;

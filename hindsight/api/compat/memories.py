@@ -15,6 +15,7 @@ from ...engine.retained import RetainedQuery
 from ...engine.tags import TagsMatch
 from ...engine.validation import parse
 from ..deps import BankId, Caller, EngineDep
+from ..errors import LLM_ERROR_RESPONSES
 from . import convert
 from . import models as M
 
@@ -35,7 +36,13 @@ async def retain(body: M.RetainIn, bank_id: BankId, who: Caller, eng: EngineDep)
             bank_id=bank_id, items_count=accepted.items, is_async=True, operation_id=accepted.operation_id
         )
     result = await eng.retain(who, bank_id, items, wait=True)
-    return M.RetainOut(bank_id=bank_id, items_count=result.items, is_async=False, operation_id=result.operation_id)
+    return M.RetainOut(
+        bank_id=bank_id,
+        items_count=result.items,
+        is_async=False,
+        operation_id=result.operation_id,
+        extraction=result.extraction,
+    )
 
 
 @router.post("/memories/recall", response_model=M.RecallOut, summary="Recall memories for a query")
@@ -68,7 +75,12 @@ async def recall(body: M.RecallIn, bank_id: BankId, who: Caller, eng: EngineDep)
     return M.RecallOut(results=[convert.recall_result(m) for m in result.results], trace=trace)
 
 
-@router.post("/reflect", response_model=M.ReflectOut, summary="Answer a question from the bank's memories")
+@router.post(
+    "/reflect",
+    response_model=M.ReflectOut,
+    summary="Answer a question from the bank's memories",
+    responses=LLM_ERROR_RESPONSES,
+)
 async def reflect(body: M.ReflectIn, bank_id: BankId, who: Caller, eng: EngineDep):
     req = parse(
         ReflectRequest,
@@ -80,6 +92,7 @@ async def reflect(body: M.ReflectIn, bank_id: BankId, who: Caller, eng: EngineDe
             tags_match=body.tags_match,
             max_tokens=body.max_tokens,
             response_schema=body.response_schema,
+            on_llm_failure=body.on_llm_failure,
         ),
     )
     res = await eng.reflect(who, bank_id, req)
@@ -103,6 +116,8 @@ async def reflect(body: M.ReflectIn, bank_id: BankId, who: Caller, eng: EngineDe
         structured_output=res.structured_output,
         structured_output_error=res.structured_output_error,
         usage=usage,
+        mode=res.mode,
+        llm_error=res.llm_error.model_dump() if res.llm_error else None,
     )
 
 

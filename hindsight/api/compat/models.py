@@ -181,6 +181,11 @@ class RetainOut(BaseModel):
     is_async: bool = Field(alias="async")
     operation_id: str | None = None
     usage: TokenUsage | None = None
+    extraction: str | None = Field(
+        None,
+        description="Ours, on a synchronous retain with an LLM: succeeded, empty (no fact found), failed, or queued "
+        "/ running (still going when the call returned); none offline.",
+    )
 
 
 # ---- recall, reflect, memories ----------------------------------------------------------------
@@ -225,6 +230,11 @@ class ReflectIn(TagFiltered):
     response_schema: dict[str, Any] | None = None
     tags: list[str] | None = None
     tags_match: TagsMatch | None = None
+    on_llm_failure: Literal["error", "extractive"] | None = Field(
+        None,
+        description="Ours: when the LLM fails, `error` (502/503/504 naming the cause) or `extractive` (the most "
+        "relevant memories verbatim, with `mode: extractive` and `llm_error`); default: the server's setting.",
+    )
 
 
 class ReflectFact(BaseModel):
@@ -258,6 +268,10 @@ class ReflectOut(BaseModel):
     structured_output: Any = None
     structured_output_error: str | None = None
     usage: TokenUsage | None = None
+    mode: Literal["llm", "extractive"] | None = Field(
+        None, description="Ours: llm, or extractive (offline mode, or the LLM failed and on_llm_failure allowed it)."
+    )
+    llm_error: dict[str, str] | None = Field(None, description="Ours: {cause, message} when the LLM failed.")
 
 
 class MemoryUnit(BaseModel):
