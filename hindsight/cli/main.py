@@ -43,9 +43,14 @@ def serve(host: str | None, port: int | None) -> None:
     except ConfigError as exc:
         click.echo(f"hindsight: configuration error: {exc}", err=True)
         sys.exit(2)
+    settings = settings.model_copy(update={"host": host or settings.host, "port": port or settings.port})
+    if settings.workers > 1:
+        from ..api.workers import Supervisor
+
+        sys.exit(Supervisor(settings).run())
     from ..api.serve import serve_settings
 
-    sys.exit(serve_settings(settings.model_copy(update={"host": host or settings.host, "port": port or settings.port})))
+    sys.exit(serve_settings(settings))
 
 
 @cli.command("mcp")

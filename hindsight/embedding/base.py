@@ -4,7 +4,6 @@ core, texts sorted by length first (padding is wasted compute), a small cache of
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -70,11 +69,3 @@ class BaseEmbedder:
             if len(self._cache) > 1024:
                 self._cache.popitem(last=False)
         return vec
-
-
-def cores() -> int:
-    """The cores this process may run on (a container's CPU set, not the host's count)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1

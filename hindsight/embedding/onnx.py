@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import malloc
-from .base import BaseEmbedder, cores
+from ..cpus import cores
+from .base import BaseEmbedder
 from .fold import fold
 from .quantize import RECIPE, quantized
 
