@@ -152,24 +152,23 @@ def score(ranked, evidence):
     return {k: len(set(ranked[:k]) & set(evidence)) / len(evidence) for k in KS}
 
 
-async def synthesize(pg_url, bank, n, src_banks):
-    """Grow `bank` to n memories: LoCoMo turns with embeddings perturbed (sigma 0.03), so the
-    HNSW graph and full-text index see realistic, non-identical content."""
+async def synthesize(pg_url, bank, n, src_banks, start: int = 0):
+    """Grow `bank` from `start` to n memories: LoCoMo turns with embeddings perturbed (sigma
+    0.03), so the HNSW graph and full-text index see realistic, non-identical content."""
     conn = await asyncpg.connect(pg_url)
     await register_vector(conn)
     rows = await conn.fetch(
         "SELECT text, embedding, mentioned_at FROM memories WHERE bank_id = ANY($1::text[])", src_banks
     )
     await conn.execute("INSERT INTO banks (id) VALUES ($1) ON CONFLICT DO NOTHING", bank)
-    rng = np.random.default_rng(7)
-    t0, done = time.perf_counter(), 0
+    rng = np.random.default_rng(7 + start)
+    t0, done = time.perf_counter(), start
     while done < n:
         recs = []
         for i in range(done, min(n, done + 5000)):
             r = rows[i % len(rows)]
-            v = r["embedding"].to_numpy().astype(np.float32) + rng.normal(0, 0.03, len(r["embedding"])).astype(
-                np.float32
-            )
+            e = r["embedding"].to_numpy().astype(np.float32)
+            v = e + rng.normal(0, 0.03, len(e)).astype(np.float32)
             recs.append(
                 (
                     uuid.uuid4(),
