@@ -1,0 +1,116 @@
+"""Mixed MCP load: N clients of the official MCP SDK, each on its own bank URL (`/mcp/<bank>/`),
+each looping recall, recall, retain for a fixed time, as agents do. Prints calls per second,
+latency (p50/p95/p99 by tool) and errors.
+
+    .venv/bin/python bench/mcp_load.py                       # 16 and 64 clients, 60 s each
+    .venv/bin/python bench/mcp_load.py --clients 64 --workers 2
+
+One process drives every client: with 64 of them the driver takes a share of the two cores too,
+so the figures are the server's throughput under that competition, as on the machine in the issue.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import httpx
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import locomo as lb  # noqa: E402  (bench/locomo.py: data, timing and reporting helpers)
+
+
+async def client_loop(url: str, texts: list[str], questions: list[str], until: float, lat, errors, seed: int):
+    rng = random.Random(seed)
+    async with httpx.AsyncClient(timeout=120) as http:
+        async with Client(streamable_http_client(url, http_client=http)) as c:
+            i = 0
+            while time.perf_counter() < until:
+                tool = "retain" if i % 3 == 2 else "recall"
+                args = {"content": rng.choice(texts)} if tool == "retain" else {"query": rng.choice(questions)}
+                t0 = time.perf_counter()
+                try:
+                    r = await c.call_tool(tool, args)
+                    if r.is_error:
+                        errors[tool] += 1
+                    else:
+                        lat[tool].append(time.perf_counter() - t0)
+                except Exception as exc:  # a transport error or a JSON-RPC error: counted, the loop goes on
+                    errors[f"{tool}: {type(exc).__name__}"] += 1
+                i += 1
+
+
+async def phase(server_url: str, clients: int, seconds: float, texts, questions) -> dict:
+    lat: dict = defaultdict(list)
+    errors: dict = defaultdict(int)
+    until = time.perf_counter() + seconds
+    t0 = time.perf_counter()
+    await asyncio.gather(
+        *(
+            client_loop(f"{server_url}/mcp/load_{i % 16}/", texts, questions, until, lat, errors, i)
+            for i in range(clients)
+        )
+    )
+    took = time.perf_counter() - t0
+    every = [x for xs in lat.values() for x in xs]
+    return {
+        "clients": clients,
+        "calls_per_s": round(len(every) / took, 1),
+        "all": lb.latency(every) | {"ms_p99": round(lb.pct(every, 99) * 1000, 1)},
+        **{tool: {"calls": len(xs), **lb.latency(xs)} for tool, xs in sorted(lat.items())},
+        "errors": dict(errors),
+    }
+
+
+async def main(args) -> None:
+    steal = lb.Steal()
+    tmp = Path(tempfile.mkdtemp(prefix="hindsight-mcpload-"))
+    pg = lb.EmbeddedPostgres(tmp, cleanup="delete")
+    env = {
+        "HINDSIGHT_API_DATABASE_URL": pg.start(),
+        "HINDSIGHT_API_DB_POOL_MAX": "40",
+        "HINDSIGHT_API_LOG_LEVEL": "warning",
+        "HINDSIGHT_API_WORKERS": str(args.workers),
+    }
+    server = lb.Server(env).start(timeout=180)
+    out = {"machine": lb.machine(), "date": time.strftime("%Y-%m-%d"), "workers": args.workers, "phases": []}
+    try:
+        convs = list(lb.locomo.locomo_conversations())[:2]
+        texts = [it["content"] for c in convs for s in lb.turn_items(c) for it in s]
+        questions = [q["question"] for q in lb.locomo.locomo_questions() if q["category"] in lb.CATS][:400]
+        async with httpx.AsyncClient(base_url=server.url, timeout=300) as rest:
+            for b in range(16):  # each bank starts with a conversation's worth of turns
+                items = [{"content": t} for t in texts[b * 40 : b * 40 + 400]]
+                (await rest.post(f"/v1/banks/load_{b}/memories", json={"items": items})).raise_for_status()
+        for n in (int(x) for x in args.clients.split(",")):
+            row = await phase(server.url, n, args.seconds, texts, questions)
+            out["phases"].append(row)
+            print(f"  {n} clients: {row}", flush=True)
+        out["cpu_steal_percent"] = steal.percent()
+    finally:
+        server.stop()
+        pg.stop()
+    print("\n== Hindsight mixed MCP load ==", out["machine"], out["date"], f"workers={args.workers}")
+    print(f"{'clients':>8} {'calls/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}  errors")
+    for row in out["phases"]:
+        a = row["all"]
+        print(
+            f"{row['clients']:>8} {row['calls_per_s']:>8} {a['ms_p50']:>8} {a['ms_p95']:>8} {a['ms_p99']:>8}  {row['errors'] or 0}"
+        )
+    print(f"CPU time taken by the hypervisor during the run (steal): {out['cpu_steal_percent']}%")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--clients", default="16,64", help="client counts, one phase each")
+    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--workers", type=int, default=1, help="HINDSIGHT_API_WORKERS of the server")
+    asyncio.run(main(ap.parse_args()))
