@@ -33,6 +33,7 @@ from ..engine.keys import Principal
 from ..engine.validation import inline_defs, invalid, parse
 from ..metrics import MCP_CALLS, MCP_SECONDS
 from .catalog import TOOLS
+from .output_schema import cheap_to_validate
 from .tools import Call, ToolDef
 
 if TYPE_CHECKING:
@@ -265,25 +266,29 @@ def build_server(engine: Engine, multi: bool, local_state: RequestState | None =
             )
         ),
         log_level=cast(Any, engine.settings.log_level.upper()),
-        tools=[
-            ContractTool.from_function(
-                _handler(td, engine, multi, resolver),
-                name=td.name,
-                description=_description(td, multi),
-                annotations=ToolAnnotations(
-                    title=td.name.replace("_", " ").capitalize(),
-                    read_only_hint=td.read_only,
-                    destructive_hint=td.destructive,
-                    idempotent_hint=td.idempotent,
-                    open_world_hint=False,
-                ),
-            )
-            for td in tools
-        ],
+        tools=[_tool(td, engine, multi, resolver) for td in tools],
     )
     accepted = {td.name: {p.name for p in arguments(td.request) + _bank_arguments(td, multi)} for td in tools}
     server.middleware.append(_middleware(accepted, {td.name for td in tools if td.top_level_result}, multi))
     return server
+
+
+def _tool(td: ToolDef, engine: Engine, multi: bool, resolver) -> Tool:
+    tool = ContractTool.from_function(
+        _handler(td, engine, multi, resolver),
+        name=td.name,
+        description=_description(td, multi),
+        annotations=ToolAnnotations(
+            title=td.name.replace("_", " ").capitalize(),
+            read_only_hint=td.read_only,
+            destructive_hint=td.destructive,
+            idempotent_hint=td.idempotent,
+            open_world_hint=False,
+        ),
+    )
+    # read live by the SDK (FuncMetadata), so the published schema is this one
+    tool.fn_metadata.output_schema = cheap_to_validate(tool.fn_metadata.output_schema)
+    return tool
 
 
 def http_session_manager(server: MCPServer):
