@@ -12,8 +12,9 @@ import os
 import re
 from pathlib import Path
 from typing import Any, Literal, TypeGuard, cast
+from urllib.parse import urlsplit
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ENV_PREFIX = "HINDSIGHT_API_"
@@ -85,6 +86,64 @@ class Settings(BaseSettings):
         "`hindsight.extensions.builtin.tenant:ApiKeyTenantExtension` turns API keys on.",
     )
     tenant_api_key: str | None = Field(None, description="The admin API key when the API-key tenant extension is on.")
+    # ---- OAuth 2.1 on the MCP endpoints (hindsight/oauth/) -----------------------------------------
+    oauth_enabled: bool = Field(
+        True,
+        description="OAuth 2.1 on the MCP endpoints whenever API keys are on (the built-in authorization server; a "
+        "person approves each application with an API key on the console's consent page) or "
+        "HINDSIGHT_API_OAUTH_ISSUER is set. False: MCP takes API keys only. API keys keep working either way.",
+    )
+    public_url: str | None = Field(
+        None,
+        description="The URL clients reach this server at (`https://memory.example.com`, no path): the OAuth issuer "
+        "and the base of the MCP endpoints' resource URLs. Unset: the scheme and Host of each request. Set it "
+        "behind a proxy; hosted assistants need HTTPS.",
+    )
+    oauth_access_token_ttl: int = Field(
+        3600, ge=60, le=86_400, description="Seconds an OAuth access token lasts (the client refreshes it)."
+    )
+    oauth_refresh_token_ttl: int = Field(
+        30 * 86_400,
+        ge=3600,
+        le=366 * 86_400,
+        description="Seconds an OAuth refresh token lasts; each use replaces it, and a reused one ends the connection.",
+    )
+    oauth_issuer: str | None = Field(
+        None,
+        description="An external identity provider's issuer URL (Keycloak realm, Auth0 tenant): the server then "
+        "only checks that issuer's JWT access tokens on MCP (signature by its JWKS, `iss`, `aud`, `exp`) and runs "
+        "no authorization server of its own. See docs/running.md.",
+    )
+    oauth_audience: str | None = Field(
+        None,
+        description="With an external issuer: an `aud` value accepted besides the MCP endpoint's own URL "
+        "(e.g. an Auth0 API identifier shared by every bank).",
+    )
+    oauth_banks_claim: str = Field(
+        "hindsight_banks",
+        description="With an external issuer: the JWT claim listing the banks a token may use (a list, or a "
+        "string separated by spaces or commas). A token may write only if its `scope` (or `scp`) has `write`.",
+    )
+    oauth_jwks_url: str | None = Field(
+        None,
+        description="With an external issuer: its JWKS URL; unset: `jwks_uri` from the issuer's "
+        "`/.well-known/openid-configuration`.",
+    )
+
+    @field_validator("public_url", "oauth_issuer", "oauth_jwks_url")
+    @classmethod
+    def _url(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is None or not v.strip():
+            return None
+        # An issuer is compared with `iss` as a string (Auth0's ends with a slash): kept as given.
+        v = v.strip().rstrip("/") if info.field_name == "public_url" else v.strip()
+        parts = urlsplit(v)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+            raise ValueError(f"{v!r} is not an http(s) URL without query or fragment")
+        if info.field_name == "public_url" and parts.path:
+            raise ValueError(f"{v!r}: give the origin only (scheme, host and port), no path")
+        return v
+
     embedding_model: Literal["minilm", "multilingual"] = Field(
         "minilm",
         description="`minilm`: all-MiniLM-L6-v2, English (384 dimensions, ~25 MB). `multilingual`: Universal Sentence "
@@ -272,6 +331,16 @@ class Settings(BaseSettings):
     @property
     def auth_enabled(self) -> bool:
         return bool(self.tenant_extension)
+
+    @property
+    def oauth_server(self) -> bool:
+        """Whether this server is its own OAuth authorization server (API keys approve the grants)."""
+        return self.oauth_enabled and self.auth_enabled and not self.oauth_issuer
+
+    @property
+    def oauth_resource(self) -> bool:
+        """Whether the MCP endpoints are an OAuth protected resource (built-in or external issuer)."""
+        return self.oauth_enabled and (self.auth_enabled or bool(self.oauth_issuer))
 
 
 def _env_name(field: str) -> str:

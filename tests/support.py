@@ -27,8 +27,11 @@ BANK_TABLES = {
     "documents",
     "chunks",
     "document_uploads",
+    "oauth_grants",
+    "oauth_codes",
+    "oauth_tokens",
 }
-WITHOUT_BANK_COLUMN = {"memory_entities", "fact_sources", "document_uploads"}
+WITHOUT_BANK_COLUMN = {"memory_entities", "fact_sources", "document_uploads", "oauth_codes", "oauth_tokens"}
 
 
 def make_key(admin, **body):

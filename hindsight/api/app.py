@@ -14,11 +14,14 @@ from .. import __version__
 from ..config import Settings
 from ..engine.core import Engine
 from ..engine.errors import HindsightError, NotFound, TooLarge, known
-from ..engine.keys import PRINCIPAL
+from ..engine.keys import PRINCIPAL, Principal
 from ..mcp.routing import MCPRouter
 from ..mcp.surfaces import build_server, http_session_manager
 from ..metrics import HTTP_REQUESTS, HTTP_SECONDS
-from . import banks, compat, documents, errors, keys, memories, mental_models, system
+from ..oauth import endpoints as oauth_endpoints
+from ..oauth.external import IssuerTokens
+from ..oauth.resource import Guard, endpoint_bank
+from . import banks, compat, documents, errors, keys, memories, mental_models, oauth, system
 from .console import console
 from .drain import Drain
 from .edge import Edge
@@ -35,6 +38,10 @@ class App:
         self.settings = settings
         self.engine = Engine(settings)
         self.mcp: MCPRouter | None = None  # while the MCP servers run (the lifespan)
+        # OAuth (hindsight/oauth/): the MCP endpoints' guard when they are a protected resource,
+        # and the authorization server's endpoints; both need the started engine's runtime.
+        self.guard: Guard | None = None
+        self.oauth: oauth_endpoints.Endpoints | None = None
         self.api = FastAPI(
             title="Hindsight",
             version=__version__,
@@ -44,7 +51,7 @@ class App:
         )
         self.api.state.engine = self.engine
         errors.install(self.api)
-        for module in (system, banks, memories, mental_models, documents, keys):
+        for module in (system, banks, memories, mental_models, documents, keys, oauth):
             self.api.include_router(module.router)
         compat.install(self.api)
         self.api.mount("/ui", console(), name="ui")
@@ -68,24 +75,30 @@ class App:
         if not engine.started:  # `hindsight serve` starts it earlier; plain ASGI hosts start it here
             await engine.start()
         async with contextlib.AsyncExitStack() as stack:
+            if settings.oauth_resource:
+                external = IssuerTokens(settings) if settings.oauth_issuer else None
+                self.guard = Guard(engine.rt, engine.authenticate, external)
+            self.oauth = oauth_endpoints.Endpoints(engine.rt)
             if settings.mcp_enabled:
                 single = http_session_manager(build_server(engine, False))
                 multi = http_session_manager(build_server(engine, True))
                 await stack.enter_async_context(single.run())
                 await stack.enter_async_context(multi.run())
-                self.mcp = MCPRouter(engine, single, multi)
+                self.mcp = MCPRouter(engine, single, multi, self._mcp_principal)
             log.warning(
                 "hindsight %s ready: %s; %s; MCP %s; auth %s",
                 __version__,
                 engine.database_label,
                 engine.llm_label,
                 "on /mcp" if settings.mcp_enabled else "disabled",
-                "API keys" if settings.auth_enabled else "open (no API key required)",
+                _auth_label(settings),
             )
             try:
                 yield
             finally:
                 self.mcp = None
+                self.guard = None
+                self.oauth = None
         await engine.close()
 
     async def __call__(self, scope, receive, send):
@@ -132,6 +145,10 @@ class App:
                 why = "MCP is disabled on this server" if not self.settings.mcp_enabled else "server is starting"
                 return await errors.send_error(NotFound(why), scope, receive, send)
             target = self.mcp
+        elif oauth_endpoints.handles(path):
+            if self.oauth is None:
+                return await errors.send_error(NotFound("server is starting"), scope, receive, send)
+            target = self.oauth
         started = False
 
         async def tracked(message):
@@ -144,7 +161,10 @@ class App:
         except TooLarge as exc:  # from _bounded, while the route or the MCP server read the body
             if not started:
                 await errors.send_error(exc, scope, receive, send)
-        except Exception:
+        except Exception as exc:
+            # The OAuth endpoints refuse with the engine's errors, and may meet a database outage.
+            if not started and (error := known(exc)) is not None:
+                return await errors.send_error(error, scope, receive, send)
             # A bug: FastAPI's last handler answered 500 and logged it (api/errors.py), then
             # Starlette re-raises it, which made uvicorn log it again and close the connection.
             if not started:
@@ -175,19 +195,42 @@ class App:
         return bounded
 
     async def _authenticate_first(self, scope) -> None:
-        """With API keys on, a request that carries a body is authenticated before anything reads
-        it: an anonymous client must not make the server read and parse hundreds of megabytes to
-        be told 401. The principal is kept in the scope for the route or the MCP router."""
-        if not self.settings.auth_enabled or scope["method"] not in ("POST", "PUT", "PATCH", "DELETE"):
+        """With API keys (or OAuth) on, a request that carries a body is authenticated before
+        anything reads it: an anonymous client must not make the server read and parse hundreds of
+        megabytes to be told 401. The principal is kept in the scope for the route or the MCP
+        router. The consent page's requests authenticate in their route: refusing needs no key."""
+        if scope["method"] not in ("POST", "PUT", "PATCH", "DELETE"):
             return
         path = scope["path"]
-        if path.startswith("/v1/") or path == "/mcp" or path.startswith("/mcp/"):
-            auth = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"authorization"), None)
-            scope[PRINCIPAL] = await self.engine.authenticate(auth)
+        if path == "/mcp" or path.startswith("/mcp/"):
+            if self.settings.auth_enabled or self.settings.oauth_resource:
+                scope[PRINCIPAL] = await self._mcp_principal(scope)
+        elif self.settings.auth_enabled and path.startswith("/v1/") and not path.startswith("/v1/oauth/consent/"):
+            scope[PRINCIPAL] = await self.engine.authenticate(_authorization(scope))
+
+    async def _mcp_principal(self, scope) -> Principal:
+        """Who calls an MCP endpoint: the OAuth guard's answer (a token or an API key, else a 401
+        challenge naming the endpoint's resource metadata), or the API key alone."""
+        if self.guard is not None:
+            return await self.guard.principal(scope, endpoint_bank(scope["path"]))
+        return await self.engine.authenticate(_authorization(scope))
 
 
 def create_app(settings: Settings) -> App:
     return App(settings)
+
+
+def _authorization(scope) -> str | None:
+    return next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"authorization"), None)
+
+
+def _auth_label(settings: Settings) -> str:
+    keys = "API keys" if settings.auth_enabled else "open (no API key required)"
+    if settings.oauth_issuer and settings.oauth_resource:
+        return f"{keys}; MCP takes OAuth tokens of {settings.oauth_issuer}"
+    if settings.oauth_server:
+        return f"{keys}; OAuth 2.1 on MCP (built-in authorization server)"
+    return keys
 
 
 def _route_label(scope) -> str:

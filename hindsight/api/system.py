@@ -27,6 +27,8 @@ async def health(eng: EngineDep) -> dict:
         "embedding_model": rt.embedder.name if rt else None,
         "mcp": s.mcp_enabled,
         "auth": s.auth_enabled,
+        # how MCP clients without a key sign in: our own authorization server, an external issuer's, or not at all
+        "oauth": ("external" if s.oauth_issuer else "built-in") if s.oauth_resource else None,
         "llm": {p: rt.llm.model_name(p) for p in ("retain", "reflect")} if rt else None,
         "mode": "llm" if rt and rt.llm.enabled else "offline (no LLM configured)",
         "worker": {"concurrency": s.worker_concurrency, "running": len(eng.worker.running) if rt else 0},

@@ -37,6 +37,9 @@ class Principal:
     key_id: str | None = None
     banks: frozenset[str] = field(default_factory=frozenset)
     read_only: bool = False
+    # The bank an OAuth connection was approved for: the multi-bank MCP endpoint's default for it
+    # (instead of HINDSIGHT_MCP_BANK_ID), so that a connector added as `/mcp` works without headers.
+    default_bank: str | None = None
 
     @property
     def is_admin(self) -> bool:

@@ -1,7 +1,8 @@
 """ASGI routing in front of the MCP servers.
 
 `/mcp` and `/mcp/` (no redirect) go to the multi-bank server, `/mcp/{bank_id}` and
-`/mcp/{bank_id}/` to the single-bank server. Authentication happens here, once per HTTP request,
+`/mcp/{bank_id}/` to the single-bank server. Authentication happens here, once per HTTP request
+(an API key, or an OAuth token where the endpoints are a protected resource: oauth/resource.py),
 and a bank-scoped key is refused at the door for a bank path or X-Bank-Id header it may not reach
 (with the engine's check; a `bank_id` argument is checked by the operation itself). Known client habits are accepted: a
 missing or `*/*` Accept header is treated as accepting JSON and SSE, and a GET (Claude Code sends
@@ -10,12 +11,14 @@ one before initialize) gets the SDK's 405, which clients read as "no standalone 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..api.errors import send_error
-from ..config import BANK_ID_RULE, valid_bank_id
-from ..engine.errors import InvalidHeader, MethodNotAllowed, NotFound, known
+from ..config import valid_bank_id
+from ..engine.errors import InvalidHeader, MethodNotAllowed, known
 from ..engine.keys import PRINCIPAL
+from ..oauth.resource import endpoint_bank
 from .surfaces import SCOPE_KEY, RequestState
 
 if TYPE_CHECKING:
@@ -38,10 +41,12 @@ class MCPRouter:
     session manager of the single- or multi-bank server. Refusals are engine errors, answered
     by api/errors.py like every other."""
 
-    def __init__(self, engine: Engine, single, multi):
+    def __init__(self, engine: Engine, single, multi, authenticate: Callable[[Any], Awaitable[Principal]]):
         self.engine = engine
         self.single = single  # session managers
         self.multi = multi
+        # who calls, from the request (api/app.py: the OAuth guard, or the API key alone)
+        self.authenticate = authenticate
 
     async def __call__(self, scope, receive, send):
         try:
@@ -71,13 +76,8 @@ class MCPRouter:
 
     async def _admit(self, scope) -> tuple[Principal, str | None, str | None]:
         """(caller, bank from the URL, bank from X-Bank-Id), or the error that refuses the request."""
-        parts = scope["path"].rstrip("/").split("/")[2:]  # after "", "mcp"
-        if len(parts) > 1:
-            raise NotFound(f"no MCP endpoint at {scope['path']}")
-        bank_id = parts[0] if parts else None
-        if bank_id is not None and not valid_bank_id(bank_id):
-            raise NotFound(f"invalid bank id {bank_id!r} in the URL; use {BANK_ID_RULE}")
-        who = scope.get(PRINCIPAL) or await self.engine.authenticate(_header(scope, b"authorization"))
+        bank_id = endpoint_bank(scope["path"])
+        who = scope.get(PRINCIPAL) or await self.authenticate(scope)
         header_bank = (_header(scope, b"x-bank-id") or "").strip() or None
         if header_bank is not None and not valid_bank_id(header_bank):
             raise InvalidHeader(f"X-Bank-Id: invalid bank id {header_bank!r}", "X-Bank-Id")

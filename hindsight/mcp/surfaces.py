@@ -182,7 +182,8 @@ def _handler(td: ToolDef, engine: Engine, multi: bool, resolver):
         named = "bank_id"
         with MCP_SECONDS.labels(td.name).time():
             try:
-                bank_id, source, named = _select_bank(td, multi, state, args, engine.settings.mcp_bank_id)
+                default = state.who.default_bank or engine.settings.mcp_bank_id
+                bank_id, source, named = _select_bank(td, multi, state, args, default)
                 call = Call(engine=engine, who=state.who, bank_id=bank_id, headers=state.caller, bank_source=source)
                 decode_json_arguments(args, encoded)
                 result = await td.fn(call, parse(td.request, args) if td.request is not None else None)

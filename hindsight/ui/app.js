@@ -169,7 +169,8 @@ async function banksPage() {
 }
 
 const TABS = [["search", "Search"], ["memories", "Memories"], ["entities", "Entities"], ["models", "Mental models"],
-  ["documents", "Documents"], ["operations", "Operations"], ["usage", "LLM usage"], ["settings", "Export & settings"]];
+  ["documents", "Documents"], ["operations", "Operations"], ["usage", "LLM usage"], ["connections", "Connected apps"],
+  ["settings", "Export & settings"]];
 
 async function bankPage(bankId, tab) {
   const base = `/v1/banks/${enc(bankId)}`;
@@ -189,12 +190,13 @@ async function bankPage(bankId, tab) {
       h("div", { class: "stat" }, h("b", {}, bank.entity_count ?? 0), "entities"),
       h("div", { class: "stat" }, h("b", {}, bank.document_count ?? 0), "retained documents"),
       h("div", { class: "stat" }, h("b", {}, when(bank.last_memory_at)), "last memory")),
-    h("nav", { class: "tabs" }, TABS.map(([k, label]) => h("a", { href: `#/bank/${enc(bankId)}/${k}`,
+    h("nav", { class: "tabs" }, TABS.filter(([k]) => k !== "connections" || (health && health.oauth === "built-in"))
+      .map(([k, label]) => h("a", { href: `#/bank/${enc(bankId)}/${k}`,
       class: k === tab ? "active" : "", "data-tab": k }, label))),
     body,
   );
   const pages = { search: searchTab, memories: memoriesTab, entities: entitiesTab, models: modelsTab,
-    documents: documentsTab, operations: operationsTab, usage: usageTab, settings: settingsTab };
+    documents: documentsTab, operations: operationsTab, usage: usageTab, connections: connectionsTab, settings: settingsTab };
   await (pages[tab] || searchTab)(body, base, bankId);
 }
 
@@ -492,6 +494,26 @@ async function usageTab(body, base) {
       h("tbody", {}, u.by_operation.length ? u.by_operation.map((r) => h("tr", {}, h("td", {}, r.operation), h("td", {}, r.model),
         h("td", {}, r.calls), h("td", {}, r.prompt_tokens), h("td", {}, r.completion_tokens), h("td", {}, money(r.cost_usd)),
         h("td", {}, when(r.last_call)))) : h("tr", {}, h("td", { colspan: 7, class: "muted" }, "No LLM calls for this bank.")))));
+}
+
+// ---- applications connected through OAuth (claude.ai, ChatGPT, ...) --------------------------------
+async function connectionsTab(body, base) {
+  const { connections } = await api("GET", `${base}/connections`);
+  const app = (c) => h("td", {}, c.client_name || c.client_id,
+    c.client_name ? h("div", { class: "meta" }, c.client_id) : null, c.client_uri ? h("div", { class: "meta" }, c.client_uri) : null);
+  fill(body,
+    h("p", { class: "muted" }, "Applications a person approved on the consent page to use this bank over MCP. ",
+      "Disconnecting one ends its access at once; it can ask again, and a person decides again."),
+    h("table", {}, h("thead", {}, h("tr", {}, ["Application", "Access", "Approved with key", "Connected", "Last used", ""].map((t) => h("th", {}, t)))),
+      h("tbody", {}, connections.length ? connections.map((c) => h("tr", { "data-connection": c.connection_id }, app(c),
+        h("td", {}, c.access === "read" ? "read only" : "read and write"), h("td", {}, c.approved_by),
+        h("td", {}, when(c.created_at)), h("td", {}, when(c.last_used_at)),
+        h("td", {}, h("button", { class: "danger", onclick: () => attempt(async () => {
+          if (!confirm(`Disconnect ${c.client_name || c.client_id}?`)) return;
+          await api("DELETE", `${base}/connections/${c.connection_id}`);
+          await connectionsTab(body, base);
+        }, "Disconnected") }, "Disconnect"))))
+        : h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No application is connected to this bank.")))));
 }
 
 async function settingsTab(body, base, bankId) {

@@ -46,6 +46,10 @@ ACROSS_BANKS = {
     "reembed_mental_models_after": "as reembed_memories_first",
     "reembed_mental_models_update": "as reembed_memories_first",
     "table_rows": "counts a table to re-embed, for the progress log",
+    "oauth_code_get": "by the hash of a 256-bit secret the client holds; the grant's bank it returns is then named",
+    "oauth_token_get": "by the hash of a 256-bit secret the client holds; its bank is checked against the endpoint's",
+    "oauth_codes_purge": "drops every bank's codes a day past their expiry",
+    "oauth_tokens_purge": "drops every bank's tokens a day past their expiry",
 }
 
 # Statements whose slots leave them unparsable get a stand-in for each slot (the fragment that
