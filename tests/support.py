@@ -106,3 +106,13 @@ def import_docs(api, bank, wait=True, **body):
     r = api.post(f"/v1/banks/{bank}/documents", json=body, params={"wait": wait})
     assert r.status_code == 202, r.text
     return r.json()
+
+
+def rpc(http, path: str, token: str, method: str = "tools/list", params: dict | None = None):
+    """One JSON-RPC request to an MCP endpoint with a bearer credential (an API key or a token)."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, **({"params": params} if params else {})}
+    return http.post(
+        path,
+        json=body,
+        headers={"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"},
+    )
