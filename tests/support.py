@@ -22,6 +22,7 @@ BANK_TABLES = {
     "bank_lexemes",
     "mental_models",
     "mental_model_versions",
+    "memory_versions",
     "operations",
     "llm_usage",
     "documents",

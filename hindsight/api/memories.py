@@ -4,6 +4,7 @@ from typing import Any
 
 from fastapi import APIRouter, Body, Query, Response
 
+from ..engine.curation import MemoryHistory, MemoryInvalidation, MemoryUpdate, MemoryUpdated
 from ..engine.errors import InvalidArgument
 from ..engine.memories import EntityList, EntityQuery, Lineage, MemoryDeleted, MemoryList, MemoryQuery
 from ..engine.models import Memory, RecallRequest, RecallResult, RetainBatchRequest, RetainItem, RetainResult
@@ -65,6 +66,29 @@ async def get_memory(memory_id: str, bank_id: BankId, who: Caller, eng: EngineDe
 @router.get("/memories/{memory_id}/lineage", summary="The raw units a fact came from, or the facts a raw unit gave")
 async def memory_lineage(memory_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> Lineage:
     return await eng.memory_lineage(who, bank_id, memory_id)
+
+
+@router.patch("/memories/{memory_id}", summary="Edit, invalidate or restore one memory (recorded in its history)")
+async def update_memory(
+    memory_id: str, req: MemoryUpdate, bank_id: BankId, who: Caller, eng: EngineDep
+) -> MemoryUpdated:
+    return await eng.update_memory(who, bank_id, memory_id, req)
+
+
+@router.post("/memories/{memory_id}/invalidate", summary="Invalidate one memory: kept for audit, left out of recall")
+async def invalidate_memory(
+    memory_id: str,
+    bank_id: BankId,
+    who: Caller,
+    eng: EngineDep,
+    req: MemoryInvalidation | None = Body(None),
+) -> MemoryUpdated:
+    return await eng.invalidate_memory(who, bank_id, memory_id, req.reason if req else None)
+
+
+@router.get("/memories/{memory_id}/history", summary="Every version of one memory: what changed, when, why, by whom")
+async def memory_history(memory_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> MemoryHistory:
+    return await eng.memory_history(who, bank_id, memory_id)
 
 
 @router.get("/entities", summary="The bank's entities, most mentioned first")

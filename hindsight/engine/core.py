@@ -21,11 +21,12 @@ from ..db.watchdog import Watchdog
 from ..embedding import load_embedder
 from ..llm import LLM
 from ..metrics import OPERATIONS, POOL
-from . import banks, embedding_model, keys, memories, portable, rag, retained
+from . import banks, curation, embedding_model, keys, memories, portable, rag, retained
 from . import documents as docs
 from . import mental_models as mm
 from . import operations as ops
 from .banks import check_bank_id
+from .curation import actor_of
 from .errors import InvalidArgument, NotFound, unavailable
 from .keys import Principal
 from .mental_models import (
@@ -253,12 +254,12 @@ class Engine:
     # ---- memories -------------------------------------------------------------------
     async def retain(self, who: Principal, bank_id: str, items: list[RetainItem], wait: bool = False) -> RetainResult:
         self.require(who, bank_id, write=True)
-        return await _retain(self.rt, bank_id, items, wait)
+        return await _retain(self.rt, bank_id, items, wait, actor=actor_of(who.key_id, who.kind))
 
     async def retain_later(self, who: Principal, bank_id: str, items: list[RetainItem]) -> RetainAccepted:
         """Accept now (items committed with their operation), store in the background."""
         self.require(who, bank_id, write=True)
-        return await retain_later(self.rt, bank_id, items)
+        return await retain_later(self.rt, bank_id, items, actor=actor_of(who.key_id, who.kind))
 
     async def recall(self, who: Principal, bank_id: str, req: RecallRequest) -> RecallResult:
         self.require(who, bank_id)
@@ -313,6 +314,24 @@ class Engine:
         self.require(who, bank_id, write=True)
         await memories.delete_memory(self.rt, bank_id, memory_id)
         return memories.MemoryDeleted(deleted=True, memory_id=memory_id)
+
+    async def update_memory(
+        self, who: Principal, bank_id: str, memory_id: str, req: curation.MemoryUpdate
+    ) -> curation.MemoryUpdated:
+        """Edit, invalidate or restore one memory; the change is recorded in its history."""
+        self.require(who, bank_id, write=True)
+        return await curation.update_memory(self.rt, bank_id, memory_id, req, actor_of(who.key_id, who.kind))
+
+    async def invalidate_memory(
+        self, who: Principal, bank_id: str, memory_id: str, reason: str | None = None
+    ) -> curation.MemoryUpdated:
+        self.require(who, bank_id, write=True)
+        req = curation.MemoryUpdate(state="invalidated", reason=reason)
+        return await curation.update_memory(self.rt, bank_id, memory_id, req, actor_of(who.key_id, who.kind))
+
+    async def memory_history(self, who: Principal, bank_id: str, memory_id: str) -> curation.MemoryHistory:
+        self.require(who, bank_id)
+        return await curation.memory_history(self.rt, bank_id, memory_id)
 
     async def reflect(self, who: Principal, bank_id: str, req: ReflectRequest) -> ReflectResult:
         self.require(who, bank_id)

@@ -17,6 +17,13 @@ Duplicates: a fact whose embedding is within `fact_dedup_threshold` cosine of an
 the bank (or of an earlier fact in the same batch) is not stored again; the existing fact is
 linked to the new raw unit instead. Storing runs under the bank's write lock (runtime.BankWrites),
 so concurrent extractions cannot both insert the same fact.
+
+Updates: each item comes with the facts already known that are nearest to it (sharing an entity
+or close in meaning, at most KNOWN_PER_ITEM), by short references; the LLM says in a fact's
+`updates` which of them the fact makes no longer true (Alice moved), and those are superseded
+(engine/truth.py) by the new fact, recorded as the LLM's doing. A reference to a fact the item was
+not given fails the answer's check like any other invalid answer: it is re-asked, and if it still
+fails nothing is stored, superseded or invalidated (the operation fails; the raw text stays).
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import json
 import uuid
 from collections import Counter
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -39,6 +46,7 @@ from .entities import extract_entities, merge_entities
 from .models import GivenEntity, RetainItem
 from .retain import Unit, store_units
 from .temporal import find_time_windows
+from .truth import supersede
 
 if TYPE_CHECKING:
     from .operations import Job
@@ -56,6 +64,19 @@ MAX_ITEMS_PER_CALL = 40
 MAX_FACT_CHARS = 2_000
 # The most facts one item (a raw unit, at most HINDSIGHT_API_UNIT_MAX_CHARS) may yield.
 MAX_FACTS_PER_ITEM = 100
+# The known facts an item is shown, to say which a new fact updates: those sharing an entity with
+# the item, or at least KNOWN_MIN_SIMILARITY similar to it, nearest first.
+KNOWN_PER_ITEM = 5
+KNOWN_MIN_SIMILARITY = 0.5
+
+
+class Known(NamedTuple):
+    """A fact already in memory, shown to the LLM by `ref` beside an item."""
+
+    ref: str
+    id: uuid.UUID
+    text: str
+
 
 SYSTEM = """TASK: extract_facts
 You turn conversation turns and notes into facts for a long-term memory.
@@ -66,8 +87,12 @@ For every item, write each fact worth remembering as one self-contained statemen
 - entities: the people, places, organisations and named things the fact mentions;
 - occurred_start / occurred_end: ISO 8601 absolute times of when it happened, resolved against the item's
   timestamp (e.g. "yesterday" in an item at 2023-05-08 is 2023-05-07); null when unknown;
-- item: the index of the item the fact comes from.
-Reply with JSON only: {"facts": [{"item": 0, "text": "...", "type": "world", "entities": [], "occurred_start": null, "occurred_end": null}]}"""
+- item: the index of the item the fact comes from;
+- updates: an item may list `known` facts already in memory (each with a ref). When a fact you write makes a
+  known fact of its item no longer true (the person moved, changed jobs, changed a preference, a plan changed),
+  put that known fact's ref in the fact's updates. A fact that says the same as a known fact, or adds to it
+  without contradicting it, has no updates. Never name a ref the item did not list.
+Reply with JSON only: {"facts": [{"item": 0, "text": "...", "type": "world", "entities": [], "occurred_start": null, "occurred_end": null, "updates": []}]}"""
 
 
 class ExtractedFact(BaseModel):
@@ -77,6 +102,7 @@ class ExtractedFact(BaseModel):
     entities: list[str] = Field(default_factory=list)
     occurred_start: str | None = None
     occurred_end: str | None = None
+    updates: list[str] = Field(default_factory=list, max_length=KNOWN_PER_ITEM)
 
 
 class ExtractedFacts(BaseModel):
@@ -110,20 +136,37 @@ def _when(value: str | None) -> datetime | None:
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
-def prompt_for(group: list) -> list[dict]:
-    items = [
-        {
+def prompt_for(group: list, known: dict[uuid.UUID, list[Known]] | None = None) -> list[dict]:
+    items = []
+    for i, r in enumerate(group):
+        item = {
             "index": i,
             "timestamp": r["mentioned_at"].isoformat() if r["mentioned_at"] else None,
             "context": r["context"],
             "text": r["text"],
         }
-        for i, r in enumerate(group)
-    ]
+        if known and known.get(r["id"]):
+            item["known"] = [{"ref": k.ref, "text": k.text} for k in known[r["id"]]]
+        items.append(item)
     return [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": "ITEMS:\n" + json.dumps({"items": items}, ensure_ascii=False)},
     ]
+
+
+async def known_facts(rt: Runtime, bank_id: str, group: list) -> dict[uuid.UUID, list[Known]]:
+    """For each raw unit, the current facts nearest to it that a new fact could update, each with
+    a reference unique in the group (k1, k2, ...: short, so that a model copies them exactly)."""
+    async with rt.pool.acquire() as conn:
+        rows = await conn.fetch(
+            Q.curation_candidates, bank_id, [r["id"] for r in group], KNOWN_MIN_SIMILARITY, KNOWN_PER_ITEM
+        )
+    refs: dict[uuid.UUID, str] = {}
+    known: dict[uuid.UUID, list[Known]] = {}
+    for r in rows:
+        ref = refs.setdefault(r["id"], f"k{len(refs) + 1}")
+        known.setdefault(r["raw_id"], []).append(Known(ref, r["id"], r["text"]))
+    return known
 
 
 def to_units(group: list, facts: list[ExtractedFact]) -> list[tuple[Unit, uuid.UUID]]:
@@ -163,7 +206,14 @@ def to_units(group: list, facts: list[ExtractedFact]) -> list[tuple[Unit, uuid.U
     return units
 
 
-async def _store(rt: Runtime, bank_id: str, pairs: list[tuple[Unit, uuid.UUID]], vectors, raw_ids: list) -> dict:
+async def _store(
+    rt: Runtime,
+    bank_id: str,
+    pairs: list[tuple[Unit, uuid.UUID]],
+    vectors,
+    raw_ids: list,
+    updates: list[list[uuid.UUID]],
+) -> dict:
     threshold = rt.settings.fact_dedup_threshold
     async with rt.writes.open(bank_id) as conn:
         alive = {
@@ -178,7 +228,8 @@ async def _store(rt: Runtime, bank_id: str, pairs: list[tuple[Unit, uuid.UUID]],
         new_vecs: list = []
         links: list[tuple[uuid.UUID, uuid.UUID]] = []
         kept: list[tuple[Unit, Any]] = []
-        for (unit, raw_id), vec in zip(pairs, vectors):
+        replacing: list[tuple[uuid.UUID, Unit, list[uuid.UUID]]] = []
+        for (unit, raw_id), vec, older in zip(pairs, vectors, updates):
             if raw_id not in alive:  # deleted or replaced meanwhile, or done by an earlier attempt
                 continue
             twin = next((u.id for u, v in kept if float(np.dot(v, vec)) >= threshold), None)
@@ -196,8 +247,15 @@ async def _store(rt: Runtime, bank_id: str, pairs: list[tuple[Unit, uuid.UUID]],
                 kept.append((unit, vec))
                 twin = unit.id
             links.append((twin, raw_id))
+            if older:
+                replacing.append((twin, unit, older))
         if new_units:
             await store_units(conn, bank_id, new_units, new_vecs)
+        superseded = 0
+        for newer, unit, older in replacing:
+            since = unit.occurred[0] if unit.occurred else unit.item.anchor or datetime.now(UTC)
+            ended = await supersede(conn, bank_id, older, newer, since, "llm", "extraction: a newer fact updates it")
+            superseded += len(ended)
         links = sorted(set(links))
         if links:
             await conn.execute(
@@ -207,15 +265,23 @@ async def _store(rt: Runtime, bank_id: str, pairs: list[tuple[Unit, uuid.UUID]],
                 bank_id,
             )
             await conn.execute(Q.raw_units_supersede, bank_id, sorted({b for _, b in links}))
+            # Memories a retained item superseded point to its raw unit: now to its first fact.
+            first: dict[uuid.UUID, uuid.UUID] = {}
+            for fact, raw in links:
+                first.setdefault(raw, fact)
+            await conn.execute(Q.curation_repoint, bank_id, list(first), list(first.values()))
     RETAIN_UNITS.labels("fact").inc(len(new_units))
     return {
         "new": [str(u.id) for u in new_units],
         "facts": sorted({str(a) for a, _ in links}),
         "merged": len(links) - len(new_units),
+        "superseded": superseded,
     }
 
 
 async def _extract_group(rt: Runtime, job: Job, group: list, usage: Usage) -> dict:
+    known = await known_facts(rt, job.bank_id, group)
+
     def check(parsed: ExtractedFacts) -> None:
         per_item: Counter[int] = Counter()
         for i, f in enumerate(parsed.facts):
@@ -223,13 +289,17 @@ async def _extract_group(rt: Runtime, job: Job, group: list, usage: Usage) -> di
                 raise ValueError(f"facts.{i} names item {f.item}, but items are 0..{len(group) - 1}")
             if not f.text.strip():
                 raise ValueError(f"facts.{i} has no text")
+            refs = {k.ref for k in known.get(group[f.item]["id"], [])}
+            if stray := [u for u in f.updates if u not in refs]:
+                listed = ", ".join(sorted(refs)) or "none"
+                raise ValueError(f"facts.{i} updates {stray[0]!r}, but item {f.item} lists known refs: {listed}")
             per_item[f.item] += 1
         if per_item and (most := per_item.most_common(1)[0])[1] > MAX_FACTS_PER_ITEM:
             raise Rejected("too_long", f"item {most[0]} yields {most[1]} facts; at most {MAX_FACTS_PER_ITEM}")
 
     parsed = await rt.llm.json(
         "retain",
-        prompt_for(group),
+        prompt_for(group, known),
         ExtractedFacts,
         bank_id=job.bank_id,
         operation="retain",
@@ -242,7 +312,9 @@ async def _extract_group(rt: Runtime, job: Job, group: list, usage: Usage) -> di
     if pairs:
         async with rt.cpu_slots:
             vectors = await asyncio.to_thread(rt.embedder.embed, [u.text for u, _ in pairs])
-    return await _store(rt, job.bank_id, pairs, vectors, [r["id"] for r in group])
+    by_ref = {k.ref: k.id for ks in known.values() for k in ks}
+    updates = [sorted({by_ref[u] for u in f.updates}) for f in parsed.facts]
+    return await _store(rt, job.bank_id, pairs, vectors, [r["id"] for r in group], updates)
 
 
 async def run_extraction(rt: Runtime, job: Job) -> dict:
@@ -276,6 +348,7 @@ async def run_extraction(rt: Runtime, job: Job) -> dict:
         "memory_ids": sorted(str(r["id"]) for r in visible),
         "new_facts": new_facts,
         "merged_facts": merged_facts,
+        "superseded": sum(d["superseded"] for d in stored),
         "items": len(rows),
         "llm_calls": usage.calls,
         "prompt_tokens": usage.prompt_tokens,

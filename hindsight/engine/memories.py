@@ -42,6 +42,11 @@ def to_memory(r, **extra) -> Memory:
         tags=list(r["tags"]),
         created_at=r["created_at"],
         superseded=r["superseded"] or None,
+        valid_from=r["valid_from"],
+        valid_to=r["valid_to"],
+        superseded_by=r["superseded_by"] and str(r["superseded_by"]),
+        invalidated_at=r["invalidated_at"],
+        invalidation_reason=r["invalidation_reason"],
         **extra,
     )
 

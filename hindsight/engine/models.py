@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -25,6 +26,8 @@ BankId = Annotated[str, AfterValidator(_bank_id), Field(description=f"Bank id: {
 MemoryType = Literal["world", "experience"]
 ChunkSize = Field(None, ge=200, le=20_000, description="Default characters per document chunk for this bank.")
 MAX_TAGS = 64
+# The most memories one retained item may supersede.
+MAX_SUPERSEDES = 100
 # PostgreSQL's OFFSET is a bigint; a page this deep is never useful, and a larger number was a 500.
 MAX_OFFSET = 1_000_000_000
 Offset = Field(0, ge=0, le=MAX_OFFSET, description="Skip this many first (at most 1,000,000,000).")
@@ -93,8 +96,24 @@ class RetainItem(Strict):
     entities: list[GivenEntity] | None = Field(
         None, max_length=MAX_TAGS, description="Entities to link besides those found in the text."
     )
+    supersedes: list[str] | None = Field(
+        None,
+        max_length=MAX_SUPERSEDES,
+        description="Ids of memories of this bank that this item replaces: each ends (valid_to) when this item "
+        "became true and points to it; left out of recall unless include_superseded or an as_of before then.",
+    )
 
     _tags = field_validator("tags", mode="before")(_clean_tags)
+
+    @field_validator("supersedes")
+    @classmethod
+    def _supersedes(cls, v: list[str] | None) -> list[str] | None:
+        for i, memory_id in enumerate(v or []):
+            try:
+                uuid.UUID(memory_id)
+            except ValueError:
+                raise ValueError(f"supersedes[{i}] is not a memory id (a UUID)") from None
+        return v
 
     @property
     def timeless(self) -> bool:
@@ -185,6 +204,15 @@ class Memory(BaseModel):
     tags: list[str] = Field(default_factory=list)
     created_at: datetime | None = None
     superseded: bool | None = Field(None, description="A raw unit replaced in recall by the facts extracted from it.")
+    valid_from: datetime | None = Field(
+        None, description="When it became true (unless set: when it occurred, else was said, else was stored)."
+    )
+    valid_to: datetime | None = Field(None, description="When it stopped being true (a newer fact superseded it).")
+    superseded_by: str | None = Field(None, description="The memory that replaced it.")
+    invalidated_at: datetime | None = Field(
+        None, description="When it was invalidated: kept for audit, left out of recall, reflect and mental models."
+    )
+    invalidation_reason: str | None = None
     score: float | None = Field(None, description="Fused rank score (results are ordered by it).")
     relevance: float | None = Field(None, description="0-1 relevance to the query, what strictness/min_score compare.")
     arms: list[str] | None = Field(None, description="Which recall arms found it.")
@@ -208,6 +236,14 @@ class RecallRequest(SearchOptions):
     types: list[MemoryType] | None = Field(None, description="Only world facts or experiences.")
     query_timestamp: datetime | None = Field(
         None, description='ISO 8601 time that relative times in the query ("last May") are resolved against.'
+    )
+    as_of: datetime | None = Field(
+        None,
+        description="ISO 8601 time: recall what was true then (memories valid at that time, superseded ones "
+        "included if they were still true); default: what is true now.",
+    )
+    include_superseded: bool = Field(
+        False, description="Also memories a newer one superseded (each says superseded_by and valid_to)."
     )
 
     _tags = field_validator("tags", mode="before")(_clean_tags)

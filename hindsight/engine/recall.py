@@ -37,6 +37,7 @@ from .models import Memory, RecallRequest, RecallResult
 from .relevance import relevance_sql
 from .tags import tag_condition
 from .temporal import TimeWindow, find_time_windows
+from .truth import truth_conditions
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -62,9 +63,10 @@ _QUERY_STOP = frozenset(
 
 def request_filters(req: RecallRequest) -> Fragment:
     """The conditions every arm and the details statement share (tags, types, the filter
-    expression; superseded units left out), built once and bound into each statement."""
+    expression, what is true: raw units replaced by their facts, invalidated memories and, unless
+    asked, memories a newer one superseded left out), built once and bound into each statement."""
     f = Fragment()
-    parts = ["NOT m.superseded"]
+    parts = ["NOT m.superseded", "m.invalidated_at IS NULL", *truth_conditions(req, f)]
     if tagged := tag_condition("m.tags", req.tags, req.tags_match, f):
         parts.append(tagged)
     if req.types:

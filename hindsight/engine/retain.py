@@ -31,6 +31,7 @@ from .errors import InvalidArgument
 from .models import RetainItem, RetainResult
 from .retained import delete_retained, store_retained
 from .temporal import find_time_windows
+from .truth import check_existing, supersede
 
 if TYPE_CHECKING:
     from .operations import Job
@@ -137,11 +138,16 @@ async def store_units(conn: asyncpg.Connection, bank_id: str, units: list[Unit],
             )
         )
     await conn.copy_records_to_table("memories", records=records, columns=COPY_COLUMNS)
+    await link_entities(conn, bank_id, [(u.id, u.entities) for u in units])
 
+
+async def link_entities(conn: asyncpg.Connection, bank_id: str, mentions_of: list[tuple[uuid.UUID, list]]) -> None:
+    """Link memories to the entities they mention, (name, kind) pairs each, adding to the
+    entities' mention counts; the caller holds the transaction."""
     mentions: Counter[str] = Counter()
     names: dict[str, tuple[str, str]] = {}
-    for u in units:
-        for name, kind in u.entities:
+    for _, entities in mentions_of:
+        for name, kind in entities:
             c = canonical(name)
             mentions[c] += 1
             names.setdefault(c, (name, kind))
@@ -158,16 +164,31 @@ async def store_units(conn: asyncpg.Connection, bank_id: str, units: list[Unit],
     )
     ids = {r["canonical"]: r["id"] for r in rows}
     ent_ids, mem_ids = [], []
-    for u in units:
-        for c in {canonical(n) for n, _ in u.entities}:
+    for memory_id, entities in mentions_of:
+        for c in {canonical(n) for n, _ in entities}:
             ent_ids.append(ids[c])
-            mem_ids.append(u.id)
+            mem_ids.append(memory_id)
     await conn.execute(
         Q.memory_entities_link,
         ent_ids,
         mem_ids,
         bank_id,
     )
+
+
+async def supersede_named(conn: asyncpg.Connection, bank_id: str, units: list[Unit], actor: str) -> None:
+    """Each item naming memories in `supersedes` ends them; its first unit replaces them, from
+    when it happened (or was said, or now). A named id that is not the bank's fails the retain."""
+    first: dict[int, Unit] = {}
+    for u in units:
+        first.setdefault(id(u.item), u)
+    for i, unit in enumerate(first.values()):
+        if not unit.item.supersedes:
+            continue
+        where = "supersedes" if len(first) == 1 else f"items[{i}].supersedes"
+        older = await check_existing(conn, bank_id, unit.item.supersedes, where)
+        since = unit.occurred[0] if unit.occurred else unit.item.anchor or datetime.now(UTC)
+        await supersede(conn, bank_id, older, unit.id, since, actor)
 
 
 RETAIN = "retain"  # operation kinds (engine/kinds.py): a retain stored later, and fact extraction
@@ -179,10 +200,11 @@ STEP_UNITS = 128
 
 
 async def retain(
-    rt: Runtime, bank_id: str, items: list[RetainItem], wait: bool = False, on_commit=None
+    rt: Runtime, bank_id: str, items: list[RetainItem], wait: bool = False, on_commit=None, actor: str = "retain"
 ) -> RetainResult:
     """Store `items` in one transaction. `on_commit(conn, result)` runs inside it, last: a
-    background retain marks its operation done there, so a retry cannot store the items twice."""
+    background retain marks its operation done there, so a retry cannot store the items twice.
+    An item's `supersedes` ends the memories it names (engine/truth.py), recorded as `actor`'s."""
     s = rt.settings
     check_items(items, s.max_batch_items, s.max_content_chars)
 
@@ -206,6 +228,7 @@ async def retain(
             await store_retained(conn, bank_id, items)
         for step, step_vectors in zip(steps, vectors):
             await store_units(conn, bank_id, step, step_vectors)
+        await supersede_named(conn, bank_id, units, actor)
         op_id = None
         if rt.llm.configured("retain"):
             op_id = await ops.enqueue_operation(
@@ -250,11 +273,11 @@ class RetainAccepted(BaseModel):
     operation_id: str
 
 
-async def retain_later(rt: Runtime, bank_id: str, items: list[RetainItem]) -> RetainAccepted:
+async def retain_later(rt: Runtime, bank_id: str, items: list[RetainItem], actor: str = "retain") -> RetainAccepted:
     """Accept now, store in the background: the items are durable once this returns."""
     s = rt.settings
     check_items(items, s.max_batch_items, s.max_content_chars)
-    payload = {"items": [it.model_dump(mode="json", exclude_none=True) for it in items]}
+    payload = {"items": [it.model_dump(mode="json", exclude_none=True) for it in items], "actor": actor}
     async with rt.pool.acquire() as conn:
         async with conn.transaction():
             await ensure_bank(conn, bank_id)
@@ -271,5 +294,5 @@ async def run_retain(rt: Runtime, job: Job) -> dict:
         done.update(result.model_dump(mode="json"))
         await ops.mark_succeeded(conn, job, done)
 
-    await retain(rt, job.bank_id, items, on_commit=finish)
+    await retain(rt, job.bank_id, items, on_commit=finish, actor=job.payload.get("actor", "retain"))
     return done

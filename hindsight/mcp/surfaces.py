@@ -135,6 +135,10 @@ def _bank_arguments(td: ToolDef, multi: bool) -> list[inspect.Parameter]:
     return [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=str | None) for n in names]
 
 
+# The injected request state's parameter: a name no tool argument takes (update_memory has `state`).
+STATE_PARAM = "hindsight_request_state"
+
+
 def _select_bank(td: ToolDef, multi: bool, state: RequestState, args: dict, default: str) -> tuple[str, str, str]:
     """The bank a call acts on, where it came from (url, argument, alias, header, default) and
     the name the client gave it (for error messages). Multi-bank: argument (bank_id, or its
@@ -178,7 +182,8 @@ def _handler(td: ToolDef, engine: Engine, multi: bool, resolver):
     params = arguments(td.request) + _bank_arguments(td, multi)
     encoded = json_encoded(td.request)
 
-    async def handler(state: RequestState, **args: Any) -> Any:
+    async def handler(**args: Any) -> Any:
+        state: RequestState = args.pop(STATE_PARAM)
         named = "bank_id"
         with MCP_SECONDS.labels(td.name).time():
             try:
@@ -197,7 +202,7 @@ def _handler(td: ToolDef, engine: Engine, multi: bool, resolver):
         return result
 
     state_param = inspect.Parameter(
-        "state", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[RequestState, Resolve(resolver)]
+        STATE_PARAM, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[RequestState, Resolve(resolver)]
     )
     handler.__name__ = td.name
     handler.__doc__ = td.description

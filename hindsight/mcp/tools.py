@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from ..engine.curation import MemoryChange, MemoryInvalidate, MemoryUpdated
 from ..engine.documents import (
     Document,
     DocumentDelete,
@@ -261,6 +262,23 @@ async def refresh_mental_model(call: Call, req: MentalModelRef) -> MentalModelOp
     """Re-generate a mental model's content from the latest memories. Runs asynchronously; returns
     the `operation_id` (the one already pending, if a refresh is queued or running)."""
     return await call.engine.refresh_mental_model(call.who, call.bank_id, req.mental_model_id)
+
+
+@tool(MemoryChange, idempotent=True)
+async def update_memory(call: Call, req: MemoryChange) -> MemoryUpdated:
+    """Correct one memory: its text (re-embedded), context, type, dates, valid_from/valid_to,
+    entities or tags; `state: invalidated` retracts it (kept for audit, left out of recall) and
+    `state: valid` restores it (also undoing a supersession). Give a `reason`: every change is
+    recorded in the memory's history with who made it. Ids come from recall results."""
+    return await call.engine.update_memory(call.who, call.bank_id, req.memory_id, req.changes())
+
+
+@tool(MemoryInvalidate, idempotent=True)
+async def invalidate_memory(call: Call, req: MemoryInvalidate) -> MemoryUpdated:
+    """Retract a memory that is wrong ("forget that"): it stays stored for audit but leaves recall,
+    reflect and mental models. Reversible with update_memory state=valid. To record that something
+    changed (Alice moved), retain the new fact with `supersedes` instead."""
+    return await call.engine.invalidate_memory(call.who, call.bank_id, req.memory_id, req.reason)
 
 
 @tool(OperationRef, read_only=True, idempotent=True)

@@ -86,25 +86,35 @@ DELETE FROM mental_model_versions WHERE bank_id = $1 AND model_id = $2 AND versi
 -- mental_model_sweep --
 -- Queue a refresh for every stale model: memories carrying all its tags arrived after its
 -- watermark, and the bank has been quiet for $1 seconds (or the oldest such memory waited ten
--- times that). Locked models are being refreshed and are skipped; the dedup key keeps one refresh
--- per model. A model whose last refresh failed waits $4 seconds (a cool-down) before the next.
+-- times that); or a memory it drew from (based_on) changed after its watermark (edited,
+-- invalidated, superseded), which needs no quiet period. Locked models are being refreshed and
+-- are skipped; the dedup key keeps one refresh per model. A model whose last refresh failed waits
+-- $4 seconds (a cool-down) before the next.
 WITH stale AS (
-    SELECT mm.bank_id, mm.id FROM mental_models mm
+    SELECT mm.bank_id, mm.id,
+           EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id
+                   AND m.changed_at > coalesce(mm.watermark, mm.created_at)
+                   AND (mm.based_on -> 'memories') ? m.id::text) AS changed
+    FROM mental_models mm
     WHERE (mm.last_error IS NULL OR mm.updated_at < now() - make_interval(secs => $4))
-      AND EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id
-                  AND m.created_at > coalesce(mm.watermark, mm.created_at)
-                  AND m.tags @> mm.tags)
-      AND (NOT EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id
-                       AND m.created_at > now() - make_interval(secs => $1)
-                       AND m.tags @> mm.tags)
+      AND ((EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id
+                    AND m.created_at > coalesce(mm.watermark, mm.created_at)
+                    AND m.tags @> mm.tags)
+            AND (NOT EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id
+                             AND m.created_at > now() - make_interval(secs => $1)
+                             AND m.tags @> mm.tags)
+                 OR EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id
+                            AND m.created_at > coalesce(mm.watermark, mm.created_at)
+                            AND m.created_at < now() - make_interval(secs => $1 * 10)
+                            AND m.tags @> mm.tags)))
            OR EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id
-                      AND m.created_at > coalesce(mm.watermark, mm.created_at)
-                      AND m.created_at < now() - make_interval(secs => $1 * 10)
-                      AND m.tags @> mm.tags))
+                      AND m.changed_at > coalesce(mm.watermark, mm.created_at)
+                      AND (mm.based_on -> 'memories') ? m.id::text))
     FOR UPDATE OF mm SKIP LOCKED
 )
 INSERT INTO operations (id, bank_id, type, payload, max_attempts, dedup_key)
-SELECT gen_random_uuid(), bank_id, $2, jsonb_build_object('mental_model_id', id, 'reason', 'new memories'),
+SELECT gen_random_uuid(), bank_id, $2,
+       jsonb_build_object('mental_model_id', id, 'reason', CASE WHEN changed THEN 'memories changed' ELSE 'new memories' END),
        $3, 'mental_model:' || bank_id || ':' || id
 FROM stale
 ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING

@@ -33,9 +33,10 @@ WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND NOT superseded
 FOR UPDATE;
 
 -- fact_nearest --
--- The bank's closest existing fact to a new one, to merge duplicates instead of storing them twice.
+-- The bank's closest existing fact to a new one, to merge duplicates instead of storing them twice;
+-- only a fact still true: one invalidated or superseded must not swallow the same fact said again.
 SELECT m.id, 1 - (m.embedding <=> $2) AS sim FROM memories m
-WHERE m.bank_id = $1 AND NOT m.superseded AND EXISTS (SELECT 1 FROM fact_sources f WHERE f.fact_id = m.id)
+WHERE m.bank_id = $1 AND NOT m.superseded AND m.valid_to IS NULL AND m.invalidated_at IS NULL AND EXISTS (SELECT 1 FROM fact_sources f WHERE f.fact_id = m.id)
 ORDER BY m.embedding <=> $2 LIMIT 1;
 
 -- fact_sources_link --

@@ -6,6 +6,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from ...engine.curation import MemoryHistory
 from ...engine.errors import InvalidArgument
 from ...engine.mental_models import MentalModel
 from ...engine.models import Bank, Memory, Operation, RetainItem
@@ -72,6 +73,25 @@ def memory_unit(m: Memory) -> M.MemoryUnit:
         metadata=m.metadata,
         created_at=iso(m.created_at),
     )
+
+
+def curated_unit(m: Memory) -> dict[str, Any]:
+    """One memory as the reference's single-memory answers show it, with its curation state and
+    time of truth."""
+    return {
+        **memory_unit(m).model_dump(),
+        "entities": m.entities,
+        "chunk_id": None,
+        "state": "invalidated" if m.invalidated_at else "valid",
+        "reason": m.invalidation_reason,
+        "valid_from": iso(m.valid_from),
+        "valid_to": iso(m.valid_to),
+        "superseded_by": m.superseded_by,
+    }
+
+
+def versions(history: MemoryHistory) -> list[dict[str, Any]]:
+    return [v.model_dump(mode="json") for v in history.versions]
 
 
 def disposition(d: dict[str, Any] | None) -> M.Disposition:

@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 
+from ...engine.curation import MemoryUpdate
 from ...engine.memories import MemoryQuery
 from ...engine.models import MAX_OFFSET, RecallRequest
 from ...engine.reflect import ReflectRequest
@@ -148,9 +149,27 @@ async def list_memories(
 
 @router.get("/memories/{memory_id}", summary="One memory")
 async def get_memory(memory_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> dict[str, Any]:
-    m = await eng.get_memory(who, bank_id, memory_id)
-    unit = convert.memory_unit(m).model_dump()
-    return {**unit, "entities": m.entities, "chunk_id": None, "history": []}
+    history = await eng.memory_history(who, bank_id, memory_id)
+    return {**convert.curated_unit(history.memory), "history": convert.versions(history)}
+
+
+@router.patch(
+    "/memories/{memory_id}", summary="Curate one memory: edit, invalidate or revert (recorded in its history)"
+)
+async def update_memory(
+    memory_id: str, body: M.UpdateMemoryIn, bank_id: BankId, who: Caller, eng: EngineDep
+) -> dict[str, Any]:
+    fields = body.model_dump(exclude_unset=True, exclude={"resolve_entities"})
+    if "fact_type" in fields:
+        fields["type"] = fields.pop("fact_type")
+    updated = await eng.update_memory(who, bank_id, memory_id, parse(MemoryUpdate, fields))
+    return {**convert.curated_unit(updated.memory), "version": updated.version, "changed": updated.changed}
+
+
+@router.get("/memories/{memory_id}/history", summary="Every version of one memory, oldest first")
+async def memory_history(memory_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> dict[str, Any]:
+    history = await eng.memory_history(who, bank_id, memory_id)
+    return {"memory_id": memory_id, "history": convert.versions(history), "supersedes": history.supersedes}
 
 
 @router.get("/documents", response_model=M.DocumentList, summary="Retained documents, most recently written first")

@@ -291,6 +291,24 @@ class MemoryUnit(BaseModel):
     created_at: str | None = None
 
 
+class UpdateMemoryIn(Lenient):
+    """PATCH /memories/{memory_id}: hindsight-client's UpdateMemoryRequest. Its values are checked
+    by our own MemoryUpdate (so errors read the same on both APIs). `resolve_entities` is accepted:
+    names are matched to the bank's entities by their canonical form (case and spacing), which is
+    what either of its values asks of a hand-written name here."""
+
+    text: str | None = None
+    context: str | None = None
+    occurred_start: str | None = None
+    occurred_end: str | None = None
+    mentioned_at: str | None = None
+    fact_type: str | None = None
+    entities: list[str] | None = None
+    resolve_entities: bool = True
+    state: str | None = None
+    reason: str | None = None
+
+
 class MemoryUnitList(BaseModel):
     items: list[MemoryUnit]
     total: int

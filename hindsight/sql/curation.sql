@@ -1,0 +1,96 @@
+-- Curating memories: edits, invalidation, supersession and their history (engine/curation.py).
+
+-- curation_lock --
+-- The memory as it stands, locked for the change (the caller holds the bank's write lock too).
+SELECT m.id, m.text, m.kind, m.context, m.occurred_start, m.occurred_end, m.mentioned_at, m.tags,
+       m.valid_from, m.valid_to, m.superseded_by, m.invalidated_at, m.invalidation_reason, m.given_entities,
+       ARRAY(SELECT e.name FROM memory_entities me JOIN entities e ON e.id = me.entity_id AND e.bank_id = m.bank_id
+             WHERE me.memory_id = m.id ORDER BY e.name) AS entities
+FROM memories m WHERE m.bank_id = $1 AND m.id = $2 FOR UPDATE;
+
+-- curation_update --
+-- Apply an edit: the columns it changes fill /*set*/ (names are ours, values bound after $2).
+UPDATE memories m SET changed_at = now() /*set*/ WHERE m.bank_id = $1 AND m.id = $2;
+
+-- curation_lexemes_remove --
+-- Before an edit of its text: the memory's lexemes leave the bank's counts (migration 004), as on delete.
+UPDATE bank_lexemes b SET n = b.n - 1
+FROM (SELECT DISTINCT l FROM memories m, unnest(tsvector_to_array(m.tsv)) l WHERE m.bank_id = $1 AND m.id = $2) x
+WHERE b.bank_id = $1 AND b.lexeme = x.l;
+
+-- curation_lexemes_add --
+-- After an edit of its text: the memory's new lexemes join the bank's counts, as on insert.
+INSERT INTO bank_lexemes (bank_id, lexeme, n)
+SELECT $1, l, 1 FROM (SELECT DISTINCT l FROM memories m, unnest(tsvector_to_array(m.tsv)) l
+                      WHERE m.bank_id = $1 AND m.id = $2) x ORDER BY l
+ON CONFLICT (bank_id, lexeme) DO UPDATE SET n = bank_lexemes.n + 1;
+
+-- curation_unlink_entities --
+-- A memory's entity links, dropped before its new ones are written (mentions released first).
+DELETE FROM memory_entities me USING memories m
+WHERE me.memory_id = m.id AND m.bank_id = $1 AND m.id = $2;
+
+-- curation_version_add --
+-- Record one change of a memory as its next version.
+INSERT INTO memory_versions (bank_id, memory_id, version, action, changes, reason, actor)
+SELECT $1, m.id, coalesce((SELECT max(v.version) FROM memory_versions v WHERE v.bank_id = $1 AND v.memory_id = m.id), 0) + 1,
+       $3, $4::jsonb, $5, $6
+FROM memories m WHERE m.bank_id = $1 AND m.id = $2
+RETURNING version, at;
+
+-- curation_versions --
+-- A memory's recorded changes, oldest first.
+SELECT version, action, changes, reason, actor, at FROM memory_versions
+WHERE bank_id = $1 AND memory_id = $2 ORDER BY version;
+
+-- curation_predecessors --
+-- The memories this one superseded, oldest first.
+SELECT id FROM memories WHERE bank_id = $1 AND superseded_by = $2 ORDER BY valid_to, id;
+
+-- curation_existing --
+-- Which of these ids are memories of the bank (a retain item's `supersedes`).
+SELECT id FROM memories WHERE bank_id = $1 AND id = ANY($2::uuid[]);
+
+-- curation_supersede --
+-- End memories that a newer one ($3) replaces, from when it became true ($4) (never before they
+-- began); memories already ended, invalidated or the newer one itself are left as they are.
+UPDATE memories SET valid_to = greatest(coalesce(valid_from, occurred_start, mentioned_at, created_at), $4),
+                    superseded_by = $3, changed_at = now()
+WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND id <> $3 AND valid_to IS NULL AND invalidated_at IS NULL
+RETURNING id, valid_to;
+
+-- curation_versions_superseded --
+-- Record each supersession as the next version of the memory it ended.
+INSERT INTO memory_versions (bank_id, memory_id, version, action, changes, reason, actor)
+SELECT $1, u.id, coalesce((SELECT max(v.version) FROM memory_versions v WHERE v.bank_id = $1 AND v.memory_id = u.id), 0) + 1,
+       'superseded', jsonb_build_object('valid_to', jsonb_build_array(NULL, u.t), 'superseded_by', jsonb_build_array(NULL, $3::text)),
+       $4, $5
+FROM unnest($2::uuid[], $6::timestamptz[]) AS u(id, t)
+JOIN memories m ON m.id = u.id AND m.bank_id = $1;
+
+-- curation_candidates --
+-- The current facts nearest to each raw unit being extracted that share an entity with it or are
+-- close in meaning ($3: the least similarity), at most $4 per unit: what the LLM compares the new
+-- facts with, to say which of them a new fact updates.
+SELECT raw.id AS raw_id, c.id, c.text, c.valid_from
+FROM memories raw
+CROSS JOIN LATERAL (
+    SELECT f.id, f.text, coalesce(f.valid_from, f.occurred_start, f.mentioned_at, f.created_at) AS valid_from
+    FROM memories f
+    WHERE f.bank_id = $1 AND NOT f.superseded AND f.valid_to IS NULL AND f.invalidated_at IS NULL
+      AND f.id <> raw.id
+      AND EXISTS (SELECT 1 FROM fact_sources s WHERE s.fact_id = f.id)
+      AND NOT EXISTS (SELECT 1 FROM fact_sources s WHERE s.fact_id = f.id AND s.raw_id = raw.id)
+      AND (1 - (f.embedding <=> raw.embedding) >= $3
+           OR EXISTS (SELECT 1 FROM memory_entities a JOIN memory_entities b ON a.entity_id = b.entity_id
+                      WHERE a.memory_id = raw.id AND b.memory_id = f.id))
+    ORDER BY f.embedding <=> raw.embedding LIMIT $4
+) c
+WHERE raw.bank_id = $1 AND raw.id = ANY($2::uuid[]);
+
+-- curation_repoint --
+-- Memories superseded by a retained item's raw unit ($2) now point to its first fact ($3): the
+-- raw unit itself has left recall, replaced by its facts.
+UPDATE memories m SET superseded_by = u.fact
+FROM unnest($2::uuid[], $3::uuid[]) AS u(raw, fact)
+WHERE m.bank_id = $1 AND m.superseded_by = u.raw;
