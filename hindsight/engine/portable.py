@@ -7,9 +7,11 @@ its exact value without a hand-written codec per type.
 
 Layout: a `header` line (format, version, bank settings, embedding model and dimension), then
 `entity`, `memory`, `memory_entity`, `fact_source`, `memory_document` (version 2: the text
-retained under a document_id), `document`, `chunk`, `mental_model`, `mental_model_version`
-lines, then an `end` line with the count of each kind. Version 1 files (no `memory_document`)
-still import. A file without its
+retained under a document_id), `document`, `chunk`, `mental_model`, `mental_model_version`,
+`memory_version` (version 3: a memory's recorded changes) lines, then an `end` line with the
+count of each kind. Version 1 and 2 files still import. A memory's `superseded_by` names a
+memory of the file: it is linked once every memory is placed, to that memory's id here, or left
+empty when the file does not hold it (never to another bank's memory). A file without its
 `end` line, or whose counts differ, is truncated: the import fails and changes nothing (it runs in
 one transaction).
 
@@ -54,7 +56,7 @@ if TYPE_CHECKING:
 
 
 FORMAT = "hindsight-bank"
-VERSION = 2
+VERSION = 3
 OnConflict = Literal["rename", "skip", "replace"]
 BATCH = 500
 ID_NAMESPACE = uuid.UUID("5d1c0c6e-8a7f-4c3e-9b2a-1f0e3d2c4b5a")
@@ -70,6 +72,7 @@ EXPORTS = [
     ("chunk", Q.export_chunks),
     ("mental_model", Q.export_mental_models),
     ("mental_model_version", Q.export_mental_model_versions),
+    ("memory_version", Q.export_memory_versions),
 ]
 KINDS = [k for k, _ in EXPORTS]
 
@@ -162,6 +165,7 @@ class _Importer:
         self.columns: dict[str, list[str]] = {}
         self.memory_docs: set[str] = set()
         self.doc_renames: dict[str, str | None] = {}
+        self.successors: list[tuple[str, str]] = []  # (memory here, its successor's id in the file)
 
     async def prepare(self) -> None:
         self.memory_docs = {r[0] for r in await self.conn.fetch(Q.import_memory_document_ids, self.bank_id)}
@@ -251,6 +255,9 @@ class _Importer:
                 if target != doc:
                     r["document_id"], r["source_id"] = target, f"{r['source_id']}{self.id_suffix}"
             keep.append(r)
+        for r in keep:  # linked in finish(), once the successor has its id here
+            if successor := r.pop("superseded_by", None):
+                self.successors.append((r["id"], str(successor)))
         if self.re_embed and keep:
             for r, v in zip(keep, await self._vectors([r["text"] for r in keep])):
                 r["embedding"] = v
@@ -361,6 +368,21 @@ class _Importer:
         await self._insert("mental_models", keep)
         self.imported["mental_model"] += len(keep)
 
+    async def memory_version(self, rows: list[dict]) -> None:
+        keep = []
+        for r in rows:
+            if r["memory_id"] in self.ids["memory"]:
+                r["memory_id"] = self.ids["memory"][r["memory_id"]]
+                keep.append(r)
+        await self._insert("memory_versions", keep, "ON CONFLICT DO NOTHING")
+        self.imported["memory_version"] += len(keep)
+
+    async def finish(self) -> None:
+        """Link superseded memories to their successors, both this bank's."""
+        pairs = [(m, self.ids["memory"][s]) for m, s in self.successors if s in self.ids["memory"]]
+        if pairs:
+            await self.conn.execute(Q.import_successors, self.bank_id, [m for m, _ in pairs], [s for _, s in pairs])
+
     async def mental_model_version(self, rows: list[dict]) -> None:
         keep = []
         for r in rows:
@@ -431,6 +453,7 @@ async def import_bank(
                     raise _bad(f"invalid {kind} record before line {reader.line_no}: {detail}") from None
         if end is None:
             raise _bad("truncated (no end line); nothing was imported")
+        await imp.finish()
         expected = {k: int(v) for k, v in (end.get("counts") or {}).items()}
         if any(expected.get(k, 0) != imp.seen[k] for k in KINDS):
             raise _bad(f"counts differ from the end line ({dict(imp.seen)} vs {expected}); nothing was imported")

@@ -45,6 +45,17 @@ SELECT (to_jsonb(t) - 'bank_id')::text FROM mental_models t WHERE bank_id = $1 O
 -- Their previous contents.
 SELECT (to_jsonb(t) - 'bank_id')::text FROM mental_model_versions t WHERE bank_id = $1 ORDER BY model_id, version;
 
+-- export_memory_versions --
+-- The recorded changes of its memories.
+SELECT (to_jsonb(t) - 'bank_id')::text FROM memory_versions t WHERE bank_id = $1 ORDER BY memory_id, version;
+
+-- import_successors --
+-- Imported memories that a newer one superseded point to it: both this bank's.
+UPDATE memories m SET superseded_by = s.id
+FROM unnest($2::uuid[], $3::uuid[]) AS u(mid, sid)
+JOIN memories s ON s.id = u.sid AND s.bank_id = $1
+WHERE m.bank_id = $1 AND m.id = u.mid;
+
 -- import_memory_document_ids --
 -- The document_ids the target bank already retains memories under (a file's may conflict with them).
 SELECT DISTINCT document_id FROM memories WHERE bank_id = $1 AND document_id IS NOT NULL;

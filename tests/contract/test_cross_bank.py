@@ -18,7 +18,9 @@ from conftest import mcp_local
 
 async def _snapshot(app, bank: str) -> dict:
     q = {
-        "memories": "SELECT id, text, superseded, tags FROM memories WHERE bank_id = $1 ORDER BY id",
+        "memories": "SELECT id, text, superseded, tags, valid_from, valid_to, superseded_by, invalidated_at,"
+        " changed_at FROM memories WHERE bank_id = $1 ORDER BY id",
+        "memory_versions": "SELECT memory_id, version FROM memory_versions WHERE bank_id = $1 ORDER BY 1, 2",
         "entities": "SELECT canonical, mention_count FROM entities WHERE bank_id = $1 ORDER BY canonical",
         "links": "SELECT count(*) FROM memory_entities me JOIN memories m ON m.id = me.memory_id WHERE m.bank_id = $1",
         "retained": "SELECT id, original_text, tags FROM memory_documents WHERE bank_id = $1 ORDER BY id",
@@ -89,6 +91,12 @@ async def test_rest_refuses_ids_of_another_bank_and_changes_nothing(app, rest, b
         ("GET", f"/v1/banks/{mine}/memories/{m}", None),
         ("GET", f"/v1/banks/{mine}/memories/{m}/lineage", None),
         ("DELETE", f"/v1/banks/{mine}/memories/{m}", None),
+        ("PATCH", f"/v1/banks/{mine}/memories/{m}", {"text": "hijacked"}),
+        ("PATCH", f"/v1/banks/{mine}/memories/{m}", {"state": "invalidated"}),
+        ("POST", f"/v1/banks/{mine}/memories/{m}/invalidate", None),
+        ("GET", f"/v1/banks/{mine}/memories/{m}/history", None),
+        ("PATCH", f"/v1/default/banks/{mine}/memories/{m}", {"state": "invalidated"}),
+        ("GET", f"/v1/default/banks/{mine}/memories/{m}/history", None),
         ("GET", f"/v1/banks/{mine}/documents/{d}", None),
         ("DELETE", f"/v1/banks/{mine}/documents/{d}", None),
         ("GET", f"/v1/banks/{mine}/operations/{o}", None),
@@ -114,6 +122,9 @@ async def test_rest_refuses_ids_of_another_bank_and_changes_nothing(app, rest, b
         r = await rest.request(method, path, json=body)
         assert r.status_code == 404, (method, path, r.status_code, r.text)
         assert r.json()["error"] == "not_found"
+    # a retain naming the other bank's memory as the one it supersedes: refused whole
+    r = await rest.post(f"/v1/banks/{mine}/memories", json={"content": "Alice moved again.", "supersedes": [m]})
+    assert r.status_code == 422 and "does not exist in bank" in r.text
     # an id named in a search filter finds nothing of the other bank either
     r = await rest.post(f"/v1/banks/{mine}/documents/query", json={"query": "Falcon", "filter": f'document_id = "{d}"'})
     assert r.status_code == 200 and r.json()["results"] == []
@@ -134,6 +145,9 @@ async def test_mcp_refuses_ids_of_another_bank_and_changes_nothing(app, rest, ba
         ("delete_mental_model", {"mental_model_id": ids["model"]}),
         ("get_operation", {"operation_id": ids["operation"]}),
         ("cancel_operation", {"operation_id": ids["operation"]}),
+        ("update_memory", {"memory_id": ids["memory"], "text": "hijacked"}),
+        ("invalidate_memory", {"memory_id": ids["memory"]}),
+        ("retain", {"content": "Alice moved again.", "supersedes": [ids["memory"]]}),
         ("get_document", {"doc_id": ids["document"]}),
         ("delete_document", {"doc_id": ids["document"], "confirm": True}),
     ]

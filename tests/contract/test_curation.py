@@ -221,3 +221,57 @@ async def test_a_model_drawing_from_a_changed_memory_goes_stale(app, rest, bank)
             bank,
         )
     assert [r["r"] for r in reasons] == ["memories changed"]
+
+
+async def _export(rest, bank: str) -> list[dict]:
+    import gzip
+    import json
+
+    r = await rest.get(f"/v1/banks/{bank}/export")
+    assert r.status_code == 200, r.text
+    return [json.loads(line) for line in gzip.decompress(r.content).decode().splitlines()]
+
+
+async def _import(rest, bank: str, lines: list[dict]) -> dict:
+    import gzip
+    import json
+
+    data = gzip.compress("".join(json.dumps(line) + "\n" for line in lines).encode())
+    r = await rest.post(f"/v1/banks/{bank}/import", content=data, headers={"Content-Type": "application/gzip"})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+async def test_export_import_keeps_the_chain_and_the_history_within_the_bank(rest, bank):
+    old = await retain(rest, bank, content="Gina works at Initech.", timestamp="2020-01-01T00:00:00Z")
+    new = await retain(rest, bank, content="Gina joined Hooli.", timestamp="2022-01-01T00:00:00Z", supersedes=[old])
+    await rest.patch(f"/v1/banks/{bank}/memories/{new}", json={"text": "Gina joined Hooli as a designer."})
+    wrong = await retain(rest, bank, content="Gina has three cats.")
+    await rest.post(f"/v1/banks/{bank}/memories/{wrong}/invalidate", json={"reason": "two"})
+    lines = await _export(rest, bank)
+    assert lines[0]["version"] == 3 and lines[-1]["counts"]["memory_version"] == 3
+    copy = bank + "_copy"  # same server: every id is renumbered
+    assert (await _import(rest, copy, lines))["imported"]["memory_version"] == 3
+    now = await recall(rest, copy, "Where does Gina work?")
+    assert texts(now) == ["Gina joined Hooli as a designer."]
+    chain = {m["text"]: m for m in await recall(rest, copy, "Where does Gina work?", include_superseded=True)}
+    assert chain["Gina works at Initech."]["superseded_by"] == now[0]["id"] != new
+    history = (await rest.get(f"/v1/banks/{copy}/memories/{now[0]['id']}/history")).json()
+    assert [v["action"] for v in history["versions"]] == ["created", "edited"]
+    assert await recall(rest, copy, "How many cats does Gina have?") == [] or all(
+        "cats" not in m["text"] for m in await recall(rest, copy, "How many cats does Gina have?")
+    )
+
+    # a file whose memory names another bank's memory as its successor: linked to nothing
+    victim = await retain(rest, bank + "_victim", content="Hal lives in Oslo.")
+    row = next(line["row"] for line in lines if line["kind"] == "memory" and line["row"]["id"] == old)
+    forged = [
+        lines[0],
+        {"kind": "memory", "row": {**row, "id": "00000000-0000-4000-8000-0000000000aa", "superseded_by": victim}},
+        {"kind": "end", "counts": {"memory": 1}},
+    ]
+    target = bank + "_forged"
+    await _import(rest, target, forged)
+    got = (await rest.get(f"/v1/banks/{target}/memories/00000000-0000-4000-8000-0000000000aa")).json()
+    assert got["superseded_by"] is None
+    assert (await rest.get(f"/v1/banks/{bank}_victim/memories/{victim}/history")).json()["supersedes"] == []
