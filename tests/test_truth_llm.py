@@ -114,3 +114,41 @@ def test_hindsight_client_update_memory_and_history(server, api):
         assert history["history"][1]["reason"] == "she corrected it"
     finally:
         client.close()
+
+
+def test_cli_corrects_invalidates_restores_and_shows_history(server, api, bank):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HINDSIGHT_URL": server.url}
+
+    def run(*a):
+        return subprocess.run(
+            [sys.executable, "-m", "hindsight.cli.main", *a], env=env, capture_output=True, text=True, timeout=60
+        )
+
+    old = json.loads(run("retain", bank, "Ivan lives in Kyiv.", "--timestamp", "2021-01-01T00:00:00Z").stdout)
+    old_id = old["memory_ids"][0]
+    new = run("retain", bank, "Ivan moved to Lviv.", "--timestamp", "2023-01-01T00:00:00Z", "--supersedes", old_id)
+    assert new.returncode == 0, new.stderr
+    assert "Kyiv" not in run("recall", bank, "Where does Ivan live?").stdout
+    assert "Kyiv" in run("recall", bank, "Where does Ivan live?", "--as-of", "2022-01-01T00:00:00Z").stdout
+    chain = run("recall", bank, "Where does Ivan live?", "--include-superseded").stdout
+    assert "until 2023-01-01" in chain
+    new_id = json.loads(new.stdout)["memory_ids"][0]
+    edited = run("memories", "update", bank, new_id, "--text", "Ivan moved to Lviv in 2023.", "--reason", "year")
+    assert edited.returncode == 0 and json.loads(edited.stdout)["changed"] == ["text"]
+    assert run("memories", "invalidate", bank, new_id, "--reason", "not sure").returncode == 0
+    assert "Lviv" not in run("recall", bank, "Where does Ivan live?").stdout
+    assert run("memories", "restore", bank, new_id).returncode == 0
+    history = run("memories", "history", bank, new_id)
+    assert history.returncode == 0
+    lines = [line.split()[2] for line in history.stdout.splitlines() if line.startswith("v")]
+    assert lines == ["created", "edited", "invalidated", "restored"] and "(year)" in history.stdout
+    assert f"supersedes: {old_id}" in history.stdout
+    bad = run("memories", "update", bank, new_id, "--valid-to", "1999-01-01T00:00:00Z")
+    assert bad.returncode == 1 and "valid_to" in bad.stderr and "Traceback" not in bad.stderr
+    missing = run("memories", "get", bank, "00000000-0000-4000-8000-000000000000")
+    assert missing.returncode == 1 and "404" in missing.stderr

@@ -14,6 +14,7 @@ from .client import DEFAULT_URL, Client, make_group, pass_client
 from .client import out as _out
 from .document_commands import register as register_document_commands
 from .llm_commands import register as register_llm_commands
+from .memory_commands import register as register_memory_commands
 
 
 @click.group()
@@ -225,10 +226,11 @@ def keys_revoke(c: Client, key_id):
 @click.option("--timestamp", default=None, help="ISO 8601 time of the event.")
 @click.option("--tag", "tags", multiple=True)
 @click.option("--document-id", default=None)
+@click.option("--supersedes", multiple=True, help="Id of a memory this one replaces (repeatable).")
 @click.option("--wait", is_flag=True, help="With an LLM: wait for fact extraction.")
 @click.option("--url", envvar="HINDSIGHT_URL", default=DEFAULT_URL)
 @click.option("--key", envvar="HINDSIGHT_KEY", default=None)
-def retain(bank_id, content, file_, jsonl, context, timestamp, tags, document_id, wait, url, key):
+def retain(bank_id, content, file_, jsonl, context, timestamp, tags, document_id, supersedes, wait, url, key):
     """Store CONTENT (or --file, or a --jsonl batch) in BANK_ID."""
     c = Client(url, key)
     if jsonl:
@@ -245,6 +247,7 @@ def retain(bank_id, content, file_, jsonl, context, timestamp, tags, document_id
         "timestamp": timestamp,
         "tags": list(tags) or None,
         "document_id": document_id,
+        "supersedes": list(supersedes) or None,
     }
     _out(
         c.call(
@@ -263,13 +266,19 @@ def retain(bank_id, content, file_, jsonl, context, timestamp, tags, document_id
     "--max-tokens", type=int, default=None, help="Token budget of the results (the server's default when left out)."
 )
 @click.option("--tag", "tags", multiple=True)
+@click.option("--as-of", default=None, help="ISO 8601: what was true then (default: what is true now).")
+@click.option("--include-superseded", is_flag=True, help="Also memories a newer one replaced.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full JSON result.")
 @click.option("--url", envvar="HINDSIGHT_URL", default=DEFAULT_URL)
 @click.option("--key", envvar="HINDSIGHT_KEY", default=None)
-def recall(bank_id, query, max_tokens, tags, as_json, url, key):
+def recall(bank_id, query, max_tokens, tags, as_of, include_superseded, as_json, url, key):
     """Recall memories of BANK_ID for QUERY."""
     c = Client(url, key)
     body: dict = {"query": query}
+    if as_of:
+        body["as_of"] = as_of
+    if include_superseded:
+        body["include_superseded"] = True
     if max_tokens is not None:
         body["max_tokens"] = max_tokens
     if tags:
@@ -280,7 +289,8 @@ def recall(bank_id, query, max_tokens, tags, as_json, url, key):
         return
     for m in res["results"]:
         when = (m.get("occurred_start") or m.get("mentioned_at") or "")[:10]
-        click.echo(f"{m['score']:.4f}  {when}  {m['text']}")
+        ended = f"  [until {m['valid_to'][:10]}, replaced by {m['superseded_by']}]" if m.get("valid_to") else ""
+        click.echo(f"{m['score']:.4f}  {when}  {m['text']}{ended}")
     if not res["results"]:
         click.echo("no memories match", err=True)
 
@@ -321,6 +331,7 @@ def docs(paths: tuple[str, ...], check: bool) -> None:
 
 register_llm_commands(cli)
 register_document_commands(cli)
+register_memory_commands(cli)
 
 
 def main() -> None:
