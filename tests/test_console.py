@@ -156,6 +156,55 @@ def test_a_person_uses_the_console(page, auth_server, tmp_path):
     assert page.errors == [], page.errors
 
 
+def test_a_person_corrects_a_memory_in_the_console(page, auth_server):
+    """Edit, invalidate, restore, the history on the memory's page, and recall as of a time."""
+    from playwright.sync_api import expect
+
+    bank = f"curate-{uuid.uuid4().hex[:6]}"
+    with auth_server.http(ADMIN_KEY) as admin:
+        old = admin.post(
+            f"/v1/banks/{bank}/memories", json={"content": "Jon lives in Cork.", "timestamp": "2020-01-01T00:00:00Z"}
+        ).json()["memory_ids"][0]
+        new = admin.post(
+            f"/v1/banks/{bank}/memories",
+            json={"content": "Jon moved to Galway.", "timestamp": "2023-01-01T00:00:00Z", "supersedes": [old]},
+        ).json()["memory_ids"][0]
+        page.goto(f"{auth_server.url}/ui/")
+        page.fill("#key", ADMIN_KEY)
+        page.click("button[type=submit]")
+        page.click(f"tr[data-bank='{bank}'] a")
+        page.click("a[data-tab=memories]")
+        expect(page.locator(f"[data-memory='{old}'] [data-state=ended]")).to_be_visible()
+        page.click(f"[data-memory='{new}'] button")
+        detail = page.locator("#memory-detail")
+        expect(detail).to_contain_text("Galway")
+        page.fill("#memory-edit textarea[name=text]", "Jon moved to Galway in January 2023.")
+        page.fill("#memory-edit input[name=reason]", "the month was known")
+        page.click("#memory-edit button.primary")
+        expect(page.locator("#toast")).to_contain_text("Memory updated")
+        expect(page.locator("#memory-history")).to_contain_text("edited")
+        expect(page.locator("#memory-history")).to_contain_text("the month was known")
+        shot(page, "memory-history")
+        page.click("#memory-detail button[name=invalidate]")
+        expect(page.locator("#toast")).to_contain_text("Memory invalidated")
+        expect(page.locator(f"#memory-list [data-memory='{new}'] [data-state=invalidated]")).to_be_visible()
+        page.click("#memory-detail button[name=restore]")
+        expect(page.locator("#toast")).to_contain_text("Memory restored")
+        actions = [v["action"] for v in admin.get(f"/v1/banks/{bank}/memories/{new}/history").json()["versions"]]
+        assert actions == ["created", "edited", "invalidated", "restored"]
+        # recall: now, and as of a time when the old fact was true
+        page.click("a[data-tab=search]")
+        page.fill("input[name=query]", "Where does Jon live?")
+        page.click("form button.primary")
+        expect(page.locator("#results .result").first).to_contain_text("Galway")
+        expect(page.locator("#results")).not_to_contain_text("Cork")
+        page.fill("input[name=as_of]", "2021-06-01T12:00")
+        page.click("form button.primary")
+        expect(page.locator("#results .result").first).to_contain_text("Cork")
+        expect(page.locator("#results")).not_to_contain_text("Galway")
+    assert page.errors == [], page.errors
+
+
 def test_console_headers_keep_injected_content_from_running(auth_server):
     with auth_server.http() as anon:
         r = anon.get("/ui/")

@@ -206,6 +206,8 @@ function memoryCard(m, base, onChange) {
     m.mentioned_at ? `mentioned ${when(m.mentioned_at)}` : null].filter(Boolean).join(" · ");
   return h("div", { class: "result", "data-memory": m.id },
     h("div", {}, h("span", { class: `badge ${m.type}` }, m.type), m.superseded ? h("span", { class: "badge" }, "superseded by facts") : null,
+      m.invalidated_at ? h("span", { class: "badge invalid", "data-state": "invalidated" }, "invalidated") : null,
+      m.valid_to ? h("span", { class: "badge", "data-state": "ended" }, `true until ${when(m.valid_to)}`) : null,
       (m.tags || []).map((t) => h("span", { class: "badge" }, `#${t}`))),
     h("div", { class: "text" }, m.text),
     h("div", { class: "meta" }, [times, m.entities && m.entities.length ? `entities: ${m.entities.join(", ")}` : null,
@@ -215,25 +217,75 @@ function memoryCard(m, base, onChange) {
 }
 
 async function memoryDetail(id, base, onChange) {
-  const [m, lineage] = await Promise.all([api("GET", `${base}/memories/${id}`), api("GET", `${base}/memories/${id}/lineage`)]);
+  const [m, lineage, history] = await Promise.all([api("GET", `${base}/memories/${id}`),
+    api("GET", `${base}/memories/${id}/lineage`), api("GET", `${base}/memories/${id}/history`)]);
+  const refresh = async () => { await memoryDetail(id, base, onChange); if (onChange) await onChange(); };
+  const change = (body, done) => attempt(async () => {
+    await api("PATCH", `${base}/memories/${id}`, body);
+    await refresh();
+  }, done);
+  // Editing: only what changed is sent; the reason is recorded in the history.
+  const text = h("textarea", { name: "text", rows: 3, class: "grow" }, m.text);
+  const context = h("input", { name: "context", value: m.context });
+  const tags = h("input", { name: "tags", value: (m.tags || []).join(", "), placeholder: "tags, comma-separated" });
+  // datetime-local inputs hold this browser's local time; the API speaks UTC.
+  const local = (iso) => (iso ? new Date(new Date(iso).getTime() - new Date(iso).getTimezoneOffset() * 60000).toISOString().slice(0, 16) : "");
+  const validFrom = h("input", { name: "valid_from", type: "datetime-local", value: local(m.valid_from) });
+  const validTo = h("input", { name: "valid_to", type: "datetime-local", value: local(m.valid_to) });
+  const reason = h("input", { name: "reason", placeholder: "reason (recorded in the history)", class: "grow" });
+  const utc = (local) => (local ? new Date(local).toISOString() : null);
+  const save = () => {
+    const body = {};
+    if (text.value !== m.text) body.text = text.value;
+    if (context.value !== m.context) body.context = context.value;
+    if (csv(tags.value).join(",") !== (m.tags || []).join(",")) body.tags = csv(tags.value);
+    if (validFrom.value !== local(m.valid_from)) body.valid_from = utc(validFrom.value);
+    if (validTo.value !== local(m.valid_to)) body.valid_to = utc(validTo.value);
+    if (!Object.keys(body).length) { toast("Nothing changed", true); return undefined; }
+    if (reason.value.trim()) body.reason = reason.value.trim();
+    return change(body, "Memory updated");
+  };
+  const ended = m.invalidated_at || m.superseded_by;
+  const state = m.invalidated_at ? `invalidated ${when(m.invalidated_at)}${m.invalidation_reason ? ` (${m.invalidation_reason})` : ""}`
+    : m.valid_to ? `superseded ${when(m.valid_to)}` : "valid";
+  const versions = h("div", { id: "memory-history" }, history.versions.map((v) => h("div", { class: "version", "data-version": v.version },
+    h("div", {}, h("b", {}, `v${v.version}`), ` ${when(v.at)} · `, h("span", { class: "badge", "data-action": v.action }, v.action),
+      v.actor ? ` by ${v.actor}` : "", v.reason ? ` · ${v.reason}` : ""),
+    Object.entries(v.changes || {}).map(([field, [before, after]]) => h("div", { class: "meta" },
+      `${field}: ${JSON.stringify(before)} → ${JSON.stringify(after)}`)))));
   const box = h("div", { class: "panel", id: "memory-detail" },
     h("h3", {}, "Memory"),
     h("div", { class: "text" }, m.text),
-    h("table", {}, h("tbody", {}, [["id", m.id], ["type", m.type], ["context", m.context], ["created", when(m.created_at)],
+    h("table", {}, h("tbody", {}, [["id", m.id], ["state", state], ["type", m.type], ["context", m.context], ["created", when(m.created_at)],
       ["mentioned", when(m.mentioned_at)], ["occurred", m.occurred_start ? `${when(m.occurred_start)} – ${when(m.occurred_end)}` : "—"],
+      ["true", `from ${when(m.valid_from)}${m.valid_to ? ` until ${when(m.valid_to)}` : ""}`],
+      ["replaced by", m.superseded_by || "—"],
       ["entities", (m.entities || []).join(", ")], ["tags", (m.tags || []).join(", ")], ["document", m.document_id || "—"]]
       .map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v))))),
     Object.keys(m.metadata || {}).length ? h("pre", {}, JSON.stringify(m.metadata, null, 2)) : null,
     lineage.sources.length ? [h("h3", {}, "Extracted from"), lineage.sources.map((s) => h("pre", { "data-source": s.id }, s.text))] : null,
     lineage.facts.length ? [h("h3", {}, "Facts extracted from it"), lineage.facts.map((f) => h("pre", { "data-fact": f.id }, f.text))] : null,
+    h("h3", {}, "Correct it"),
+    h("form", { id: "memory-edit", onsubmit: (e) => { e.preventDefault(); save(); } },
+      h("div", { class: "row" }, text),
+      h("div", { class: "row spaced" }, h("label", {}, "context", context), h("label", {}, "tags", tags),
+        h("label", {}, "true from", validFrom), h("label", {}, "true until", validTo)),
+      h("div", { class: "row" }, reason, h("button", { class: "primary", type: "submit" }, "Save"))),
     h("div", { class: "row" },
+      ended ? h("button", { name: "restore", onclick: () => change({ state: "valid", ...(reason.value.trim() ? { reason: reason.value.trim() } : {}) },
+        "Memory restored") }, "Restore (make valid)")
+        : h("button", { name: "invalidate", onclick: () => change({ state: "invalidated", ...(reason.value.trim() ? { reason: reason.value.trim() } : {}) },
+          "Memory invalidated") }, "Invalidate"),
       h("button", { class: "danger", onclick: () => attempt(async () => {
-        if (!confirm("Delete this memory?")) return;
+        if (!confirm("Delete this memory? Invalidating keeps it for audit.")) return;
         await api("DELETE", `${base}/memories/${id}`);
         box.remove();
         if (onChange) await onChange();
       }, "Memory deleted") }, "Delete memory"),
-      h("button", { onclick: () => box.remove() }, "Close")));
+      h("button", { onclick: () => box.remove() }, "Close")),
+    h("h3", {}, "History"),
+    versions,
+    history.supersedes.length ? h("p", { class: "muted" }, `Replaced: ${history.supersedes.join(", ")}`) : null);
   document.getElementById("memory-detail")?.remove();
   document.getElementById("tab").prepend(box);
   box.scrollIntoView({ block: "nearest" });
@@ -248,6 +300,8 @@ async function searchTab(body, base) {
   const match = h("select", { name: "tags_match" }, ["any", "all", "any_strict", "all_strict", "exact"].map((m) => h("option", {}, m)));
   const types = h("select", { name: "types" }, h("option", { value: "" }, "all types"), h("option", {}, "world"), h("option", {}, "experience"));
   const filter = h("input", { name: "filter", placeholder: 'filter, e.g. metadata.speaker = "Ann"', class: "grow" });
+  const asOf = h("input", { name: "as_of", type: "datetime-local" });
+  const superseded = h("input", { name: "include_superseded", type: "checkbox" });
   const results = h("div", { class: "panel", id: "results" }, h("p", { class: "muted" }, "Results appear here."));
   const run = () => attempt(async () => {
     const req = { query: q.value, mode: mode.value, top_k: Number(topK.value), strictness: Number(strict.value),
@@ -255,6 +309,8 @@ async function searchTab(body, base) {
     if (csv(tags.value).length || match.value === "exact") req.tags = csv(tags.value);
     if (types.value) req.types = [types.value];
     if (filter.value.trim()) req.filter = filter.value.trim();
+    if (asOf.value) req.as_of = new Date(asOf.value).toISOString();
+    if (superseded.checked) req.include_superseded = true;
     const r = await api("POST", `${base}/recall`, req);
     fill(results, h("p", { class: "muted" }, `${r.results.length} results · ${r.total_tokens} tokens`),
       r.results.map((m) => memoryCard(m, base, run)));
@@ -264,7 +320,9 @@ async function searchTab(body, base) {
       h("div", { class: "row" }, q, h("button", { class: "primary", type: "submit" }, "Recall")),
       h("div", { class: "row spaced" }, h("label", {}, "mode", mode), h("label", {}, "top k", topK),
         h("label", {}, "strictness", strict), h("label", {}, "tags", tags), h("label", {}, "match", match),
-        h("label", {}, "type", types), h("label", { class: "grow" }, "filter", filter))),
+        h("label", {}, "type", types), h("label", { class: "grow" }, "filter", filter),
+        h("label", { title: "what was true then (default: now)" }, "as of", asOf),
+        h("label", {}, superseded, " superseded too"))),
     results);
 }
 
