@@ -26,6 +26,8 @@ async def test_single_bank_surface(server, bank):
         "update_mental_model",
         "delete_mental_model",
         "refresh_mental_model",
+        "update_memory",
+        "invalidate_memory",
         "get_operation",
         "list_operations",
         "cancel_operation",
@@ -44,6 +46,9 @@ async def test_single_bank_surface(server, bank):
     assert "bank_id" not in tools["recall"].input_schema["properties"]
     assert tools["recall"].annotations.read_only_hint is True
     assert tools["retain"].annotations.read_only_hint is False
+    assert tools["update_memory"].annotations.read_only_hint is False
+    assert set(tools["update_memory"].input_schema["required"]) == {"memory_id"}
+    assert "supersedes" in tools["retain"].input_schema["properties"]
     async with mcp_session(f"{server.url}/mcp/{bank}/") as c:
         r = await c.call_tool(
             "retain",

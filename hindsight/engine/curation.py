@@ -196,6 +196,10 @@ async def update_memory(rt: Runtime, bank_id: str, memory_id: str, req: MemoryUp
             if (list(old) if isinstance(old, list) else old) != new:
                 changes[field] = [_plain(old), _plain(new)]
                 after[column] = new
+        if "valid_to" in after and after["valid_to"] is None and row["superseded_by"] is not None:
+            # "true again": a memory whose end is cleared is no longer replaced by its successor
+            after["superseded_by"] = None
+            changes["superseded_by"] = [str(row["superseded_by"]), None]
         _check_times(row, after)
         entities = _entities_after(row, req, after)
         if entities is not None and sorted({n for n, _ in entities}) != sorted(set(row["entities"])):

@@ -65,7 +65,7 @@ MAX_FACT_CHARS = 2_000
 # The most facts one item (a raw unit, at most HINDSIGHT_API_UNIT_MAX_CHARS) may yield.
 MAX_FACTS_PER_ITEM = 100
 # The known facts an item is shown, to say which a new fact updates: those sharing an entity with
-# the item, or at least KNOWN_MIN_SIMILARITY similar to it, nearest first.
+# the item first, then those at least KNOWN_MIN_SIMILARITY similar to it, nearest first.
 KNOWN_PER_ITEM = 5
 KNOWN_MIN_SIMILARITY = 0.5
 
@@ -163,9 +163,10 @@ async def known_facts(rt: Runtime, bank_id: str, group: list) -> dict[uuid.UUID,
         )
     refs: dict[uuid.UUID, str] = {}
     known: dict[uuid.UUID, list[Known]] = {}
-    for r in rows:
-        ref = refs.setdefault(r["id"], f"k{len(refs) + 1}")
-        known.setdefault(r["raw_id"], []).append(Known(ref, r["id"], r["text"]))
+    for r in rows:  # by unit, entity-sharing facts first, nearest first
+        shown = known.setdefault(r["raw_id"], [])
+        if len(shown) < KNOWN_PER_ITEM and all(k.id != r["id"] for k in shown):
+            shown.append(Known(refs.setdefault(r["id"], f"k{len(refs) + 1}"), r["id"], r["text"]))
     return known
 
 

@@ -69,24 +69,32 @@ FROM unnest($2::uuid[], $6::timestamptz[]) AS u(id, t)
 JOIN memories m ON m.id = u.id AND m.bank_id = $1;
 
 -- curation_candidates --
--- The current facts nearest to each raw unit being extracted that share an entity with it or are
--- close in meaning ($3: the least similarity), at most $4 per unit: what the LLM compares the new
--- facts with, to say which of them a new fact updates.
-SELECT raw.id AS raw_id, c.id, c.text, c.valid_from
+-- What the LLM compares each raw unit's new facts with, to say which they update: the bank's
+-- current facts about the same entities (tier 0), nearest first, then the nearest in meaning
+-- (tier 1, at least $3 similar), at most $4 of each per unit (engine/extract.py keeps $4 in all).
+-- Facts sharing an entity come first: among a hundred people's "X moved to Y", the facts about
+-- this person are the ones a new fact about them can update.
+SELECT raw.id AS raw_id, c.id, c.text, c.tier, c.d
 FROM memories raw
 CROSS JOIN LATERAL (
-    SELECT f.id, f.text, coalesce(f.valid_from, f.occurred_start, f.mentioned_at, f.created_at) AS valid_from
-    FROM memories f
-    WHERE f.bank_id = $1 AND NOT f.superseded AND f.valid_to IS NULL AND f.invalidated_at IS NULL
-      AND f.id <> raw.id
-      AND EXISTS (SELECT 1 FROM fact_sources s WHERE s.fact_id = f.id)
-      AND NOT EXISTS (SELECT 1 FROM fact_sources s WHERE s.fact_id = f.id AND s.raw_id = raw.id)
-      AND (1 - (f.embedding <=> raw.embedding) >= $3
-           OR EXISTS (SELECT 1 FROM memory_entities a JOIN memory_entities b ON a.entity_id = b.entity_id
-                      WHERE a.memory_id = raw.id AND b.memory_id = f.id))
-    ORDER BY f.embedding <=> raw.embedding LIMIT $4
+    (SELECT f.id, f.text, 0 AS tier, f.embedding <=> raw.embedding AS d
+     FROM memories f
+     WHERE f.bank_id = $1 AND NOT f.superseded AND f.valid_to IS NULL AND f.invalidated_at IS NULL
+       AND EXISTS (SELECT 1 FROM fact_sources s WHERE s.fact_id = f.id)
+       AND NOT EXISTS (SELECT 1 FROM fact_sources s WHERE s.fact_id = f.id AND s.raw_id = raw.id)
+       AND EXISTS (SELECT 1 FROM memory_entities a JOIN memory_entities b ON a.entity_id = b.entity_id
+                   WHERE a.memory_id = raw.id AND b.memory_id = f.id)
+     ORDER BY d LIMIT $4)
+    UNION ALL
+    (SELECT f.id, f.text, 1 AS tier, f.embedding <=> raw.embedding AS d
+     FROM memories f
+     WHERE f.bank_id = $1 AND NOT f.superseded AND f.valid_to IS NULL AND f.invalidated_at IS NULL
+       AND EXISTS (SELECT 1 FROM fact_sources s WHERE s.fact_id = f.id)
+       AND NOT EXISTS (SELECT 1 FROM fact_sources s WHERE s.fact_id = f.id AND s.raw_id = raw.id)
+     ORDER BY f.embedding <=> raw.embedding LIMIT $4)
 ) c
-WHERE raw.bank_id = $1 AND raw.id = ANY($2::uuid[]);
+WHERE raw.bank_id = $1 AND raw.id = ANY($2::uuid[]) AND (c.tier = 0 OR 1 - c.d >= $3)
+ORDER BY raw.id, c.tier, c.d;
 
 -- curation_repoint --
 -- Memories superseded by a retained item's raw unit ($2) now point to its first fact ($3): the
