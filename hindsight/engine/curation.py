@@ -176,10 +176,15 @@ def _plain(value: Any) -> Any:
 async def update_memory(rt: Runtime, bank_id: str, memory_id: str, req: MemoryUpdate, actor: str) -> MemoryUpdated:
     mid = parse_memory_id(memory_id)
     given = req.model_fields_set
-    vector = None
-    if req.text is not None:  # embedded before the bank's write lock is taken, as retain does
+    vector, found = None, None
+    if req.text is not None:  # CPU work in a thread, before the bank's write lock, as retain does
+        text = req.text
+
+        def read() -> tuple[Any, list[tuple[str, str]]]:
+            return rt.embedder.embed([text])[0], extract_entities(text)
+
         async with rt.cpu_slots:
-            vector = (await asyncio.to_thread(rt.embedder.embed, [req.text]))[0]
+            vector, found = await asyncio.to_thread(read)
     async with rt.writes.open(bank_id) as conn:
         row = await conn.fetchrow(Q.curation_lock, bank_id, mid)
         if row is None:
@@ -201,7 +206,7 @@ async def update_memory(rt: Runtime, bank_id: str, memory_id: str, req: MemoryUp
             after["superseded_by"] = None
             changes["superseded_by"] = [str(row["superseded_by"]), None]
         _check_times(row, after)
-        entities = _entities_after(row, req, after)
+        entities = _entities_after(row, req, after, found or [])
         if entities is not None and sorted({n for n, _ in entities}) != sorted(set(row["entities"])):
             changes["entities"] = [list(row["entities"]), sorted({n for n, _ in entities})]
         else:
@@ -257,7 +262,9 @@ def _check_times(row: asyncpg.Record, after: dict[str, Any]) -> None:
         raise InvalidArgument("valid_to: before the memory became true (valid_from)", "valid_to")
 
 
-def _entities_after(row: asyncpg.Record, req: MemoryUpdate, after: dict[str, Any]) -> list[tuple[str, str]] | None:
+def _entities_after(
+    row: asyncpg.Record, req: MemoryUpdate, after: dict[str, Any], found: list[tuple[str, str]]
+) -> list[tuple[str, str]] | None:
     """The (name, kind) entities the memory mentions after the edit: those given, or, when only
     the text changed, those the client gave at retain and those found in the new text; None when
     they stay as they are."""
@@ -266,7 +273,7 @@ def _entities_after(row: asyncpg.Record, req: MemoryUpdate, after: dict[str, Any
     if "text" not in after:
         return None
     given = [(n, k) for n, k in json.loads(row["given_entities"] or "[]")]
-    return merge_entities(given, extract_entities(after["text"]))
+    return merge_entities(given, found)
 
 
 async def memory_history(rt: Runtime, bank_id: str, memory_id: str) -> MemoryHistory:

@@ -368,14 +368,19 @@ class _Importer:
         await self._insert("mental_models", keep)
         self.imported["mental_model"] += len(keep)
 
-    async def memory_version(self, rows: list[dict]) -> None:
+    async def _versions(self, table: str, of: str, key: str, rows: list[dict]) -> int:
+        """Insert the version rows whose object (`key`, a file id of kind `of`) was placed here,
+        under its id here; returns how many."""
         keep = []
         for r in rows:
-            if r["memory_id"] in self.ids["memory"]:
-                r["memory_id"] = self.ids["memory"][r["memory_id"]]
+            if r[key] in self.ids[of]:
+                r[key] = self.ids[of][r[key]]
                 keep.append(r)
-        await self._insert("memory_versions", keep, "ON CONFLICT DO NOTHING")
-        self.imported["memory_version"] += len(keep)
+        await self._insert(table, keep, "ON CONFLICT DO NOTHING")
+        return len(keep)
+
+    async def memory_version(self, rows: list[dict]) -> None:
+        self.imported["memory_version"] += await self._versions("memory_versions", "memory", "memory_id", rows)
 
     async def finish(self) -> None:
         """Link superseded memories to their successors, both this bank's."""
@@ -384,12 +389,7 @@ class _Importer:
             await self.conn.execute(Q.import_successors, self.bank_id, [m for m, _ in pairs], [s for _, s in pairs])
 
     async def mental_model_version(self, rows: list[dict]) -> None:
-        keep = []
-        for r in rows:
-            if r["model_id"] in self.ids["mental_model"]:
-                r["model_id"] = self.ids["mental_model"][r["model_id"]]
-                keep.append(r)
-        await self._insert("mental_model_versions", keep, "ON CONFLICT DO NOTHING")
+        await self._versions("mental_model_versions", "mental_model", "model_id", rows)
 
 
 async def import_bank(
