@@ -155,7 +155,9 @@ async def test_bad_edits_are_refused_and_change_nothing(rest, bank):
 async def test_hindsight_shaped_update_and_history(rest, bank):
     mid = await retain(rest, bank, content="Dana prefers tea.")
     base = f"/v1/default/banks/{bank}/memories/{mid}"
-    r = await rest.patch(base, json={"text": "Dana prefers coffee.", "fact_type": "world", "reason": "changed her mind"})
+    r = await rest.patch(
+        base, json={"text": "Dana prefers coffee.", "fact_type": "world", "reason": "changed her mind"}
+    )
     assert r.status_code == 200, r.text
     assert r.json()["text"] == "Dana prefers coffee." and r.json()["state"] == "valid"
     r = await rest.patch(base, json={"state": "invalidated", "reason": "test"})
@@ -173,7 +175,9 @@ async def test_mcp_update_and_invalidate_and_read_only_keys(app, rest, bank):
     async with mcp_local(app, bank=bank) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         assert {"update_memory", "invalidate_memory"} <= names
-        r = await client.call_tool("update_memory", {"memory_id": mid, "text": "Erin drives a blue car.", "reason": "fix"})
+        r = await client.call_tool(
+            "update_memory", {"memory_id": mid, "text": "Erin drives a blue car.", "reason": "fix"}
+        )
         assert r.structured_content["memory"]["text"] == "Erin drives a blue car."
         r = await client.call_tool("invalidate_memory", {"memory_id": mid, "reason": "sold it"})
         assert r.structured_content["memory"]["invalidation_reason"] == "sold it"
@@ -186,7 +190,10 @@ async def test_mcp_update_and_invalidate_and_read_only_keys(app, rest, bank):
         assert e.value.code == -32602 and "does not exist" in e.value.message
     reader = Principal("bank", key_id="reader", banks=frozenset({bank}), read_only=True)
     async with mcp_local(app, bank=bank, who=reader) as client:
-        for tool, args in (("update_memory", {"memory_id": mid, "state": "valid"}), ("invalidate_memory", {"memory_id": mid})):
+        for tool, args in (
+            ("update_memory", {"memory_id": mid, "state": "valid"}),
+            ("invalidate_memory", {"memory_id": mid}),
+        ):
             with pytest.raises(MCPError) as e:
                 await client.call_tool(tool, args)
             assert "may only read" in e.value.message
