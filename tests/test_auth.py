@@ -125,6 +125,31 @@ def test_read_only_key(auth_server, admin, bank):
         assert r.status_code == 403 and "only read" in r.json()["message"]
 
 
+def test_curation_needs_write_access_and_names_the_key(auth_server, admin, bank):
+    """A read-only key reads a memory's history but cannot correct, invalidate or restore it, on
+    either API; a read-write key's changes are recorded under its id (never its secret)."""
+    mid = admin.post(f"/v1/banks/{bank}/memories", json={"content": "Kim plays the cello."}).json()["memory_ids"][0]
+    reader = make_key(admin, role="bank", banks=[bank], access="read")["key"]
+    writer = make_key(admin, role="bank", banks=[bank])
+    with auth_server.http(reader) as c:
+        for method, path, body in (
+            ("PATCH", f"/v1/banks/{bank}/memories/{mid}", {"text": "Kim plays the viola."}),
+            ("POST", f"/v1/banks/{bank}/memories/{mid}/invalidate", None),
+            ("PATCH", f"/v1/default/banks/{bank}/memories/{mid}", {"state": "invalidated"}),
+            ("POST", f"/v1/banks/{bank}/memories", {"content": "Kim quit.", "supersedes": [mid]}),
+        ):
+            r = c.request(method, path, json=body)
+            assert r.status_code == 403 and "only read" in r.json()["message"], (path, r.text)
+        assert c.get(f"/v1/banks/{bank}/memories/{mid}/history").status_code == 200
+    with auth_server.http(writer["key"]) as c:
+        r = c.patch(f"/v1/banks/{bank}/memories/{mid}", json={"text": "Kim plays the viola.", "reason": "misheard"})
+        assert r.status_code == 200, r.text
+        history = c.get(f"/v1/banks/{bank}/memories/{mid}/history").json()
+    assert history["versions"][-1]["actor"] == writer["key_id"] != writer["key"]
+    assert writer["key"] not in str(history)
+    assert history["memory"]["text"] == "Kim plays the viola."
+
+
 def test_admin_role_key_and_validation(auth_server, admin, bank):
     secret = make_key(admin, role="admin")["key"]
     with auth_server.http(secret) as c:
