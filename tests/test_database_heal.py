@@ -86,8 +86,10 @@ def test_killed_embedded_postgres_is_restarted(tmp_path, bank):
             wait_for(lambda: served_again(api, bank), timeout=60, every=0.5)
             assert FACT in recalled(api, bank)
             assert postmaster(pgdata).pid != old.pid
-            ready = api.get("/health/ready")
-            assert ready.status_code == 200 and ready.json()["ready"] is True
+            # readiness pings with a 2 s limit: on a loaded machine the first ping after the
+            # restart may miss it, so it must turn ready, not be ready on the first look
+            wait_for(lambda: api.get("/health/ready").status_code == 200, timeout=30, every=0.5)
+            assert api.get("/health/ready").json()["ready"] is True
     finally:
         assert s.stop() in (0, -15)
     log = s.log_path.read_text()
