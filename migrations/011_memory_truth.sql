@@ -1,14 +1,14 @@
 -- 011: memory that stays true (issue 26): curated memories, a time of truth, supersession, history.
 -- Why: the only way to correct a memory was to delete it, and so its trace; a bank kept "Alice
 -- lives in Lisbon" beside "Alice moved to Porto" and recall could answer with either. A memory
--- now carries when it became true (`valid_from`; NULL reads as its occurred_start, mentioned_at
--- or created_at, so existing rows need no rewrite) and when it stopped (`valid_to`), the memory
+-- now carries when it became true (`valid_from`; NULL reads as the earlier of its occurred_start
+-- and mentioned_at, else created_at, so existing rows need no rewrite) and when it stopped (`valid_to`), the memory
 -- that replaced it (`superseded_by`), and whether a person or agent invalidated it (kept for
 -- audit, left out of recall). `superseded` (migration 002) keeps its meaning: a raw unit replaced
 -- by the facts extracted from it.
 --
--- `superseded_by` has no foreign key: the successor may be deleted later (the chain then ends
--- at a missing id, which readers show as such) and an imported bank's ids are remapped
+-- `superseded_by` has no foreign key: deleting or invalidating the successor makes the memories
+-- it replaced true again (engine/truth.restore_predecessors), and an imported bank's ids are remapped
 -- (engine/portable.py) before they are written. `changed_at` is when a memory last changed after
 -- it was stored: the mental-model sweep refreshes a model that drew from a memory changed after
 -- its watermark.

@@ -138,15 +138,33 @@ def test_cli_corrects_invalidates_restores_and_shows_history(server, api, bank):
     new_id = json.loads(new.stdout)["memory_ids"][0]
     edited = run("memories", "update", bank, new_id, "--text", "Ivan moved to Lviv in 2023.", "--reason", "year")
     assert edited.returncode == 0 and json.loads(edited.stdout)["changed"] == ["text"]
+    assert f"supersedes: {old_id}" in run("memories", "history", bank, new_id).stdout
     assert run("memories", "invalidate", bank, new_id, "--reason", "not sure").returncode == 0
-    assert "Lviv" not in run("recall", bank, "Where does Ivan live?").stdout
+    back = run("recall", bank, "Where does Ivan live?").stdout  # what it had replaced stands again
+    assert "Lviv" not in back and "Kyiv" in back
     assert run("memories", "restore", bank, new_id).returncode == 0
     history = run("memories", "history", bank, new_id)
     assert history.returncode == 0
     lines = [line.split()[2] for line in history.stdout.splitlines() if line.startswith("v")]
     assert lines == ["created", "edited", "invalidated", "restored"] and "(year)" in history.stdout
-    assert f"supersedes: {old_id}" in history.stdout
+    assert "supersedes:" not in history.stdout
+    assert "restored by open (its successor" in run("memories", "history", bank, old_id).stdout
     bad = run("memories", "update", bank, new_id, "--valid-to", "1999-01-01T00:00:00Z")
     assert bad.returncode == 1 and "valid_to" in bad.stderr and "Traceback" not in bad.stderr
     missing = run("memories", "get", bank, "00000000-0000-4000-8000-000000000000")
     assert missing.returncode == 1 and "404" in missing.stderr
+
+
+def test_superseding_a_raw_unit_ends_its_facts_before_and_after_extraction(llm_api, bank):
+    done = retain(llm_api, bank, {"content": "Zoe owns a red bicycle. Zoe plays chess."}, wait=True)
+    raw = llm_api.get(f"/v1/banks/{bank}/memories/{done['memory_ids'][0]}/lineage").json()["sources"][0]["id"]
+    retain(llm_api, bank, {"content": "Zoe sold the red bicycle.", "supersedes": [raw]}, wait=True)
+    texts, _ = recall_texts(llm_api, bank, "Does Zoe have a bicycle?")
+    assert "Zoe owns a red bicycle." not in texts and "Zoe plays chess." not in texts
+    # the same before the facts exist: they end with their raw unit once extracted
+    slow = retain(llm_api, bank, {"content": "Yan owns a blue canoe. [[sleep:2]]"}, wait=False)
+    retain(llm_api, bank, {"content": "Yan sold the blue canoe.", "supersedes": slow["memory_ids"][:1]}, wait=False)
+    wait_for(lambda: _op(llm_api, bank, slow["operation_id"])["status"] == "succeeded", timeout=60)
+    hits = _recall(llm_api, bank, "Does Yan have a canoe?", include_superseded=True)
+    canoe = [m for m in hits if "owns a blue canoe" in m["text"]]
+    assert canoe and all(m["valid_to"] for m in canoe)

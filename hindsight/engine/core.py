@@ -312,7 +312,7 @@ class Engine:
 
     async def delete_memory(self, who: Principal, bank_id: str, memory_id: str) -> memories.MemoryDeleted:
         self.require(who, bank_id, write=True)
-        await memories.delete_memory(self.rt, bank_id, memory_id)
+        await memories.delete_memory(self.rt, bank_id, memory_id, actor_of(who.key_id, who.kind))
         return memories.MemoryDeleted(deleted=True, memory_id=memory_id)
 
     async def update_memory(

@@ -24,12 +24,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from ..db.sql import Q, fill
 from .binder import Binder
-from .entities import extract_entities, merge_entities
+from .entities import canonical, extract_entities, merge_entities
 from .errors import InvalidArgument, NotFound
 from .memories import get_memory, parse_memory_id
 from .models import MAX_TAGS, Memory, MemoryType, _clean_tags
 from .retain import link_entities
 from .strict import Strict
+from .truth import began, restore_predecessors
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -101,6 +102,9 @@ class MemoryUpdate(Strict):
 
     @model_validator(mode="after")
     def _something(self):
+        for name in self.model_fields_set - CLEARABLE - {"reason", "memory_id"}:
+            if getattr(self, name) is None:
+                raise ValueError(f"{name}: null is not a value here (leave it out to keep it)")
         if not (self.model_fields_set - {"reason", "memory_id"}):
             raise ValueError("nothing to change: give a field to edit, or state")
         return self
@@ -207,10 +211,12 @@ async def update_memory(rt: Runtime, bank_id: str, memory_id: str, req: MemoryUp
             changes["superseded_by"] = [str(row["superseded_by"]), None]
         _check_times(row, after)
         entities = _entities_after(row, req, after, found or [])
-        if entities is not None and sorted({n for n, _ in entities}) != sorted(set(row["entities"])):
+        if entities is not None and {canonical(n) for n, _ in entities} != {canonical(n) for n in row["entities"]}:
             changes["entities"] = [list(row["entities"]), sorted({n for n, _ in entities})]
         else:
             entities = None
+        if req.entities is not None:  # names given by hand survive a later edit of the text
+            after["given_entities"] = json.dumps([[n, k] for n, k in _by_canonical(req.entities)])
         action = "edited"
         if req.state == "invalidated" and row["invalidated_at"] is None:
             action = "invalidated"
@@ -224,9 +230,10 @@ async def update_memory(rt: Runtime, bank_id: str, memory_id: str, req: MemoryUp
                 changes["state"] = ["invalidated", "valid"]
             if row["superseded_by"] is not None:
                 after["superseded_by"] = None
-                after["valid_to"] = None
                 changes["superseded_by"] = [str(row["superseded_by"]), None]
-                changes.setdefault("valid_to", [_plain(row["valid_to"]), None])
+                if "valid_to" not in after:  # an end the client gives with the restore stands
+                    after["valid_to"] = None
+                    changes["valid_to"] = [_plain(row["valid_to"]), None]
         if not changes:
             return MemoryUpdated(memory=await get_memory(rt, bank_id, memory_id), version=None, changed=[])
         if "text" in after:
@@ -238,6 +245,8 @@ async def update_memory(rt: Runtime, bank_id: str, memory_id: str, req: MemoryUp
         await conn.execute(fill(Q.curation_update, set=assignments), *p.values)
         if "text" in after:
             await conn.execute(Q.curation_lexemes_add, bank_id, mid)
+        if action == "invalidated":  # what a retracted memory had replaced stands again
+            await restore_predecessors(conn, bank_id, mid, actor, f"its successor {mid} was invalidated")
         if entities is not None:
             await conn.execute(Q.memory_release_entities, bank_id, [mid])
             await conn.execute(Q.curation_unlink_entities, bank_id, mid)
@@ -257,9 +266,17 @@ def _check_times(row: asyncpg.Record, after: dict[str, Any]) -> None:
     start, end = now("occurred_start"), now("occurred_end")
     if start is not None and end is not None and end < start:
         raise InvalidArgument("occurred_end: before occurred_start", "occurred_end")
-    began, ended = now("valid_from") or start or now("mentioned_at"), now("valid_to")
-    if began is not None and ended is not None and ended < began:
+    start_of_truth, ended = now("valid_from") or began(start, now("mentioned_at")), now("valid_to")
+    if start_of_truth is not None and ended is not None and ended < start_of_truth:
         raise InvalidArgument("valid_to: before the memory became true (valid_from)", "valid_to")
+
+
+def _by_canonical(names: list[str]) -> list[tuple[str, str]]:
+    """Names given by hand, one per canonical form (as retain links them), first spelling kept."""
+    seen: dict[str, tuple[str, str]] = {}
+    for n in names:
+        seen.setdefault(canonical(n), (n.strip(), "name"))
+    return list(seen.values())
 
 
 def _entities_after(
@@ -269,11 +286,20 @@ def _entities_after(
     the text changed, those the client gave at retain and those found in the new text; None when
     they stay as they are."""
     if req.entities is not None:
-        return [(n.strip(), "name") for n in dict.fromkeys(req.entities)]
+        return _by_canonical(req.entities)
     if "text" not in after:
         return None
     given = [(n, k) for n, k in json.loads(row["given_entities"] or "[]")]
     return merge_entities(given, found)
+
+
+def _changes(stored: str) -> dict[str, list[Any]]:
+    """A version's changes as field: [before, after]; anything else (an imported file's own
+    idea of a change) is left out rather than failing the history."""
+    value = json.loads(stored)
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): v for k, v in value.items() if isinstance(v, list) and len(v) == 2}
 
 
 async def memory_history(rt: Runtime, bank_id: str, memory_id: str) -> MemoryHistory:
@@ -281,12 +307,13 @@ async def memory_history(rt: Runtime, bank_id: str, memory_id: str) -> MemoryHis
     mid = parse_memory_id(memory_id)
     async with rt.pool.acquire() as conn:
         rows = await conn.fetch(Q.curation_versions, bank_id, mid)
-        before = [str(r["id"]) for r in await conn.fetch(Q.curation_predecessors, bank_id, mid)]
+        replaced = [str(r["id"]) for r in await conn.fetch(Q.curation_predecessors, bank_id, mid)]
     # Walk back from the text as it is to the text each version left.
+    changes = [_changes(r["changes"]) for r in rows]
     texts = [memory.text]
-    for r in reversed(rows):
-        change = json.loads(r["changes"]).get("text")
-        texts.append(change[0] if change else texts[-1])
+    for c in reversed(changes):
+        earlier = c.get("text", [texts[-1]])[0]
+        texts.append(earlier if isinstance(earlier, str) else texts[-1])
     texts.reverse()
     versions = [MemoryVersion(version=0, action="created", at=memory.created_at, text=texts[0])]
     versions += [
@@ -296,9 +323,9 @@ async def memory_history(rt: Runtime, bank_id: str, memory_id: str) -> MemoryHis
             at=r["at"],
             actor=r["actor"],
             reason=r["reason"],
-            changes=json.loads(r["changes"]),
+            changes=changes[i],
             text=texts[i + 1],
         )
         for i, r in enumerate(rows)
     ]
-    return MemoryHistory(memory=memory, versions=versions, supersedes=before)
+    return MemoryHistory(memory=memory, versions=versions, supersedes=replaced)

@@ -46,7 +46,7 @@ from .entities import extract_entities, merge_entities
 from .models import GivenEntity, RetainItem
 from .retain import Unit, store_units
 from .temporal import find_time_windows
-from .truth import supersede
+from .truth import began, end_with_raw_units, supersede
 
 if TYPE_CHECKING:
     from .operations import Job
@@ -254,7 +254,7 @@ async def _store(
             await store_units(conn, bank_id, new_units, new_vecs)
         superseded = 0
         for newer, unit, older in replacing:
-            since = unit.occurred[0] if unit.occurred else unit.item.anchor or datetime.now(UTC)
+            since = began(unit.occurred[0] if unit.occurred else None, unit.item.anchor) or datetime.now(UTC)
             ended = await supersede(conn, bank_id, older, newer, since, "llm", "extraction: a newer fact updates it")
             superseded += len(ended)
         links = sorted(set(links))
@@ -271,6 +271,8 @@ async def _store(
             for fact, raw in links:
                 first.setdefault(raw, fact)
             await conn.execute(Q.curation_repoint, bank_id, list(first), list(first.values()))
+            # Raw units a later retain superseded before their facts existed: the facts end too.
+            superseded += await end_with_raw_units(conn, bank_id, list(first))
     RETAIN_UNITS.labels("fact").inc(len(new_units))
     return {
         "new": [str(u.id) for u in new_units],

@@ -14,6 +14,7 @@ from .errors import NotFound, parse_uuid
 from .models import Memory, MemoryType, Offset, _clean_tags
 from .strict import Strict
 from .tags import TagsMatch, tag_condition
+from .truth import restore_predecessors
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -125,7 +126,7 @@ async def get_memories(rt: Runtime, bank_id: str, memory_ids: list[str]) -> list
     return [to_memory(by_id[i]) for i in ids if i in by_id]
 
 
-async def delete_memory(rt: Runtime, bank_id: str, memory_id: str) -> None:
+async def delete_memory(rt: Runtime, bank_id: str, memory_id: str, actor: str = "delete") -> None:
     mid = parse_memory_id(memory_id)
     async with rt.writes.open(bank_id) as conn:
         # Nothing is written before the memory is known to be the bank's.
@@ -133,6 +134,8 @@ async def delete_memory(rt: Runtime, bank_id: str, memory_id: str) -> None:
             raise NotFound(f"memory {memory_id} does not exist in bank {bank_id!r}", "memory_id")
         # Facts extracted only from this unit go with it; facts shared with others stay.
         orphans = [r[0] for r in await conn.fetch(Q.memory_orphan_facts, bank_id, mid)]
+        for gone in (mid, *orphans):  # what a deleted memory had replaced stands again
+            await restore_predecessors(conn, bank_id, gone, actor, f"its successor {gone} was deleted")
         await conn.execute(Q.memory_release_entities, bank_id, [mid, *orphans])
         if orphans:
             await conn.execute(Q.memory_delete_many, bank_id, orphans)

@@ -59,6 +59,8 @@ FORMAT = "hindsight-bank"
 VERSION = 3
 OnConflict = Literal["rename", "skip", "replace"]
 BATCH = 500
+# The highest version number a file may bring for a memory's history (each change adds one).
+MAX_VERSION = 1_000_000
 ID_NAMESPACE = uuid.UUID("5d1c0c6e-8a7f-4c3e-9b2a-1f0e3d2c4b5a")
 
 # kind -> SQL yielding one JSON text per row, in an order that puts referenced rows first.
@@ -380,6 +382,16 @@ class _Importer:
         return len(keep)
 
     async def memory_version(self, rows: list[dict]) -> None:
+        for r in rows:  # history a hand-edited file brings must read back, and leave room for more
+            version, changes = r.get("version"), r.get("changes")
+            if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= MAX_VERSION:
+                raise ValueError(f"version must be 1-{MAX_VERSION}")
+            if not isinstance(changes, dict) or any(not isinstance(v, list) or len(v) != 2 for v in changes.values()):
+                raise ValueError("changes must map each field to [before, after]")
+            if not isinstance(r.get("actor"), str) or not 1 <= len(r["actor"]) <= 200:
+                raise ValueError("actor must be 1-200 characters")
+            if r.get("reason") is not None and (not isinstance(r["reason"], str) or len(r["reason"]) > 1_000):
+                raise ValueError("reason must be at most 1,000 characters")
         self.imported["memory_version"] += await self._versions("memory_versions", "memory", "memory_id", rows)
 
     async def finish(self) -> None:

@@ -31,7 +31,7 @@ from .errors import InvalidArgument
 from .models import RetainItem, RetainResult
 from .retained import delete_retained, store_retained
 from .temporal import find_time_windows
-from .truth import check_existing, supersede
+from .truth import began, check_existing, supersede
 
 if TYPE_CHECKING:
     from .operations import Job
@@ -187,7 +187,7 @@ async def supersede_named(conn: asyncpg.Connection, bank_id: str, units: list[Un
             continue
         where = "supersedes" if len(first) == 1 else f"items[{i}].supersedes"
         older = await check_existing(conn, bank_id, unit.item.supersedes, where)
-        since = unit.occurred[0] if unit.occurred else unit.item.anchor or datetime.now(UTC)
+        since = began(unit.occurred[0] if unit.occurred else None, unit.item.anchor) or datetime.now(UTC)
         await supersede(conn, bank_id, older, unit.id, since, actor)
 
 

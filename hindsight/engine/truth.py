@@ -1,7 +1,7 @@
 """The time of truth: when a memory is true, and a newer memory superseding older ones.
 
-A memory is true from `valid_from` (unset: when it occurred, else when it was said, else when it
-was stored) until `valid_to`. A newer memory supersedes older ones (a retain item naming them in
+A memory is true from `valid_from` (unset: when it happened or when it was said, whichever came
+first, else when it was stored) until `valid_to`. A newer memory supersedes older ones (a retain item naming them in
 `supersedes`, or extraction when the LLM says a new fact updates a known one): each older one
 gets `valid_to` (when the newer became true, never before the older began) and `superseded_by`,
 and the change is recorded in its history (engine/curation.py reads it). Recall leaves out what
@@ -23,8 +23,10 @@ from .errors import InvalidArgument
 if TYPE_CHECKING:
     from .models import RecallRequest
 
-# When a memory became true, for a row `m` whose valid_from was never set.
-BEGAN = "coalesce(m.valid_from, m.occurred_start, m.mentioned_at, m.created_at)"
+# When a memory became true, for a row `m` whose valid_from was never set: when it happened or
+# when it was said, whichever came first (a plan said today for 2030 is true from today, so a
+# newer memory superseding it ends it now, not in 2030), else when it was stored.
+BEGAN = "coalesce(m.valid_from, least(m.occurred_start, m.mentioned_at), m.created_at)"
 
 
 def truth_conditions(req: RecallRequest, f: Fragment) -> list[str]:
@@ -62,6 +64,35 @@ async def supersede(
             [r["valid_to"] for r in ended],
         )
     return [r["id"] for r in ended]
+
+
+def began(occurred: datetime | None, said: datetime | None) -> datetime | None:
+    """When a new memory became true, as BEGAN reads it: when it happened or was said, the earlier."""
+    known = [t for t in (occurred, said) if t is not None]
+    return min(known) if known else None
+
+
+async def restore_predecessors(
+    conn: asyncpg.Connection, bank_id: str, successor: uuid.UUID, actor: str, reason: str
+) -> list[uuid.UUID]:
+    """The memories `successor` superseded are true again (it was invalidated or deleted: what it
+    replaced stands), each restoration recorded in their history."""
+    rows = await conn.fetch(Q.curation_predecessors_restore, bank_id, successor)
+    if rows:
+        ids = [r["id"] for r in rows]
+        await conn.execute(Q.curation_versions_restored, bank_id, ids, str(successor), reason, actor)
+    return [r["id"] for r in rows]
+
+
+async def end_with_raw_units(conn: asyncpg.Connection, bank_id: str, raw_ids: list[uuid.UUID]) -> int:
+    """Facts just extracted from raw units a newer memory had already superseded end with them."""
+    ended = 0
+    for r in await conn.fetch(Q.curation_successors_of_raw, bank_id, raw_ids):
+        done = await supersede(
+            conn, bank_id, [r["id"]], r["superseded_by"], r["valid_to"], "retain", "its raw unit was superseded"
+        )
+        ended += len(done)
+    return ended
 
 
 async def check_existing(conn: asyncpg.Connection, bank_id: str, ids: list[str], where: str) -> list[uuid.UUID]:

@@ -53,11 +53,35 @@ SELECT id FROM memories WHERE bank_id = $1 AND id = ANY($2::uuid[]);
 
 -- curation_supersede --
 -- End memories that a newer one ($3) replaces, from when it became true ($4) (never before they
--- began); memories already ended, invalidated or the newer one itself are left as they are.
-UPDATE memories SET valid_to = greatest(coalesce(valid_from, occurred_start, mentioned_at, created_at), $4),
-                    superseded_by = $3, changed_at = now()
-WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND id <> $3 AND valid_to IS NULL AND invalidated_at IS NULL
+-- began), and the facts extracted from any of them that is a raw unit (the raw unit itself has
+-- left recall for its facts); memories already ended, invalidated or the newer one itself are
+-- left as they are.
+UPDATE memories m SET valid_to = greatest(coalesce(m.valid_from, least(m.occurred_start, m.mentioned_at), m.created_at), $4),
+                      superseded_by = $3, changed_at = now()
+WHERE m.bank_id = $1 AND m.id <> $3 AND m.valid_to IS NULL AND m.invalidated_at IS NULL
+  AND (m.id = ANY($2::uuid[])
+       OR m.id IN (SELECT f.fact_id FROM fact_sources f JOIN memories r ON r.id = f.raw_id AND r.bank_id = $1
+                   WHERE f.raw_id = ANY($2::uuid[])))
+RETURNING m.id, m.valid_to;
+
+-- curation_successors_of_raw --
+-- Raw units being extracted that a newer memory already superseded: their facts end with them.
+SELECT id, superseded_by, valid_to FROM memories
+WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND superseded_by IS NOT NULL;
+
+-- curation_predecessors_restore --
+-- A memory invalidated or deleted ($2): the memories it superseded are true again.
+UPDATE memories SET valid_to = NULL, superseded_by = NULL, changed_at = now()
+WHERE bank_id = $1 AND superseded_by = $2
 RETURNING id, valid_to;
+
+-- curation_versions_restored --
+-- Record each restoration of a predecessor as its next version.
+INSERT INTO memory_versions (bank_id, memory_id, version, action, changes, reason, actor)
+SELECT $1, u.id, coalesce((SELECT max(v.version) FROM memory_versions v WHERE v.bank_id = $1 AND v.memory_id = u.id), 0) + 1,
+       'restored', jsonb_build_object('superseded_by', jsonb_build_array($3::text, NULL)), $4, $5
+FROM unnest($2::uuid[]) AS u(id)
+JOIN memories m ON m.id = u.id AND m.bank_id = $1;
 
 -- curation_versions_superseded --
 -- Record each supersession as the next version of the memory it ended.

@@ -7,7 +7,7 @@
 -- scanned the whole entities table once per memory (bench/README.md, "Recall's PostgreSQL statements").
 m.id, m.text, m.kind, m.context, m.occurred_start, m.occurred_end, m.mentioned_at,
 m.document_id, m.metadata, m.tags, m.created_at, m.source_id, m.position, m.superseded,
-coalesce(m.valid_from, m.occurred_start, m.mentioned_at, m.created_at) AS valid_from, m.valid_to,
+coalesce(m.valid_from, least(m.occurred_start, m.mentioned_at), m.created_at) AS valid_from, m.valid_to,
 m.superseded_by, m.invalidated_at, m.invalidation_reason,
 ARRAY(SELECT n FROM (SELECT (SELECT e.name FROM entities e WHERE e.id = me.entity_id AND e.bank_id = m.bank_id) AS n
                      FROM memory_entities me WHERE me.memory_id = m.id) s ORDER BY n) AS entities

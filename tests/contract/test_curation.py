@@ -282,3 +282,92 @@ async def test_export_import_keeps_the_chain_and_the_history_within_the_bank(res
     got = (await rest.get(f"/v1/banks/{target}/memories/00000000-0000-4000-8000-0000000000aa")).json()
     assert got["superseded_by"] is None
     assert (await rest.get(f"/v1/banks/{bank}_victim/memories/{victim}/history")).json()["supersedes"] == []
+
+
+async def test_what_a_retracted_or_deleted_successor_replaced_stands_again(rest, bank):
+    old = await retain(rest, bank, content="Ike lives in Bern.", timestamp="2020-01-01T00:00:00Z")
+    wrong = await retain(rest, bank, content="Ike moved to Basel.", timestamp="2022-01-01T00:00:00Z", supersedes=[old])
+    assert texts(await recall(rest, bank, "Where does Ike live?")) == ["Ike moved to Basel."]
+    await rest.post(f"/v1/banks/{bank}/memories/{wrong}/invalidate", json={"reason": "misheard"})
+    assert texts(await recall(rest, bank, "Where does Ike live?")) == ["Ike lives in Bern."]
+    history = (await rest.get(f"/v1/banks/{bank}/memories/{old}/history")).json()["versions"]
+    assert [v["action"] for v in history] == ["created", "superseded", "restored"]
+    assert history[-1]["reason"] == f"its successor {wrong} was invalidated"
+    again = await retain(rest, bank, content="Ike moved to Chur.", timestamp="2023-01-01T00:00:00Z", supersedes=[old])
+    assert (await rest.delete(f"/v1/banks/{bank}/memories/{again}")).status_code == 200
+    assert texts(await recall(rest, bank, "Where does Ike live?")) == ["Ike lives in Bern."]
+
+
+async def test_a_plan_superseded_today_ends_today(rest, bank):
+    """A memory about a future event is true from when it was said: a newer memory ends it now,
+    not on the day of the event (and as_of before the event finds it)."""
+    plan = await retain(rest, bank, content="Jo flies to Tokyo on 2030-03-01.", timestamp="2026-01-10T00:00:00Z")
+    m = (await rest.get(f"/v1/banks/{bank}/memories/{plan}")).json()
+    assert m["valid_from"].startswith("2026-01-10")
+    found = texts(await recall(rest, bank, "Tokyo flight", as_of="2027-01-01T00:00:00Z"))
+    assert "Jo flies to Tokyo on 2030-03-01." in found
+    await retain(
+        rest, bank, content="Jo cancelled the Tokyo flight.", timestamp="2026-02-01T00:00:00Z", supersedes=[plan]
+    )
+    now = texts(await recall(rest, bank, "Tokyo flight"))
+    assert now == ["Jo cancelled the Tokyo flight."]
+    assert (await rest.get(f"/v1/banks/{bank}/memories/{plan}")).json()["valid_to"].startswith("2026-02-01")
+
+
+async def test_restore_with_an_end_entities_by_canonical_name_and_nulls(app, rest, bank):
+    old = await retain(rest, bank, content="Kai works at Umbrella.", timestamp="2020-01-01T00:00:00Z")
+    await retain(rest, bank, content="Kai joined Hooli.", timestamp="2022-01-01T00:00:00Z", supersedes=[old])
+    r = await rest.patch(
+        f"/v1/banks/{bank}/memories/{old}", json={"state": "valid", "valid_to": "2021-06-01T00:00:00Z"}
+    )
+    body = r.json()
+    assert body["memory"]["superseded_by"] is None and body["memory"]["valid_to"].startswith("2021-06-01")
+    history = (await rest.get(f"/v1/banks/{bank}/memories/{old}/history")).json()["versions"]
+    assert history[-1]["changes"]["valid_to"][1].startswith("2021-06-01")
+
+    mid = await retain(rest, bank, content="Lea paints.")
+    for _ in range(2):
+        r = await rest.patch(
+            f"/v1/banks/{bank}/memories/{mid}", json={"entities": ["Lea Smith", "lea smith", "LEA SMITH "]}
+        )
+        assert r.status_code == 200
+    assert r.json()["version"] is None  # the same entities again: nothing changed
+    async with app.engine.rt.pool.acquire() as conn:
+        counts = await conn.fetch(
+            "SELECT name, mention_count FROM entities WHERE bank_id = $1 AND canonical = 'lea smith'", bank
+        )
+    assert [c["mention_count"] for c in counts] == [1]
+    r = await rest.patch(f"/v1/banks/{bank}/memories/{mid}", json={"text": "Lea paints landscapes in oil."})
+    assert "Lea Smith" in r.json()["memory"]["entities"]  # given by hand, kept through the edit
+    for field in ("text", "context", "type", "tags", "entities", "state"):
+        r = await rest.patch(f"/v1/banks/{bank}/memories/{mid}", json={field: None})
+        assert r.status_code == 422 and field in r.text, (field, r.text)
+
+
+async def test_import_refuses_history_it_could_not_read_back(rest, bank):
+    mid = await retain(rest, bank, content="Mo bakes bread.")
+    await rest.patch(f"/v1/banks/{bank}/memories/{mid}", json={"text": "Mo bakes rye bread."})
+    lines = await _export(rest, bank)
+    row = next(line["row"] for line in lines if line["kind"] == "memory_version")
+    import gzip
+    import json
+
+    for bad in (
+        {"version": 2147483647},
+        {"version": 0},
+        {"version": "2"},
+        {"changes": ["x"]},
+        {"changes": {"text": "abc"}},
+        {"changes": {"text": [None, None, None]}},
+        {"actor": ""},
+        {"actor": "x" * 201},
+        {"reason": "r" * 1001},
+    ):
+        forged = [
+            line if line["kind"] != "memory_version" else {"kind": "memory_version", "row": {**row, **bad}}
+            for line in lines
+        ]
+        data = gzip.compress("".join(json.dumps(line) + "\n" for line in forged).encode())
+        r = await rest.post(f"/v1/banks/{bank}_x/import", content=data, headers={"Content-Type": "application/gzip"})
+        assert r.status_code == 422 and "memory_version" in r.text, (bad, r.status_code, r.text)
+    assert (await rest.get(f"/v1/banks/{bank}_x/memories")).json()["total"] == 0
