@@ -205,7 +205,8 @@ class Memory(BaseModel):
     created_at: datetime | None = None
     superseded: bool | None = Field(None, description="A raw unit replaced in recall by the facts extracted from it.")
     valid_from: datetime | None = Field(
-        None, description="When it became true (unless set: when it happened or was said, the earlier, else when stored)."
+        None,
+        description="When it became true (unless set: when it happened or was said, the earlier, else when stored).",
     )
     valid_to: datetime | None = Field(None, description="When it stopped being true (a newer fact superseded it).")
     superseded_by: str | None = Field(None, description="The memory that replaced it.")
