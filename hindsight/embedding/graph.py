@@ -14,7 +14,12 @@ to 117 nodes; bench/README.md, "Embedder graph rewrites", has the paired one-thr
   two products, becomes one `com.microsoft.MultiHeadAttention` with the attention mask as its key
   padding mask.
 
-The fused nodes compute the same functions and differ in float rounding only. Pattern matching
+The fused nodes compute the same functions and differ in float rounding only.
+
+Apart from these, `int8_tables` keeps a word-vector table in int8 when it is exactly int8 times a
+scale per row, as the shipped model's is: folding had turned it into 45 MB of float32 that every
+server held (of a 56 MB model), where a lookup of the int8 rows, then the scaling, computes the
+very same floats from 12 MB (bench/README.md, "Embedder: the word table stays int8"). Pattern matching
 cannot prove that, so quantize.py keeps the rewritten graph only if `same_function` finds the same
 vectors for a padded probe batch; another BERT-style model (HINDSIGHT_API_EMBEDDING_MODEL_DIR) whose
 graph matches nothing, or matches wrongly, is quantised as it is.
@@ -38,6 +43,62 @@ def simplify(model: onnx.ModelProto) -> dict[str, int]:
     }
     _drop_dead(model.graph)
     return done
+
+
+TABLE_MIN_BYTES = 1 << 20  # smaller tables (token types, positions) are not worth three nodes
+
+
+def int8_tables(model: onnx.ModelProto) -> int:
+    """Replace each float32 lookup table read by a Gather of a graph input (the word vectors) that
+    is exactly int8 times a per-row scale with those int8 rows and scales, gathered and multiplied
+    back at run time; returns how many. Lossless: a table that is not exactly of that form (a
+    float model's) is left alone, so the vectors stay bit for bit the same."""
+    graph = model.graph
+    idx = _Index(graph)
+    inputs = {i.name for i in graph.input}
+    tables = {t.name: t for t in graph.initializer}
+    done, nodes = 0, []
+    for node in idx.nodes:
+        table = tables.get(node.input[0]) if node.op_type == "Gather" and len(node.input) == 2 else None
+        rows = None
+        if table is not None and node.input[1] in inputs and _attr(node, "axis") in ((), 0):
+            if len(idx.consumers.get(table.name, [])) == 1:
+                rows = _int8_rows(table)
+        if rows is None:
+            nodes.append(node)
+            continue
+        q, scale = rows
+        name, out, ids = table.name, node.output[0], node.input[1]
+        graph.initializer.remove(table)
+        graph.initializer.extend(
+            [numpy_helper.from_array(q, f"{name}_int8"), numpy_helper.from_array(scale, f"{name}_scale8")]
+        )
+        nodes += [
+            helper.make_node("Gather", [f"{name}_int8", ids], [f"{out}_int8"], axis=0),
+            helper.make_node("Gather", [f"{name}_scale8", ids], [f"{out}_scale8"], axis=0),
+            helper.make_node("Cast", [f"{out}_int8"], [f"{out}_float"], to=onnx.TensorProto.FLOAT),
+            helper.make_node("Mul", [f"{out}_float", f"{out}_scale8"], [out]),
+        ]
+        done += 1
+    del graph.node[:]
+    graph.node.extend(nodes)
+    return done
+
+
+def _int8_rows(table: onnx.TensorProto) -> tuple[np.ndarray, np.ndarray] | None:
+    """(int8 rows, float32 scale per row) that multiply back to exactly `table`, or None."""
+    if table.data_type != onnx.TensorProto.FLOAT or len(table.dims) != 2:
+        return None
+    if int(np.prod(table.dims)) * 4 < TABLE_MIN_BYTES:
+        return None
+    values = numpy_helper.to_array(table)
+    scale = (np.abs(values).max(axis=1, keepdims=True) / 127).astype(np.float32)
+    scale[scale == 0] = 1
+    q = np.rint(values / scale)
+    if np.abs(q).max() > 127:
+        return None
+    q = q.astype(np.int8)
+    return (q, scale) if np.array_equal(q.astype(np.float32) * scale, values) else None
 
 
 def same_function(original: str, rewritten: str, min_cosine: float = 0.9999) -> bool:

@@ -30,7 +30,7 @@ log = logging.getLogger("hindsight")
 RECIPE = "int8-dynamic-per-channel-matmul-v1"
 # Revision of the derived file. Unlike RECIPE it is not part of the model's recorded name: graph.py
 # only changes how the same function is computed (float rounding), not which model made a vector.
-REVISION = "graph-v2"
+REVISION = "graph-v3"
 NOTICE = "graph rewrites not used"
 
 
@@ -105,10 +105,11 @@ def quantize_matmuls(source: str, target: str) -> None:
 
 def _make(source: str, target: str) -> None:
     """Fold the constant sub-graphs (int8 -> float32 weights), rewrite what graph.py knows (kept
-    only if the rewritten graph computes the same vectors), then quantise the matrix products."""
+    only if the rewritten graph computes the same vectors), quantise the matrix products, then
+    store the word table as int8 again where that loses nothing."""
     import onnx
 
-    from .graph import same_function, simplify  # graph.py imports onnx, which a server never needs
+    from .graph import int8_tables, same_function, simplify  # graph.py imports onnx, which a server never needs
 
     folded, simple = target + ".float.onnx", target + ".simple.onnx"
     try:
@@ -125,6 +126,9 @@ def _make(source: str, target: str) -> None:
         except Exception as exc:  # a graph the rewrites cannot read is quantised as it is
             print(f"{NOTICE}: {exc!r}", file=sys.stderr)
         quantize_matmuls(chosen, target)
+        model = onnx.load(target)
+        if int8_tables(model):
+            onnx.save(model, target)
     finally:
         for path in (folded, simple):
             if os.path.exists(path):
