@@ -20,7 +20,6 @@ from ..mcp.routing import MCPRouter
 from ..mcp.surfaces import build_server, http_session_manager
 from ..metrics import HTTP_REQUESTS, HTTP_SECONDS
 from ..oauth import endpoints as oauth_endpoints
-from ..oauth.external import IssuerTokens
 from ..oauth.resource import Guard, endpoint_bank
 from . import banks, compat, documents, errors, keys, memories, mental_models, oauth, system
 from .console import console
@@ -77,7 +76,11 @@ class App:
             await engine.start()
         async with contextlib.AsyncExitStack() as stack:
             if settings.oauth_resource:
-                external = IssuerTokens(settings) if settings.oauth_issuer else None
+                external = None
+                if settings.oauth_issuer:  # PyJWT loads only for an external issuer (~2 MB)
+                    from ..oauth.external import IssuerTokens
+
+                    external = IssuerTokens(settings)
                 self.guard = Guard(engine.rt, engine.authenticate, external)
             self.oauth = oauth_endpoints.Endpoints(engine.rt)
             if settings.mcp_enabled:
