@@ -59,12 +59,12 @@ def int8_tables(model: onnx.ModelProto) -> int:
     tables = {t.name: t for t in graph.initializer}
     done, nodes = 0, []
     for node in idx.nodes:
-        table = tables.get(node.input[0]) if node.op_type == "Gather" and len(node.input) == 2 else None
-        rows = None
-        if table is not None and node.input[1] in inputs and _attr(node, "axis") in ((), 0):
-            if len(idx.consumers.get(table.name, [])) == 1:
-                rows = _int8_rows(table)
-        if rows is None:
+        table = None
+        if node.op_type == "Gather" and len(node.input) == 2 and node.input[1] in inputs:
+            only_here = len(idx.consumers.get(node.input[0], [])) == 1
+            table = tables.get(node.input[0]) if only_here and _attr(node, "axis") in ((), 0) else None
+        rows = _int8_rows(table) if table is not None else None
+        if table is None or rows is None:
             nodes.append(node)
             continue
         q, scale = rows
