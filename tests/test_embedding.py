@@ -132,7 +132,6 @@ def test_the_word_table_stays_int8_and_no_vector_changes(tmp_path, float_embedde
     where folding made 45 MB of float32), and computes bit for bit what the folded float table
     computes. A table that is not of that form (the tiny model's float one) is left alone."""
     import onnx
-
     from tiny_onnx import write_model
 
     from hindsight.embedding.graph import int8_tables
