@@ -14,15 +14,16 @@ to 117 nodes; bench/README.md, "Embedder graph rewrites", has the paired one-thr
   two products, becomes one `com.microsoft.MultiHeadAttention` with the attention mask as its key
   padding mask.
 
-The fused nodes compute the same functions and differ in float rounding only.
+The fused nodes compute the same functions and differ in float rounding only. Pattern matching
+cannot prove that, so quantize.py keeps the rewritten graph only if `same_function` finds the same
+vectors for a padded probe batch; another BERT-style model (HINDSIGHT_API_EMBEDDING_MODEL_DIR) whose
+graph matches nothing, or matches wrongly, is quantised as it is.
 
 Apart from these, `int8_tables` keeps a word-vector table in int8 when it is exactly int8 times a
 scale per row, as the shipped model's is: folding had turned it into 45 MB of float32 that every
 server held (of a 56 MB model), where a lookup of the int8 rows, then the scaling, computes the
-very same floats from 12 MB (bench/README.md, "Embedder: the word table stays int8"). Pattern matching
-cannot prove that, so quantize.py keeps the rewritten graph only if `same_function` finds the same
-vectors for a padded probe batch; another BERT-style model (HINDSIGHT_API_EMBEDDING_MODEL_DIR) whose
-graph matches nothing, or matches wrongly, is quantised as it is.
+very same floats from 12 MB (bench/README.md, "Embedder: the word table stays int8"). It checks
+that exactness itself, so it needs no probe.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def simplify(model: onnx.ModelProto) -> dict[str, int]:
     return done
 
 
-TABLE_MIN_BYTES = 1 << 20  # smaller tables (token types, positions) are not worth three nodes
+TABLE_MIN_BYTES = 1 << 20  # smaller tables (token types, positions) are not worth three more nodes
 
 
 def int8_tables(model: onnx.ModelProto) -> int:
