@@ -26,30 +26,55 @@ _SOURCES = fill(Q.memory_sources, columns=COLUMNS)
 _FACTS = fill(Q.memory_facts, columns=COLUMNS)
 
 
-def to_memory(r, **extra) -> Memory:
-    # model_construct: every value comes typed from our own columns, and validating ~100 of them
-    # per recall was a sixth of the server's request thread under load (py-spy, 16 clients).
-    return Memory.model_construct(
-        id=str(r["id"]),
-        text=r["text"],
-        type=r["kind"],
-        context=r["context"],
-        occurred_start=r["occurred_start"],
-        occurred_end=r["occurred_end"],
-        mentioned_at=r["mentioned_at"],
-        entities=list(r["entities"]),
-        document_id=r["document_id"],
-        metadata=json.loads(r["metadata"]),
-        tags=list(r["tags"]),
-        created_at=r["created_at"],
-        superseded=r["superseded"] or None,
-        valid_from=r["valid_from"],
-        valid_to=r["valid_to"],
-        superseded_by=r["superseded_by"] and str(r["superseded_by"]),
-        invalidated_at=r["invalidated_at"],
-        invalidation_reason=r["invalidation_reason"],
-        **extra,
+_ALL_FIELDS = set(Memory.model_fields)
+_ROW_FIELDS = _ALL_FIELDS - {"score", "relevance", "arms"}
+_new = object.__new__
+_set = object.__setattr__
+
+
+def to_memory(r, score: float | None = None, arms: list[str] | None = None, relevance: float | None = None) -> Memory:
+    """A Memory from one row of COLUMNS.
+
+    Every value comes typed from our own columns, so nothing is validated, and the instance is
+    made the way pydantic's model_construct makes it (its __dict__, the fields set, no extra or
+    private values) without that method's Python loop over the fields and their defaults: a
+    recall builds ~115 of these, and model_construct was a sixth of the server's request thread
+    (11 us a row against 4; bench/README.md, "Recall results without model_construct").
+    tests/unit/test_memory_rows.py checks the result equals a validated Memory."""
+    m = _new(Memory)
+    _set(
+        m,
+        "__dict__",
+        {
+            "id": str(r["id"]),
+            "text": r["text"],
+            "type": r["kind"],
+            "context": r["context"],
+            "occurred_start": r["occurred_start"],
+            "occurred_end": r["occurred_end"],
+            "mentioned_at": r["mentioned_at"],
+            "entities": list(r["entities"]),
+            "document_id": r["document_id"],
+            "metadata": json.loads(r["metadata"]),
+            "tags": list(r["tags"]),
+            "created_at": r["created_at"],
+            "superseded": r["superseded"] or None,
+            "valid_from": r["valid_from"],
+            "valid_to": r["valid_to"],
+            "superseded_by": r["superseded_by"] and str(r["superseded_by"]),
+            "invalidated_at": r["invalidated_at"],
+            "invalidation_reason": r["invalidation_reason"],
+            "score": score,
+            "relevance": relevance,
+            "arms": arms,
+        },
     )
+    ranked = score is not None or arms is not None or relevance is not None
+    # A set of its own: assigning a field later adds to it.
+    _set(m, "__pydantic_fields_set__", (_ALL_FIELDS if ranked else _ROW_FIELDS).copy())
+    _set(m, "__pydantic_extra__", None)
+    _set(m, "__pydantic_private__", None)
+    return m
 
 
 def parse_memory_id(memory_id: str) -> uuid.UUID:
