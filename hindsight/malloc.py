@@ -4,6 +4,14 @@ glibc's malloc keeps freed memory in per-thread arenas and rarely hands it back,
 that embeds a 1,000-item batch in a worker thread keeps that batch's peak for good. Two arenas
 (instead of eight per core) and a trim after large transient allocations keep RSS near the live
 set; the cost is a few microseconds per trim. Elsewhere than glibc both calls do nothing.
+
+glibc also raises its mmap threshold (from 128 KB up to 32 MB) each time a large block is freed:
+after the model's temporary buffers at start-up, blocks of megabytes came from the heap, and
+what was freed there between long-lived objects stayed resident. The threshold is fixed at 128
+KB during start-up, so those buffers are mapped and leave when freed (idle RSS 183 -> 179 MB),
+then at 1 MB while serving, so a request's or an embedding run's blocks are reused from the heap
+(fixed at 128 KB throughout, retain was ~5% slower); bench/README.md, "Heap: a fixed mmap
+threshold".
 """
 
 from __future__ import annotations
@@ -12,6 +20,9 @@ import ctypes
 import ctypes.util
 
 _M_ARENA_MAX = -8
+_M_MMAP_THRESHOLD = -3
+START_MMAP_THRESHOLD = 128 * 1024
+SERVE_MMAP_THRESHOLD = 1024 * 1024
 _libc: ctypes.CDLL | None
 try:
     _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
@@ -20,10 +31,20 @@ except (OSError, AttributeError):
     _libc = None
 
 
-def limit_arenas(n: int = 2) -> None:
+def configure(arenas: int = 2) -> None:
     """Call before threads start: later threads share these arenas."""
     if _libc is not None:
-        _libc.mallopt(_M_ARENA_MAX, n)
+        _libc.mallopt(_M_ARENA_MAX, arenas)
+        _libc.mallopt(_M_MMAP_THRESHOLD, START_MMAP_THRESHOLD)
+
+
+def started() -> None:
+    """Call once start-up is done: its large temporaries are gone; return what they left, and
+    let the blocks of a request or an embedding batch (up to 1 MB) be reused from the heap
+    rather than mapped and unmapped each time."""
+    if _libc is not None:
+        _libc.mallopt(_M_MMAP_THRESHOLD, SERVE_MMAP_THRESHOLD)
+        _libc.malloc_trim(0)
 
 
 def trim() -> None:

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
 
-from .. import __version__
+from .. import __version__, malloc
 from ..config import Settings
 from ..engine.core import Engine
 from ..engine.errors import HindsightError, NotFound, TooLarge, known
@@ -106,6 +106,7 @@ class App:
             gc.collect()
             gc.freeze()
             gc.set_threshold(10_000, 10, 10)
+            malloc.started()
             try:
                 yield
             finally:

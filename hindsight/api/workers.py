@@ -32,7 +32,7 @@ def _worker(settings: Settings, sock: socket.socket, index: int, ready) -> None:
     alone, which passes it on once; it stops by itself if the supervisor disappears."""
     os.setpgrp()
     logs.configure(settings.log_format, settings.log_level)
-    malloc.limit_arenas()
+    malloc.configure()
     threading.Thread(target=_orphan_watch, args=(os.getppid(),), daemon=True).start()
     from .serve import run  # the server, imported in the worker only (see the module's docstring)
 

@@ -31,7 +31,7 @@ def serve(host: str | None, port: int | None) -> None:
     from .. import malloc
     from ..config import ConfigError, load_settings
 
-    malloc.limit_arenas()
+    malloc.configure()
 
     try:
         settings = load_settings()
