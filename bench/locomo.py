@@ -186,6 +186,7 @@ async def synthesize(pg_url, bank, n, src_banks, start: int = 0):
                     f"syn:{i // 20}",
                     i % 20,
                     None,
+                    [],  # no entities, as retain writes them (migration 012)
                 )
             )
         await conn.copy_records_to_table("memories", records=recs, columns=COPY_COLUMNS)

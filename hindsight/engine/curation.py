@@ -26,7 +26,7 @@ from ..db.sql import Q, fill
 from .binder import Binder
 from .entities import canonical, extract_entities, merge_entities
 from .errors import InvalidArgument, NotFound
-from .memories import get_memory, parse_memory_id
+from .memories import LINKED_NAMES, get_memory, parse_memory_id
 from .models import MAX_TAGS, Memory, MemoryType, _clean_tags
 from .retain import link_entities
 from .strict import Strict
@@ -35,6 +35,7 @@ from .truth import began, restore_predecessors
 if TYPE_CHECKING:
     from .runtime import Runtime
 
+_ENTITY_NAMES = fill(Q.curation_entity_names, linked_names=LINKED_NAMES)
 MAX_REASON_CHARS = 1_000
 MAX_TEXT_CHARS = 10_000
 State = Literal["valid", "invalidated"]
@@ -251,6 +252,7 @@ async def update_memory(rt: Runtime, bank_id: str, memory_id: str, req: MemoryUp
             await conn.execute(Q.memory_release_entities, bank_id, [mid])
             await conn.execute(Q.curation_unlink_entities, bank_id, mid)
             await link_entities(conn, bank_id, [(mid, entities)])
+            await conn.execute(_ENTITY_NAMES, bank_id, mid)
         version = await conn.fetchrow(
             Q.curation_version_add, bank_id, mid, action, json.dumps(changes), req.reason, actor
         )

@@ -19,7 +19,8 @@ from .truth import restore_predecessors
 if TYPE_CHECKING:
     from .runtime import Runtime
 
-COLUMNS = Q.memory_columns  # what to_memory reads
+LINKED_NAMES = Q.memory_linked_names
+COLUMNS = fill(Q.memory_columns, linked_names=LINKED_NAMES)  # what to_memory reads
 _GET = fill(Q.memory_get, columns=COLUMNS)
 _GET_MANY = fill(Q.memory_get_many, columns=COLUMNS)
 _SOURCES = fill(Q.memory_sources, columns=COLUMNS)

@@ -62,6 +62,8 @@ BATCH = 500
 # The highest version number a file may bring for a memory's history (each change adds one).
 MAX_VERSION = 1_000_000
 ID_NAMESPACE = uuid.UUID("5d1c0c6e-8a7f-4c3e-9b2a-1f0e3d2c4b5a")
+# Columns computed from other rows (migration 012): an import leaves them NULL, read through the links.
+DERIVED = {"memories": {"entity_names"}}
 
 # kind -> SQL yielding one JSON text per row, in an order that puts referenced rows first.
 EXPORTS = [
@@ -174,9 +176,12 @@ class _Importer:
 
     async def _columns(self, table: str, row: dict) -> list[str]:
         """Insertable columns of `table` present in the file (names from the catalogue, never
-        from the file, so they are safe to quote into SQL); newer columns take their defaults."""
+        from the file, so they are safe to quote into SQL); newer columns take their defaults.
+        Derived columns are never taken from a file: a memory's entity names follow its links."""
         if table not in self.columns:
-            self.columns[table] = [r[0] for r in await self.conn.fetch(Q.import_columns, table)]
+            derived = DERIVED.get(table, set())
+            rows = await self.conn.fetch(Q.import_columns, table)
+            self.columns[table] = [r[0] for r in rows if r[0] not in derived]
         return [c for c in self.columns[table] if c in row]
 
     async def _insert(self, table: str, rows: list[dict], conflict: str = "") -> None:

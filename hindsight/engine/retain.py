@@ -55,6 +55,7 @@ COPY_COLUMNS = [
     "source_id",
     "position",
     "given_entities",
+    "entity_names",
 ]
 
 
@@ -112,8 +113,11 @@ def prepare_units(items: list[RetainItem], unit_max_chars: int) -> list[Unit]:
 
 
 async def store_units(conn: asyncpg.Connection, bank_id: str, units: list[Unit], vectors) -> None:
-    """Write units, their entities and links; the caller holds the transaction."""
+    """Write units, their entities and links; the caller holds the transaction. The entities
+    are written first so that each unit carries their names as stored (migration 012)."""
     now = datetime.now(UTC)
+    mentions_of = [(u.id, u.entities) for u in units]
+    entities = await add_entities(conn, bank_id, mentions_of)
     records = []
     for u, vec in zip(units, vectors):
         it = u.item
@@ -135,15 +139,24 @@ async def store_units(conn: asyncpg.Connection, bank_id: str, units: list[Unit],
                 u.source_id,
                 u.position,
                 json.dumps(given) if given else None,
+                sorted({entities[canonical(n)][1] for n, _ in u.entities}),
             )
         )
     await conn.copy_records_to_table("memories", records=records, columns=COPY_COLUMNS)
-    await link_entities(conn, bank_id, [(u.id, u.entities) for u in units])
+    await _link(conn, bank_id, mentions_of, entities)
 
 
 async def link_entities(conn: asyncpg.Connection, bank_id: str, mentions_of: list[tuple[uuid.UUID, list]]) -> None:
-    """Link memories to the entities they mention, (name, kind) pairs each, adding to the
+    """Link stored memories to the entities they mention, (name, kind) pairs each, adding to the
     entities' mention counts; the caller holds the transaction."""
+    await _link(conn, bank_id, mentions_of, await add_entities(conn, bank_id, mentions_of))
+
+
+async def add_entities(
+    conn: asyncpg.Connection, bank_id: str, mentions_of: list[tuple[uuid.UUID, list]]
+) -> dict[str, tuple[int, str]]:
+    """Upsert the entities these memories mention, adding to their mention counts; returns each
+    one's (id, stored name) by canonical name (an existing entity keeps its first name)."""
     mentions: Counter[str] = Counter()
     names: dict[str, tuple[str, str]] = {}
     for _, entities in mentions_of:
@@ -152,7 +165,7 @@ async def link_entities(conn: asyncpg.Connection, bank_id: str, mentions_of: lis
             mentions[c] += 1
             names.setdefault(c, (name, kind))
     if not mentions:
-        return
+        return {}
     keys = sorted(mentions)  # fixed order: concurrent upserts of the same names cannot deadlock
     rows = await conn.fetch(
         Q.entity_mentions_add,
@@ -162,18 +175,17 @@ async def link_entities(conn: asyncpg.Connection, bank_id: str, mentions_of: lis
         [names[k][1] for k in keys],
         [mentions[k] for k in keys],
     )
-    ids = {r["canonical"]: r["id"] for r in rows}
+    return {r["canonical"]: (r["id"], r["name"]) for r in rows}
+
+
+async def _link(conn, bank_id: str, mentions_of: list[tuple[uuid.UUID, list]], entities: dict) -> None:
     ent_ids, mem_ids = [], []
-    for memory_id, entities in mentions_of:
-        for c in {canonical(n) for n, _ in entities}:
-            ent_ids.append(ids[c])
+    for memory_id, mentioned in mentions_of:
+        for c in {canonical(n) for n, _ in mentioned}:
+            ent_ids.append(entities[c][0])
             mem_ids.append(memory_id)
-    await conn.execute(
-        Q.memory_entities_link,
-        ent_ids,
-        mem_ids,
-        bank_id,
-    )
+    if ent_ids:
+        await conn.execute(Q.memory_entities_link, ent_ids, mem_ids, bank_id)
 
 
 async def supersede_named(conn: asyncpg.Connection, bank_id: str, units: list[Unit], actor: str) -> None:

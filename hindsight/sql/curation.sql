@@ -5,7 +5,7 @@
 SELECT m.id, m.text, m.kind, m.context, m.occurred_start, m.occurred_end, m.mentioned_at, m.tags,
        m.valid_from, m.valid_to, m.superseded_by, m.invalidated_at, m.invalidation_reason, m.given_entities,
        ARRAY(SELECT e.name FROM memory_entities me JOIN entities e ON e.id = me.entity_id AND e.bank_id = m.bank_id
-             WHERE me.memory_id = m.id ORDER BY e.name) AS entities
+             WHERE me.memory_id = m.id ORDER BY e.name COLLATE "C") AS entities
 FROM memories m WHERE m.bank_id = $1 AND m.id = $2 FOR UPDATE;
 
 -- curation_update --
@@ -29,6 +29,10 @@ ON CONFLICT (bank_id, lexeme) DO UPDATE SET n = bank_lexemes.n + 1;
 -- A memory's entity links, dropped before its new ones are written (mentions released first).
 DELETE FROM memory_entities me USING memories m
 WHERE me.memory_id = m.id AND m.bank_id = $1 AND m.id = $2;
+
+-- curation_entity_names --
+-- After its links changed: the memory keeps its entities' names again (migration 012).
+UPDATE memories m SET entity_names = /*linked_names*/ WHERE m.bank_id = $1 AND m.id = $2;
 
 -- curation_version_add --
 -- Record one change of a memory as its next version.

@@ -2,15 +2,20 @@
 
 -- memory_columns --
 -- Fragment: the columns of a Memory (memories.to_memory) for statements reading `memories m`.
--- Entity names come from one primary-key lookup per link (a scalar subquery the planner cannot
--- turn into a join): written as a join, a bank with a few hundred entities got a hash join that
--- scanned the whole entities table once per memory (bench/README.md, "Recall's PostgreSQL statements").
+-- Entity names as retain kept them on the memory (migration 012), else through its links.
 m.id, m.text, m.kind, m.context, m.occurred_start, m.occurred_end, m.mentioned_at,
 m.document_id, m.metadata, m.tags, m.created_at, m.source_id, m.position, m.superseded,
 coalesce(m.valid_from, least(m.occurred_start, m.mentioned_at), m.created_at) AS valid_from, m.valid_to,
 m.superseded_by, m.invalidated_at, m.invalidation_reason,
+coalesce(m.entity_names, /*linked_names*/) AS entities
+
+-- memory_linked_names --
+-- Fragment: the names of the entities `memories m` is linked to, sorted by code point as retain
+-- sorts them. One primary-key lookup per link (a scalar subquery the planner cannot turn into a
+-- join): written as a join, a bank with a few hundred entities got a hash join that scanned the
+-- whole entities table once per memory (bench/README.md, "Recall's PostgreSQL statements").
 ARRAY(SELECT n FROM (SELECT (SELECT e.name FROM entities e WHERE e.id = me.entity_id AND e.bank_id = m.bank_id) AS n
-                     FROM memory_entities me WHERE me.memory_id = m.id) s ORDER BY n) AS entities
+                     FROM memory_entities me WHERE me.memory_id = m.id) s ORDER BY n COLLATE "C")
 
 -- memory_list --
 -- A page of the bank's memories, newest first, under the listing's conditions (bound after $3).

@@ -11,8 +11,8 @@ SELECT (to_jsonb(b) - 'id')::text FROM banks b WHERE id = $1;
 SELECT (to_jsonb(t) - 'bank_id')::text FROM entities t WHERE bank_id = $1 ORDER BY id;
 
 -- export_memories --
--- The bank's memories, with their vectors (the full-text vector is derived, so it stays behind).
-SELECT (to_jsonb(t) - 'bank_id' - 'tsv')::text FROM memories t WHERE bank_id = $1
+-- The bank's memories, with their vectors (the full-text vector and the entity names are derived, so they stay behind).
+SELECT (to_jsonb(t) - 'bank_id' - 'tsv' - 'entity_names')::text FROM memories t WHERE bank_id = $1
 ORDER BY created_at, source_id, position;
 
 -- export_memory_entities --

@@ -2,12 +2,13 @@
 
 -- entity_mentions_add --
 -- Upsert the entities a batch of units mentions, adding to their mention counts; names come
--- sorted so that concurrent upserts of the same names cannot deadlock.
+-- sorted so that concurrent upserts of the same names cannot deadlock. An existing entity keeps
+-- its name (the units keep the names returned: migration 012).
 INSERT INTO entities (bank_id, name, canonical, kind, mention_count)
 SELECT $1, n, c, k, m FROM unnest($2::text[], $3::text[], $4::text[], $5::int[]) AS t(n, c, k, m)
 ORDER BY c
 ON CONFLICT (bank_id, canonical) DO UPDATE SET mention_count = entities.mention_count + EXCLUDED.mention_count
-RETURNING id, canonical;
+RETURNING id, canonical, name;
 
 -- memory_entities_link --
 -- Link units to the entities they mention: both the bank's own (an imported file may name others').

@@ -62,6 +62,7 @@ STAND_INS = {
     "match": "$2",
     "score": "1",
     "relevance": "1",
+    "linked_names": Q.memory_linked_names,
 }
 
 

@@ -1,0 +1,13 @@
+-- 012: the names of a memory's entities kept on the memory (issue 27).
+-- Why: every memory a recall, a listing or a lookup returns carried its entity names through a
+-- sub-select per row (memory_entities, then one entities lookup per link): on the LoCoMo banks
+-- that was 40% of recall's largest statement (0.62 of 1.55 ms for ~140 rows; bench/README.md,
+-- "Entity names on the memory"). Entity names never change once written (an upsert adds to the
+-- mention count only), so retain writes them with the memory, sorted by code point.
+--
+-- NULL means "not kept": rows stored before this migration, imported rows and rows whose links an
+-- edit changed read their names through the links as before (memories.sql, memory_columns), so no
+-- existing row is rewritten here (an UPDATE of every memory would re-insert it into each index,
+-- the vector index included). The column is derived data: exports leave it out and imports never
+-- take it from a file (engine/portable.py).
+ALTER TABLE memories ADD COLUMN entity_names text[];
