@@ -170,3 +170,24 @@ def test_multilingual_embedder_matches_translations():
     assert list((v_zh @ v_en.T).argmax(axis=1)) == [2, 0, 1]
     # one text a run: a text's vector does not depend on the texts embedded with it
     assert abs(emb.embed([zh[0]])[0] - v_zh[0]).max() < 1e-6
+
+
+ACCENTED = [
+    {"content": "Zoë opened a small café in Montréal last spring."},
+    {"content": "Jürgen repariert sein Fahrrad in der Garage."},
+    {"content": "Олег купил новую гитару в Москве."},
+    {"content": "The quarterly outage was traced to a failing power supply."},
+]
+
+
+def test_words_and_names_with_letters_beyond_ascii(api, bank):
+    """Keyword recall looks up "café" as the index holds it (it looked up "caf"), and names with
+    accented or Cyrillic letters are entities that a question naming them finds."""
+    api.post(f"/v1/banks/{bank}/memories", json={"items": ACCENTED}).raise_for_status()
+    assert first(recall(api, bank, query="café", mode="keyword")).startswith("Zoë opened")
+    assert first(recall(api, bank, query="Fahrrad", mode="keyword")).startswith("Jürgen")
+    assert first(recall(api, bank, query="гитару", mode="keyword")).startswith("Олег")
+    entities = {e["name"] for e in api.get(f"/v1/banks/{bank}/entities?limit=100").json()["entities"]}
+    assert {"Zoë", "Montréal", "Jürgen", "Олег"} <= entities
+    hit = recall(api, bank, query="What did Zoë do?")[0]
+    assert hit["text"].startswith("Zoë opened") and "entity" in hit["arms"]

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import re
 
-from .cjk import chinese_names
+from .cjk import CJK_RUN, chinese_names
 
-_WORD = re.compile(r"[A-Z][a-zA-Z'’\-]*[a-zA-Z]|[A-Z]{2,}|[A-Z]")
-_TOKEN = re.compile(r"[A-Za-z][A-Za-z'’\-]*|[0-9]+|[.!?;:,()\"\n]")
+# Words of any cased alphabet (Zoë, Émile, São Paulo, Москва), numbers and sentence punctuation.
+_TOKEN = re.compile(r"[^\W\d_](?:[^\W\d_]|['’\-])*|[0-9]+|[.!?;:,()\"\n]")
 _CONNECTORS = {"of", "the", "de", "del", "da", "van", "von", "&", "and"}
 _ORG_SUFFIX = frozenset(
     """
@@ -51,7 +51,11 @@ _STOP = frozenset(
     please
     """.split()
 )
-_GIVEN_NAME_SHAPE = re.compile(r"^[A-Z][a-z]{1,14}$")
+
+
+def _given_name_shaped(word: str) -> bool:
+    """One capital and 1-14 small letters, of any cased alphabet ("Zoë", "Émile", "Олег")."""
+    return 2 <= len(word) <= 15 and word.isalpha() and word[0].isupper() and word[1:].islower()
 
 
 def canonical(name: str) -> str:
@@ -99,13 +103,14 @@ def merge_entities(*lists: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def extract_entities(text: str) -> list[tuple[str, str]]:
-    """[(surface name, kind)] in order of first mention, deduplicated by canonical form: English
-    capitalised names, and Chinese names (engine/cjk.py)."""
-    return merge_entities(_english_names(text), chinese_names(text))
+    """[(surface name, kind)] in order of first mention, deduplicated by canonical form:
+    capitalised names (English rules, any cased alphabet), and Chinese names (engine/cjk.py)."""
+    return merge_entities(_capitalised_names(text), chinese_names(text))
 
 
-def _english_names(text: str) -> list[tuple[str, str]]:
-    tokens = _TOKEN.findall(text)
+def _capitalised_names(text: str) -> list[tuple[str, str]]:
+    # CJK runs are cjk.py's; here a comma: it ends a name (Alice在北京见了Bob is two) but no sentence.
+    tokens = _TOKEN.findall(CJK_RUN.sub(" , ", text))
     found: dict[str, tuple[str, str]] = {}
     i, n = 0, len(tokens)
     while i < n:
@@ -143,7 +148,7 @@ def _english_names(text: str) -> list[tuple[str, str]]:
             single = len(run) == 1
             if low in _STOP or len(name) < 2 or (single and name.endswith(("ing", "ed")) and sentence_start):
                 pass
-            elif single and sentence_start and not _GIVEN_NAME_SHAPE.match(name):
+            elif single and sentence_start and not _given_name_shaped(name):
                 pass
             else:
                 prev = tokens[i - 1].lower() if i > 0 else ""
@@ -152,7 +157,7 @@ def _english_names(text: str) -> list[tuple[str, str]]:
                     kind = "organization"
                 elif last in _PLACE_SUFFIX or prev in _PLACE_PREP:
                     kind = "place"
-                elif len(run) <= 2 and all(_GIVEN_NAME_SHAPE.match(w) for w in run):
+                elif len(run) <= 2 and all(_given_name_shaped(w) for w in run):
                     kind = "person"
                 else:
                     kind = "name"

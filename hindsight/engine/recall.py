@@ -51,7 +51,10 @@ SMALL_BANK = 2_000
 ARM_WEIGHTS = {"semantic": 1.0, "keyword": 2.0, "entity": 0.6, "temporal": 0.8}
 NEIGHBOUR_PARENTS = 8
 NEIGHBOUR_DECAY = 0.5
-_WORD = re.compile(r"[A-Za-z0-9]+")
+# Words of any alphabet (café, Zoë, Straße, Москва) and numbers; CJK runs are set aside first
+# (cjk.py makes their lexemes). ASCII-only, "café" was looked up as "caf" and matched nothing.
+_WORD = re.compile(r"[^\W_]+")
+_NAME_WORD = re.compile(r"(?:[^\W_]|['’\-])+")
 _QUERY_STOP = frozenset(
     """
     what when where who whom which why how did does do is are was were the a an of to in on for and
@@ -78,11 +81,11 @@ def request_filters(req: RecallRequest) -> Fragment:
 
 
 def content_words(query: str) -> list[str]:
-    """The query's keyword-arm terms: its English (Latin-script) content words, and its CJK
-    character pairs (engine/cjk.py), each a lexeme of the index as it stands. The characters of a
-    CJK date (5月4日, 上周三) are left to the temporal arm: as pairs they would match every
-    memory naming any month or weekday."""
-    words = [w.lower() for w in _WORD.findall(query)]
+    """The query's keyword-arm terms: its content words (letters and digits of any alphabet
+    written with spaces), and its CJK character pairs (engine/cjk.py), each a lexeme of the index
+    as it stands. The characters of a CJK date (5月4日, 上周三) are left to the temporal arm: as
+    pairs they would match every memory naming any month or weekday."""
+    words = [w.lower() for w in _WORD.findall(cjk.CJK_RUN.sub(" ", query))]
     latin = [w for w in dict.fromkeys(words) if w not in _QUERY_STOP and len(w) > 1]
     if not cjk.has_cjk(query):
         return latin
@@ -97,7 +100,7 @@ def keyword_query(query: str) -> str | None:
 
 
 def entity_candidates(query: str) -> list[str]:
-    words = [w.lower() for w in re.findall(r"[A-Za-z0-9'’\-]+", query)]
+    words = [w.lower() for w in _NAME_WORD.findall(cjk.CJK_RUN.sub(" ", query))]
     grams = set()
     for n in (1, 2, 3):
         for i in range(len(words) - n + 1):
@@ -183,8 +186,8 @@ async def keyword_ids(rt: Runtime, bank_id: str, words: list[str], f: Fragment) 
 def _seed_matches(present: list[tuple[int, str]]) -> tuple[list[str], list[int]]:
     """Full-text queries (and row limits) whose union holds every memory that can rank in the
     keyword arm's top ARM_LIMIT, up to ties, among those holding a seed: the rarest words (present
-    is sorted by count) up to KEYWORD_SCAN_CAP rows. Words are content words ([A-Za-z0-9]+, or
-    CJK characters; present in the bank), so they need no quoting inside a tsquery."""
+    is sorted by count) up to KEYWORD_SCAN_CAP rows. Words are content words (letters and digits,
+    or CJK characters; present in the bank), so they need no quoting inside a tsquery."""
     seeds: list[str] = []
     scanned = 0
     for count, w in present:

@@ -36,3 +36,8 @@ def test_chinese_names_with_their_kind():
     assert chinese_names("no Chinese here") == []
     mixed = extract_entities("Alice met 张伟 in 杭州.")
     assert ("Alice", "person") in mixed and ("张伟", "person") in mixed and ("杭州", "place") in mixed
+
+
+def test_content_words_of_any_alphabet():
+    assert content_words("Was the café in Montréal nice?") == ["café", "montréal", "nice"]
+    assert content_words("Олег 在北京 Straße") == ["олег", "straße", "在北", "北京"]

@@ -32,3 +32,14 @@ def test_client_types_map_to_kinds_and_merge_without_duplicates():
     assert kind_of_type("PERSON") == "person" and kind_of_type(None) == "name"
     merged = merge_entities([("Alice", "person")], [("alice", "name"), ("Acme", "organization")])
     assert [canonical(n) for n, _ in merged] == ["alice", "acme"]
+
+
+def test_names_in_any_cased_alphabet():
+    """Letters outside ASCII belong to the name ("Zoë" was "Zo"; "Émile" and "São Paulo" were lost)."""
+    assert extract_entities("Melanie paints with Zoë.") == [("Melanie", "person"), ("Zoë", "person")]
+    found = extract_entities("Émile flew from São Paulo and lives in Zürich with Олег.")
+    assert found == [("Émile", "person"), ("São Paulo", "place"), ("Zürich", "place"), ("Олег", "person")]
+
+
+def test_cjk_text_ends_a_name_but_not_a_sentence():
+    assert extract_entities("Alice在北京见了Bob") == [("Alice", "person"), ("Bob", "person"), ("北京", "place")]
