@@ -3,7 +3,7 @@
 glibc's malloc keeps freed memory in per-thread arenas and rarely hands it back, so a process
 that embeds a 1,000-item batch in a worker thread keeps that batch's peak for good. Two arenas
 (instead of eight per core) and a trim after large transient allocations keep RSS near the live
-set; the cost is a few microseconds per trim. Elsewhere than glibc both calls do nothing.
+set; the cost is a few microseconds per trim. Elsewhere than glibc these calls do nothing.
 
 glibc also raises its mmap threshold (from 128 KB up to 32 MB) each time a large block is freed:
 after the model's temporary buffers at start-up, blocks of megabytes came from the heap, and
@@ -20,6 +20,7 @@ import ctypes
 import ctypes.util
 
 _M_ARENA_MAX = -8
+_M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 START_MMAP_THRESHOLD = 128 * 1024
 SERVE_MMAP_THRESHOLD = 1024 * 1024
@@ -41,9 +42,12 @@ def configure(arenas: int = 2) -> None:
 def started() -> None:
     """Call once start-up is done: its large temporaries are gone; return what they left, and
     let the blocks of a request or an embedding batch (up to 1 MB) be reused from the heap
-    rather than mapped and unmapped each time."""
+    rather than mapped and unmapped each time. A fixed mmap threshold also fixes the trim
+    threshold (glibc raised both together), so it is raised too: at 128 KB, every such block
+    freed at the top of the heap went back to the system and was faulted in again."""
     if _libc is not None:
         _libc.mallopt(_M_MMAP_THRESHOLD, SERVE_MMAP_THRESHOLD)
+        _libc.mallopt(_M_TRIM_THRESHOLD, 2 * SERVE_MMAP_THRESHOLD)
         _libc.malloc_trim(0)
 
 

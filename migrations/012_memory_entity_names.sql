@@ -5,9 +5,9 @@
 -- "Entity names on the memory"). Entity names never change once written (an upsert adds to the
 -- mention count only), so retain writes them with the memory, sorted by code point.
 --
--- NULL means "not kept": rows stored before this migration, imported rows and rows whose links an
--- edit changed read their names through the links as before (memories.sql, memory_columns), so no
--- existing row is rewritten here (an UPDATE of every memory would re-insert it into each index,
+-- NULL means "not kept": rows stored before this migration and rows an import linked to entities
+-- read their names through the links as before (memories.sql, memory_columns; an edit of a
+-- memory's entities recomputes them), so no existing row is rewritten here (an UPDATE of every memory would re-insert it into each index,
 -- the vector index included). The column is derived data: exports leave it out and imports never
 -- take it from a file (engine/portable.py).
 ALTER TABLE memories ADD COLUMN entity_names text[];

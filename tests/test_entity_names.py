@@ -96,3 +96,27 @@ def test_exports_leave_the_names_out_and_imports_never_take_them(api, bank, pg_u
     assert list(entities_seen(api, target).values()) == [["Caroline"]]
     for kept, linked in kept_and_linked(pg_url, target).values():
         assert kept is None and linked == ["Caroline"]
+
+
+def test_an_import_linking_memories_already_here_leaves_no_stale_names(api, bank, pg_url):
+    """A file may link a memory this bank already holds to an entity (its own export with a link
+    added, or an old export imported after an edit): the memory's names then follow its links."""
+    api.post(f"/v1/banks/{bank}/memories", json={"content": "Caroline joined the support group."}).raise_for_status()
+    lines = [json.loads(x) for x in gzip.decompress(export(api, bank)).decode().splitlines()]
+    [mid] = [rec["row"]["id"] for rec in lines if rec["kind"] == "memory"]
+    forged = {"id": 999_999, "name": "Forged Admin", "canonical": "forged admin", "kind": "person", "mention_count": 1}
+    lines.insert(1, {"kind": "entity", "row": forged})
+    lines.insert(-1, {"kind": "memory_entity", "row": {"entity_id": 999_999, "memory_id": mid}})
+    lines[-1]["counts"]["entity"] += 1
+    lines[-1]["counts"]["memory_entity"] = lines[-1]["counts"].get("memory_entity", 0) + 1
+    do_import(api, bank, gzip.compress(("\n".join(json.dumps(x) for x in lines) + "\n").encode()))
+    [(kept, linked)] = kept_and_linked(pg_url, bank).values()
+    assert kept is None and "Forged Admin" in linked
+    assert "Forged Admin" in entities_seen(api, bank)[mid]  # shown where recall's entity arm finds it
+
+    old = export(api, bank)
+    r = api.patch(f"/v1/banks/{bank}/memories/{mid}", json={"entities": ["Robert Smith"], "reason": "x"})
+    assert r.status_code == 200, r.text
+    do_import(api, bank, old)  # the old links come back with the old file
+    [(kept, linked)] = kept_and_linked(pg_url, bank).values()
+    assert kept is None and entities_seen(api, bank)[mid] == linked

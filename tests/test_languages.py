@@ -191,3 +191,12 @@ def test_words_and_names_with_letters_beyond_ascii(api, bank):
     assert {"Zoë", "Montréal", "Jürgen", "Олег"} <= entities
     hit = recall(api, bank, query="What did Zoë do?")[0]
     assert hit["text"].startswith("Zoë opened") and "entity" in hit["arms"]
+
+
+def test_words_are_lowercased_as_the_index_lowercased_them(api, bank):
+    """Python's lower() and PostgreSQL's differ for some letters; the words go to the database
+    as written, so a capital İ or a final Σ in the question still meets the index."""
+    items = [{"content": "We flew to İstanbul in spring."}, {"content": "ΣΊΣΥΦΟΣ is a play we saw."}]
+    api.post(f"/v1/banks/{bank}/memories", json={"items": items}).raise_for_status()
+    assert first(recall(api, bank, query="İstanbul", mode="keyword")).startswith("We flew")
+    assert first(recall(api, bank, query="ΣΊΣΥΦΟΣ", mode="keyword")).startswith("ΣΊΣΥΦΟΣ")

@@ -27,21 +27,21 @@ _SOURCES = fill(Q.memory_sources, columns=COLUMNS)
 _FACTS = fill(Q.memory_facts, columns=COLUMNS)
 
 
-_ALL_FIELDS = set(Memory.model_fields)
-_ROW_FIELDS = _ALL_FIELDS - {"score", "relevance", "arms"}
+_RANKING = {"score", "relevance", "arms"}
+_ROW_FIELDS = set(Memory.model_fields) - _RANKING
 _new = object.__new__
 _set = object.__setattr__
 
 
-def to_memory(r, score: float | None = None, arms: list[str] | None = None, relevance: float | None = None) -> Memory:
-    """A Memory from one row of COLUMNS.
+def to_memory(r, **ranking) -> Memory:
+    """A Memory from one row of COLUMNS, with `score`, `arms` and `relevance` when ranked.
 
     Every value comes typed from our own columns, so nothing is validated, and the instance is
-    made the way pydantic's model_construct makes it (its __dict__, the fields set, no extra or
-    private values) without that method's Python loop over the fields and their defaults: a
-    recall builds ~115 of these, and model_construct was a sixth of the server's request thread
-    (11 us a row against 4; bench/README.md, "Recall results without model_construct").
-    tests/unit/test_memory_rows.py checks the result equals a validated Memory."""
+    made the way pydantic's model_construct makes it (its __dict__, the fields given as set, no
+    extra or private values) without that method's Python loop over the fields and their
+    defaults: a recall builds ~115 of these, and model_construct was a sixth of the server's
+    request thread (11 us a row against 4; bench/README.md, "Recall results without
+    model_construct"). tests/unit/test_memory_rows.py checks the result equals a validated Memory."""
     m = _new(Memory)
     _set(
         m,
@@ -65,14 +65,17 @@ def to_memory(r, score: float | None = None, arms: list[str] | None = None, rele
             "superseded_by": r["superseded_by"] and str(r["superseded_by"]),
             "invalidated_at": r["invalidated_at"],
             "invalidation_reason": r["invalidation_reason"],
-            "score": score,
-            "relevance": relevance,
-            "arms": arms,
+            "score": None,
+            "relevance": None,
+            "arms": None,
         },
     )
-    ranked = score is not None or arms is not None or relevance is not None
+    if ranking:
+        if not ranking.keys() <= _RANKING:
+            raise TypeError(f"to_memory: unexpected {sorted(ranking.keys() - _RANKING)}")
+        m.__dict__.update(ranking)
     # A set of its own: assigning a field later adds to it.
-    _set(m, "__pydantic_fields_set__", (_ALL_FIELDS if ranked else _ROW_FIELDS).copy())
+    _set(m, "__pydantic_fields_set__", _ROW_FIELDS | ranking.keys())
     _set(m, "__pydantic_extra__", None)
     _set(m, "__pydantic_private__", None)
     return m

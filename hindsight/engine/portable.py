@@ -290,6 +290,7 @@ class _Importer:
         pairs = [p for p in pairs if None not in p]
         if pairs:
             await self.conn.execute(Q.memory_entities_link, [p[0] for p in pairs], [p[1] for p in pairs], self.bank_id)
+            await self.conn.execute(Q.import_entity_names_clear, self.bank_id, list({p[1] for p in pairs}))
 
     async def fact_source(self, rows: list[dict]) -> None:
         pairs = [(self.ids["memory"].get(r["fact_id"]), self.ids["memory"].get(r["raw_id"])) for r in rows]

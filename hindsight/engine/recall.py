@@ -85,8 +85,14 @@ def content_words(query: str) -> list[str]:
     written with spaces), and its CJK character pairs (engine/cjk.py), each a lexeme of the index
     as it stands. The characters of a CJK date (5月4日, 上周三) are left to the temporal arm: as
     pairs they would match every memory naming any month or weekday."""
-    words = [w.lower() for w in _WORD.findall(cjk.CJK_RUN.sub(" ", query))]
-    latin = [w for w in dict.fromkeys(words) if w not in _QUERY_STOP and len(w) > 1]
+    # As written: PostgreSQL lowercases them as it did the index (Python's lower() differs for
+    # some letters: "İstanbul", a final "Σ"); compared and deduplicated here in lower case.
+    spaced: dict[str, str] = {}
+    for w in _WORD.findall(cjk.CJK_RUN.sub(" ", query)):
+        low = w.lower()
+        if low not in _QUERY_STOP and len(w) > 1:
+            spaced.setdefault(low, w)
+    latin = list(spaced.values())
     if not cjk.has_cjk(query):
         return latin
     for window in find_time_windows(query, datetime.now(UTC)):

@@ -139,7 +139,7 @@ async def store_units(conn: asyncpg.Connection, bank_id: str, units: list[Unit],
                 u.source_id,
                 u.position,
                 json.dumps(given) if given else None,
-                sorted({entities[canonical(n)][1] for n, _ in u.entities}),
+                sorted(entities[c][1] for c in {canonical(n) for n, _ in u.entities}),
             )
         )
     await conn.copy_records_to_table("memories", records=records, columns=COPY_COLUMNS)

@@ -75,6 +75,11 @@ SELECT $1, /*columns*/ FROM jsonb_populate_recordset(NULL::/*table*/, $2::jsonb)
 -- Which of the given ids (the file's, and those an earlier import derived from them) a table holds, and in which bank.
 SELECT id, bank_id FROM /*table*/ WHERE id = ANY($1::uuid[]);
 
+-- import_entity_names_clear --
+-- Memories the file links to entities may be ones this bank already held (the same file imported
+-- again, or a file naming them): they read their names through their links from now on (migration 012).
+UPDATE memories SET entity_names = NULL WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND entity_names IS NOT NULL;
+
 -- import_entities --
 -- The file's entities merge into the bank's by canonical name (the larger mention count wins).
 INSERT INTO entities (bank_id, name, canonical, kind, mention_count)

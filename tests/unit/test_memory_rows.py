@@ -127,3 +127,15 @@ def test_assigning_a_field_later_marks_only_that_memory():
     a, b = to_memory(row()), to_memory(row())
     a.score = 1.0
     assert "score" in a.model_fields_set and "score" not in b.model_fields_set
+
+
+def test_ranking_values_given_as_none_count_as_set():
+    """As with model_construct: a field passed is set, whatever its value."""
+    r = row()
+    extra = {"score": None, "arms": None, "relevance": None}
+    assert to_memory(r, **extra).model_fields_set == validated(r, **extra).model_fields_set
+
+
+def test_only_ranking_values_may_be_added():
+    with pytest.raises(TypeError):
+        to_memory(row(), text="another")
