@@ -35,6 +35,7 @@ from .truth import began, restore_predecessors
 if TYPE_CHECKING:
     from .runtime import Runtime
 
+_LOCK = fill(Q.curation_lock, linked_names=LINKED_NAMES)
 _ENTITY_NAMES = fill(Q.curation_entity_names, linked_names=LINKED_NAMES)
 MAX_REASON_CHARS = 1_000
 MAX_TEXT_CHARS = 10_000
@@ -191,7 +192,7 @@ async def update_memory(rt: Runtime, bank_id: str, memory_id: str, req: MemoryUp
         async with rt.cpu_slots:
             vector, found = await asyncio.to_thread(read)
     async with rt.writes.open(bank_id) as conn:
-        row = await conn.fetchrow(Q.curation_lock, bank_id, mid)
+        row = await conn.fetchrow(_LOCK, bank_id, mid)
         if row is None:
             raise NotFound(f"memory {memory_id} does not exist in bank {bank_id!r}", "memory_id")
         changes: dict[str, list[Any]] = {}

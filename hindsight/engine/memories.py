@@ -27,10 +27,35 @@ _SOURCES = fill(Q.memory_sources, columns=COLUMNS)
 _FACTS = fill(Q.memory_facts, columns=COLUMNS)
 
 
-_RANKING = {"score", "relevance", "arms"}
+_UNRANKED = {"score": None, "relevance": None, "arms": None}  # in Memory's field order
+_RANKING = _UNRANKED.keys()
 _ROW_FIELDS = set(Memory.model_fields) - _RANKING
 _new = object.__new__
 _set = object.__setattr__
+
+
+def memory_values(r) -> dict:
+    """The values of a Memory's stored fields, from one row of COLUMNS."""
+    return {
+        "id": str(r["id"]),
+        "text": r["text"],
+        "type": r["kind"],
+        "context": r["context"],
+        "occurred_start": r["occurred_start"],
+        "occurred_end": r["occurred_end"],
+        "mentioned_at": r["mentioned_at"],
+        "entities": list(r["entities"]),
+        "document_id": r["document_id"],
+        "metadata": json.loads(r["metadata"]),
+        "tags": list(r["tags"]),
+        "created_at": r["created_at"],
+        "superseded": r["superseded"] or None,
+        "valid_from": r["valid_from"],
+        "valid_to": r["valid_to"],
+        "superseded_by": r["superseded_by"] and str(r["superseded_by"]),
+        "invalidated_at": r["invalidated_at"],
+        "invalidation_reason": r["invalidation_reason"],
+    }
 
 
 def to_memory(r, **ranking) -> Memory:
@@ -41,39 +66,15 @@ def to_memory(r, **ranking) -> Memory:
     extra or private values) without that method's Python loop over the fields and their
     defaults: a recall builds ~115 of these, and model_construct was a sixth of the server's
     request thread (11 us a row against 4; bench/README.md, "Recall results without
-    model_construct"). tests/unit/test_memory_rows.py checks the result equals a validated Memory."""
+    model_construct"). tests/unit/test_memory_rows.py checks the result equals the Memory that
+    validating memory_values gives."""
+    if not ranking.keys() <= _RANKING:
+        raise TypeError(f"to_memory: unexpected {sorted(ranking.keys() - _RANKING)}")
+    values = memory_values(r)
+    values.update(_UNRANKED)
+    values.update(ranking)
     m = _new(Memory)
-    _set(
-        m,
-        "__dict__",
-        {
-            "id": str(r["id"]),
-            "text": r["text"],
-            "type": r["kind"],
-            "context": r["context"],
-            "occurred_start": r["occurred_start"],
-            "occurred_end": r["occurred_end"],
-            "mentioned_at": r["mentioned_at"],
-            "entities": list(r["entities"]),
-            "document_id": r["document_id"],
-            "metadata": json.loads(r["metadata"]),
-            "tags": list(r["tags"]),
-            "created_at": r["created_at"],
-            "superseded": r["superseded"] or None,
-            "valid_from": r["valid_from"],
-            "valid_to": r["valid_to"],
-            "superseded_by": r["superseded_by"] and str(r["superseded_by"]),
-            "invalidated_at": r["invalidated_at"],
-            "invalidation_reason": r["invalidation_reason"],
-            "score": None,
-            "relevance": None,
-            "arms": None,
-        },
-    )
-    if ranking:
-        if not ranking.keys() <= _RANKING:
-            raise TypeError(f"to_memory: unexpected {sorted(ranking.keys() - _RANKING)}")
-        m.__dict__.update(ranking)
+    _set(m, "__dict__", values)
     # A set of its own: assigning a field later adds to it.
     _set(m, "__pydantic_fields_set__", _ROW_FIELDS | ranking.keys())
     _set(m, "__pydantic_extra__", None)

@@ -116,10 +116,10 @@ async def store_units(conn: asyncpg.Connection, bank_id: str, units: list[Unit],
     """Write units, their entities and links; the caller holds the transaction. The entities
     are written first so that each unit carries their names as stored (migration 012)."""
     now = datetime.now(UTC)
-    mentions_of = [(u.id, u.entities) for u in units]
-    entities = await add_entities(conn, bank_id, mentions_of)
+    entities = await add_entities(conn, bank_id, [(u.id, u.entities) for u in units])
+    named = [(u.id, {canonical(n) for n, _ in u.entities}) for u in units]
     records = []
-    for u, vec in zip(units, vectors):
+    for u, vec, (_, mentioned) in zip(units, vectors, named):
         it = u.item
         given = it.given_entities()
         records.append(
@@ -139,17 +139,18 @@ async def store_units(conn: asyncpg.Connection, bank_id: str, units: list[Unit],
                 u.source_id,
                 u.position,
                 json.dumps(given) if given else None,
-                sorted(entities[c][1] for c in {canonical(n) for n, _ in u.entities}),
+                sorted(entities[c][1] for c in mentioned),
             )
         )
     await conn.copy_records_to_table("memories", records=records, columns=COPY_COLUMNS)
-    await _link(conn, bank_id, mentions_of, entities)
+    await _link(conn, bank_id, named, entities)
 
 
 async def link_entities(conn: asyncpg.Connection, bank_id: str, mentions_of: list[tuple[uuid.UUID, list]]) -> None:
     """Link stored memories to the entities they mention, (name, kind) pairs each, adding to the
     entities' mention counts; the caller holds the transaction."""
-    await _link(conn, bank_id, mentions_of, await add_entities(conn, bank_id, mentions_of))
+    entities = await add_entities(conn, bank_id, mentions_of)
+    await _link(conn, bank_id, [(mid, {canonical(n) for n, _ in ns}) for mid, ns in mentions_of], entities)
 
 
 async def add_entities(
@@ -178,10 +179,11 @@ async def add_entities(
     return {r["canonical"]: (r["id"], r["name"]) for r in rows}
 
 
-async def _link(conn, bank_id: str, mentions_of: list[tuple[uuid.UUID, list]], entities: dict) -> None:
+async def _link(conn, bank_id: str, named: list[tuple[uuid.UUID, set[str]]], entities: dict) -> None:
+    """Link each memory to the entities it names (canonical names; `entities` from add_entities)."""
     ent_ids, mem_ids = [], []
-    for memory_id, mentioned in mentions_of:
-        for c in {canonical(n) for n, _ in mentioned}:
+    for memory_id, mentioned in named:
+        for c in mentioned:
             ent_ids.append(entities[c][0])
             mem_ids.append(memory_id)
     if ent_ids:

@@ -4,8 +4,7 @@
 -- The memory as it stands, locked for the change (the caller holds the bank's write lock too).
 SELECT m.id, m.text, m.kind, m.context, m.occurred_start, m.occurred_end, m.mentioned_at, m.tags,
        m.valid_from, m.valid_to, m.superseded_by, m.invalidated_at, m.invalidation_reason, m.given_entities,
-       ARRAY(SELECT e.name FROM memory_entities me JOIN entities e ON e.id = me.entity_id AND e.bank_id = m.bank_id
-             WHERE me.memory_id = m.id ORDER BY e.name COLLATE "C") AS entities
+       /*linked_names*/ AS entities
 FROM memories m WHERE m.bank_id = $1 AND m.id = $2 FOR UPDATE;
 
 -- curation_update --

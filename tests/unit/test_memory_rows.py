@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from hindsight.engine.memories import to_memory
+from hindsight.engine.memories import memory_values, to_memory
 from hindsight.engine.models import Memory, RecallResult
 
 NOW = datetime(2024, 5, 7, 12, 30, tzinfo=UTC)
@@ -45,29 +45,7 @@ def row(**changes):
 
 
 def validated(r, **extra) -> Memory:
-    return Memory.model_validate(
-        {
-            "id": str(r["id"]),
-            "text": r["text"],
-            "type": r["kind"],
-            "context": r["context"],
-            "occurred_start": r["occurred_start"],
-            "occurred_end": r["occurred_end"],
-            "mentioned_at": r["mentioned_at"],
-            "entities": r["entities"],
-            "document_id": r["document_id"],
-            "metadata": json.loads(r["metadata"]),
-            "tags": r["tags"],
-            "created_at": r["created_at"],
-            "superseded": r["superseded"] or None,
-            "valid_from": r["valid_from"],
-            "valid_to": r["valid_to"],
-            "superseded_by": r["superseded_by"] and str(r["superseded_by"]),
-            "invalidated_at": r["invalidated_at"],
-            "invalidation_reason": r["invalidation_reason"],
-            **extra,
-        }
-    )
+    return Memory.model_validate({**memory_values(r), **extra})
 
 
 ROWS = [
