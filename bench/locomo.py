@@ -126,6 +126,41 @@ class Steal:
         return round(100 * d[7] / max(1, sum(d)), 1)
 
 
+class CpuSplit:
+    """CPU seconds spent since the last read by this process (the benchmark's driver), the
+    server's processes (it and its workers) and PostgreSQL's, so a figure can be read as whose
+    time the two cores went to."""
+
+    def __init__(self, server_pid: int):
+        self.server = psutil.Process(server_pid)
+        self.last = self._read()
+
+    def _read(self) -> dict:
+        def cpu(procs) -> float:
+            total = 0.0
+            for pr in procs:
+                try:
+                    t = pr.cpu_times()
+                    total += t.user + t.system
+                except psutil.Error:
+                    pass
+            return total
+
+        postgres = [pr for pr in psutil.process_iter(["name"]) if (pr.info["name"] or "").startswith("postgres")]
+        try:
+            server = [self.server, *self.server.children(recursive=True)]
+        except psutil.Error:
+            server = []
+        return {"driver": cpu([psutil.Process()]), "server": cpu(server), "postgres": cpu(postgres)}
+
+    def per_call(self, calls: int) -> dict:
+        """Milliseconds of CPU per call since the last read, by process group."""
+        now = self._read()
+        out = {f"{k}_cpu_ms": round((now[k] - self.last[k]) * 1000 / max(1, calls), 2) for k in now}
+        self.last = now
+        return out
+
+
 # The concurrent phases re-ask questions the sequential pass asked; the server caches query
 # embeddings, which would leave the model out of the throughput. The model is uncased, so a case
 # variant gets the same vector and results but misses the cache: each job gets its own variant.

@@ -48,9 +48,10 @@ async def client_loop(url: str, texts: list[str], questions: list[str], until: f
                 i += 1
 
 
-async def phase(server_url: str, clients: int, seconds: float, texts, questions) -> dict:
+async def phase(server_url: str, clients: int, seconds: float, texts, questions, cpu: lb.CpuSplit) -> dict:
     lat: dict = defaultdict(list)
     errors: dict = defaultdict(int)
+    cpu.per_call(1)
     until = time.perf_counter() + seconds
     t0 = time.perf_counter()
     await asyncio.gather(
@@ -67,6 +68,7 @@ async def phase(server_url: str, clients: int, seconds: float, texts, questions)
         "all": lb.latency(every) | {"ms_p99": round(lb.pct(every, 99) * 1000, 1)},
         **{tool: {"calls": len(xs), **lb.latency(xs)} for tool, xs in sorted(lat.items())},
         "errors": dict(errors),
+        **cpu.per_call(len(every)),
     }
 
 
@@ -90,8 +92,9 @@ async def main(args) -> None:
             for b in range(16):  # each bank starts with a conversation's worth of turns
                 items = [{"content": t} for t in texts[b * 40 : b * 40 + 400]]
                 (await rest.post(f"/v1/banks/load_{b}/memories", json={"items": items})).raise_for_status()
+        cpu = lb.CpuSplit(server.proc.pid)
         for n in (int(x) for x in args.clients.split(",")):
-            row = await phase(server.url, n, args.seconds, texts, questions)
+            row = await phase(server.url, n, args.seconds, texts, questions, cpu)
             out["phases"].append(row)
             print(f"  {n} clients: {row}", flush=True)
         out["cpu_steal_percent"] = steal.percent()
@@ -99,11 +102,16 @@ async def main(args) -> None:
         server.stop()
         pg.stop()
     print("\n== Hindsight mixed MCP load ==", out["machine"], out["date"], f"workers={args.workers}")
-    print(f"{'clients':>8} {'calls/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}  errors")
+    print(
+        f"{'clients':>8} {'calls/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}"
+        "  CPU ms a call: driver / server / PostgreSQL  errors"
+    )
     for row in out["phases"]:
         a = row["all"]
+        split = f"{row['driver_cpu_ms']} / {row['server_cpu_ms']} / {row['postgres_cpu_ms']}"
         print(
-            f"{row['clients']:>8} {row['calls_per_s']:>8} {a['ms_p50']:>8} {a['ms_p95']:>8} {a['ms_p99']:>8}  {row['errors'] or 0}"
+            f"{row['clients']:>8} {row['calls_per_s']:>8} {a['ms_p50']:>8} {a['ms_p95']:>8} {a['ms_p99']:>8}"
+            f"  {split:>40}  {row['errors'] or 0}"
         )
     print(f"CPU time taken by the hypervisor during the run (steal): {out['cpu_steal_percent']}%")
 
