@@ -4,9 +4,9 @@ sample of its single-word memories. The ranking must be the one exhaustive IDF s
 
 from __future__ import annotations
 
-from types import SimpleNamespace  # the arm needs only the Runtime's pool
+from types import SimpleNamespace  # the arm needs only the Runtime's planned pool
 
-from hindsight.db.pool import create_pool
+from hindsight.db.pool import Pools
 from hindsight.engine.models import RecallRequest
 from hindsight.engine.recall import SEED_FETCH_ALL, SMALL_BANK, keyword_ids, request_filters
 
@@ -61,20 +61,22 @@ async def test_keyword_ranking_on_a_large_bank(api, bank, pg_url):
     r = api.post(f"/v1/banks/{bank}/recall", json={"query": "garden", "mode": "keyword", "top_k": 50})
     assert len(r.json()["results"]) == 50 and all("garden" in m["text"] for m in r.json()["results"])
 
-    # The arm asks for a custom plan on its connection; the next user of that pooled connection
-    # must get the server's defaults back (the pool's reset on release).
-    pool = await create_pool(pg_url, 1, 1)
+    # The arm runs on the planned pool, whose connections plan every call for its own words (a
+    # generic plan cannot see how common they are); the shared pool keeps the server's default.
+    pools = await Pools.open(pg_url, 1, 4)  # a planned pool of one connection: every run on it
     try:
-        async with pool.acquire() as conn:
-            await conn.set_session("plan_cache_mode", "force_custom_plan")
+        async with pools.shared.acquire() as conn:
+            assert await conn.fetchval("SHOW plan_cache_mode") == "auto"
+        f = request_filters(RecallRequest(query="x"))
+        for _ in range(8):  # past the five custom plans after which PostgreSQL may keep a generic one
+            found = await keyword_ids(SimpleNamespace(planned=pools.planned), bank, ["greenhouse", "hose"], f)
+            assert len(found) == 4
+        async with pools.planned.acquire() as conn:
             assert await conn.fetchval("SHOW plan_cache_mode") == "force_custom_plan"
-        async with pool.acquire() as conn:
-            assert await conn.fetchval("SHOW plan_cache_mode") == "auto"
-        found = await keyword_ids(
-            SimpleNamespace(pool=pool), bank, ["greenhouse", "hose"], request_filters(RecallRequest(query="x"))
-        )
-        assert len(found) == 4
-        async with pool.acquire() as conn:
-            assert await conn.fetchval("SHOW plan_cache_mode") == "auto"
+            plans = await conn.fetch(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%ORDER BY score DESC%'"
+                " AND statement NOT LIKE '%pg_prepared_statements%'"
+            )
+            assert [tuple(p) for p in plans] == [(0, 8)]
     finally:
-        await pool.close()
+        await pools.close()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
@@ -28,33 +30,12 @@ def redact(url: str) -> str:
     return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
 
 
-class Connection(asyncpg.Connection):
-    """A pooled connection that knows whether its session settings were changed.
-
-    asyncpg's default release runs RESET ALL, CLOSE ALL, UNLISTEN * and
-    pg_advisory_unlock_all: one more round trip for every acquire, which is a recall's four
-    arms and its details. The server leaves no other session state on a pooled connection
-    (cursors and locks live in transactions, which the pool rolls back), so a connection
-    costs a reset only after `set_session`."""
-
-    settings_changed = False
-
-    async def set_session(self, name: str, value: str) -> None:
-        await self.execute(Q.session_set, name, value)
-        self.settings_changed = True
-
-    async def custom_plans(self) -> None:
-        """Plan this connection's next statements for their own parameters, until it is released.
-        After five runs of one statement PostgreSQL may keep a generic plan, which cannot see
-        how selective the parameters are; the arms whose cost depends on that (how common the
-        words are, how wide the time window is) ask for this."""
-        await self.set_session("plan_cache_mode", "force_custom_plan")
-
-
-async def _reset_connection(conn: Connection) -> None:
-    if conn.settings_changed:
-        await conn.execute(Q.session_reset)
-        conn.settings_changed = False
+async def _no_reset(conn: asyncpg.Connection) -> None:
+    """asyncpg's default release runs RESET ALL, CLOSE ALL, UNLISTEN * and
+    pg_advisory_unlock_all: one more round trip for every acquire, which is a recall's arms and
+    its details. The server leaves no session state on a pooled connection (settings are fixed
+    when it is opened; cursors, locks and SET LOCAL live in transactions, which the pool rolls
+    back), so there is nothing to reset."""
 
 
 async def _init_connection(conn: asyncpg.Connection) -> None:
@@ -114,27 +95,73 @@ async def migrate(url: str) -> list[str]:
 
 # What every pooled connection is opened with (also after `repoint`).
 # Iterative HNSW scans keep bank-filtered vector searches complete (pgvector 0.8).
-_CONNECT = {"server_settings": {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100", "jit": "off"}}
+_SETTINGS = {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100", "jit": "off"}
+# ...and the planned pool's: every statement planned for its own parameters. After five runs of
+# a statement PostgreSQL may keep a generic plan, which cannot see how selective the parameters
+# are; the recall arms whose cost depends on that (how common the words are, how wide the time
+# window is) took several times as long with one (bench/README.md, "Keyword and temporal arms:
+# a custom plan each call"). Set when the connection opens, it costs no round trip a call (a
+# setting changed per call cost two: setting it, and resetting it on release).
+_PLANNED = _SETTINGS | {"plan_cache_mode": "force_custom_plan"}
 
 
-async def create_pool(url: str, min_size: int, max_size: int) -> asyncpg.Pool:
+def _connect_args(planned: bool) -> dict:
+    return {"server_settings": _PLANNED if planned else _SETTINGS}
+
+
+async def create_pool(url: str, min_size: int, max_size: int, planned: bool = False) -> asyncpg.Pool:
+    """A pool of connections opened with our session settings; `planned`: they plan every
+    statement for its own parameters (the statements on other connections keep PostgreSQL's
+    choice, a generic plan once it is as good, which saves planning them every call)."""
     logging.getLogger("asyncpg.pool").addFilter(_one_line)
     return await asyncpg.create_pool(
         url,
         min_size=min_size,
         max_size=max_size,
         init=_init_connection,
-        connection_class=Connection,
-        reset=_reset_connection,
-        **_CONNECT,
+        reset=_no_reset,
+        **_connect_args(planned),
     )
 
 
-def repoint(pool: asyncpg.Pool, url: str) -> None:
-    """Open the pool's next connections to `url` (a restarted embedded PostgreSQL on another
-    socket; the caller expires the current ones). This rather than a new pool: whatever holds
-    this one (the engine, the LLM client, the tenant extension) follows."""
-    pool.set_connect_args(url, **_CONNECT)
+@dataclass
+class Pools:
+    """The server's two pools: `shared` for everything, `planned` for the statements that need a
+    plan of their own each call. `HINDSIGHT_API_DB_POOL_MAX` bounds both together: a quarter
+    of it (at least one connection) is the planned pool's."""
+
+    shared: asyncpg.Pool
+    planned: asyncpg.Pool
+
+    @classmethod
+    async def open(cls, url: str, min_size: int, max_size: int) -> Pools:
+        planned_max = max(1, max_size // 4)
+        shared_max = max(1, max_size - planned_max)
+        shared = await create_pool(url, min(min_size, shared_max), shared_max)
+        try:
+            planned = await create_pool(url, 1, planned_max, planned=True)
+        except BaseException:
+            await shared.close()
+            raise
+        return cls(shared, planned)
+
+    def __iter__(self) -> Iterator[asyncpg.Pool]:
+        return iter((self.shared, self.planned))
+
+    def repoint(self, url: str) -> None:
+        """Open the pools' next connections to `url` (a restarted embedded PostgreSQL on another
+        socket; the caller expires the current ones). This rather than new pools: whatever holds
+        them (the engine, the LLM client, the tenant extension) follows."""
+        self.shared.set_connect_args(url, **_connect_args(False))
+        self.planned.set_connect_args(url, **_connect_args(True))
+
+    async def expire_connections(self) -> None:
+        for pool in self:
+            await pool.expire_connections()
+
+    async def close(self) -> None:
+        for pool in self:
+            await pool.close()
 
 
 def _one_line(record: logging.LogRecord) -> bool:

@@ -14,7 +14,7 @@ import asyncpg
 
 from ..config import Settings
 from ..db.embedded import EmbeddedPostgres
-from ..db.pool import DatabaseError, create_pool, ensure_vector_extension, migrate, redact, repoint
+from ..db.pool import DatabaseError, Pools, ensure_vector_extension, migrate, redact
 from ..db.selfcheck import self_check
 from ..db.sql import Q
 from ..db.watchdog import Watchdog
@@ -111,7 +111,8 @@ class Engine:
         applied = await migrate(url)
         if applied:
             log.info("migrations applied: %s", ", ".join(applied))
-        pool = await create_pool(url, s.db_pool_min, s.db_pool_max)
+        self.pools = pools = await Pools.open(url, s.db_pool_min, s.db_pool_max)
+        pool = pools.shared
         self.database_url = url
         if self.embedded is not None:
             self.watchdog = Watchdog(self.embedded, self._database_restarted)
@@ -125,6 +126,7 @@ class Engine:
         self.rt = Runtime(
             settings=s,
             pool=pool,
+            planned=pools.planned,
             writes=BankWrites(pool),
             embedder=embedder,
             llm=llm,
@@ -153,9 +155,9 @@ class Engine:
         out one failed request at a time), so have them all replaced."""
         if url != self.database_url:
             log.warning("embedded PostgreSQL now listens at %s (was %s)", redact(url), redact(self.database_url))
-            repoint(self.rt.pool, url)
+            self.pools.repoint(url)
             self.database_url = url
-        await self.rt.pool.expire_connections()
+        await self.pools.expire_connections()
 
     async def close(self) -> None:
         if self.watchdog is not None:  # first: nothing may restart the database being stopped
@@ -165,7 +167,7 @@ class Engine:
             await self.scheduler.stop()
             self.scheduler = None
         if self.started:
-            await self.rt.pool.close()
+            await self.pools.close()
             self.started = False
         if self.embedded is not None:
             await asyncio.to_thread(self.embedded.stop)
@@ -195,7 +197,7 @@ class Engine:
         # Connections from before the outage may be dead without asyncpg knowing yet (a server
         # that went away without closing them); have them all replaced rather than fail one
         # request each once it is back.
-        await self.rt.pool.expire_connections()
+        await self.pools.expire_connections()
         return problem
 
     async def observe(self) -> None:
@@ -214,10 +216,9 @@ class Engine:
         OPERATIONS.clear()
         for r in rows:
             OPERATIONS.labels(r["type"], r["status"]).set(r["n"])
-        pool = self.rt.pool
-        POOL.labels("open").set(pool.get_size())
-        POOL.labels("idle").set(pool.get_idle_size())
-        POOL.labels("max").set(pool.get_max_size())
+        POOL.labels("open").set(sum(pool.get_size() for pool in self.pools))
+        POOL.labels("idle").set(sum(pool.get_idle_size() for pool in self.pools))
+        POOL.labels("max").set(sum(pool.get_max_size() for pool in self.pools))
 
     async def authenticate(self, authorization: str | None) -> Principal:
         return await self.tenant.principal(authorization)

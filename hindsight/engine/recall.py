@@ -117,12 +117,10 @@ def entity_candidates(query: str) -> list[str]:
     return sorted(grams | set(cjk.entity_candidates(query)))
 
 
-async def fetch_ids(rt: Runtime, sql: str, *params, custom_plan: bool = False) -> list:
+async def fetch_ids(rt: Runtime, sql: str, *params, planned: bool = False) -> list:
     """First column of a query on its own pooled connection, so several run concurrently.
-    `custom_plan`: plan this call for its own parameters (db.pool.Connection.custom_plans)."""
-    async with rt.pool.acquire() as conn:
-        if custom_plan:
-            await conn.custom_plans()
+    `planned`: on a connection that plans it for this call's parameters (db/pool.py, Pools)."""
+    async with (rt.planned if planned else rt.pool).acquire() as conn:
         return [r[0] for r in await conn.fetch(sql, *params)]
 
 
@@ -134,7 +132,7 @@ async def temporal_ids(rt: Runtime, bank_id: str, qvec, f: Fragment, window: Tim
     custom plan walks the HNSW index (bench/README.md, "Keyword and temporal arms: a custom plan
     each call")."""
     p = Binder(bank_id, qvec, ARM_LIMIT, window.start, window.end)
-    return await fetch_ids(rt, fill(Q.recall_temporal, filter=f.into(p)), *p.values, custom_plan=True)
+    return await fetch_ids(rt, fill(Q.recall_temporal, filter=f.into(p)), *p.values, planned=True)
 
 
 async def keyword_ids(rt: Runtime, bank_id: str, words: list[str], f: Fragment) -> list[tuple]:
@@ -158,7 +156,10 @@ async def keyword_ids(rt: Runtime, bank_id: str, words: list[str], f: Fragment) 
     those that hold it with another query word come from one full-text AND (the index
     intersects the postings). This returns the same scores as fetching every seed memory while
     reading about a third as many rows (same entry)."""
-    async with rt.pool.acquire() as conn:
+    # A planned connection (db/pool.py, Pools): the generic plan of the arm's statement cannot see
+    # how common the words are, and took several times as long (bench/README.md, "... a custom
+    # plan each call").
+    async with rt.planned.acquire() as conn:
         stats = await conn.fetch(Q.recall_word_frequencies, bank_id, words)
         present = sorted((r["n"], r["w"]) for r in stats if r["n"] > 0)
         if not present:
@@ -167,9 +168,6 @@ async def keyword_ids(rt: Runtime, bank_id: str, words: list[str], f: Fragment) 
         idf = [math.log(1 + (total - n + 0.5) / (n + 0.5)) for n, _ in present]
         p = Binder(bank_id, [w for _, w in present], idf, ARM_LIMIT)
         filters = f.into(p)
-        # A custom plan for every call: the generic one cannot see how common the words are, and
-        # took several times as long (bench/README.md, "... a custom plan each call").
-        await conn.custom_plans()
         score = " + ".join(f"(c.tsv @@ q.tq[{i}])::int * ($3::float8[])[{i}]" for i in range(1, len(present) + 1))
         # The full-text index is shared by all banks: for a small bank next to a big one, reading
         # the big bank's postings costs more than testing the small bank's own rows

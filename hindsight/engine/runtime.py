@@ -80,6 +80,9 @@ class Queue(Protocol):
 class Runtime:
     settings: Settings
     pool: asyncpg.Pool
+    # Connections that plan each statement for its own parameters (db/pool.py, Pools): the
+    # recall arms whose best plan depends on them.
+    planned: asyncpg.Pool
     writes: BankWrites  # the way into a transaction that writes a bank
     embedder: Embedder
     llm: LLM

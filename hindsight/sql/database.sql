@@ -1,13 +1,5 @@
--- The database itself: extensions, migrations, session settings and the start-up vector
+-- The database itself: extensions, migrations and the start-up vector
 -- self-check (db/pool.py, db/selfcheck.py).
-
--- session_set --
--- A session setting of a pooled connection (reset when it goes back to the pool).
-SELECT set_config($1, $2, false);
-
--- session_reset --
--- Back to the server's defaults, before a connection that changed them serves anyone else.
-RESET ALL;
 
 -- vector_extension_versions --
 -- The pgvector version installed in this database and the one the server's files provide.

@@ -1,0 +1,35 @@
+"""The server's two connection pools (db/pool.py, Pools): HINDSIGHT_API_DB_POOL_MAX bounds them
+together, a quarter of it (at least one) plans every statement for its own parameters, and both
+open their connections with the same settings otherwise, also once repointed."""
+
+from __future__ import annotations
+
+import pytest
+
+from hindsight.db.pool import Pools
+
+
+@pytest.mark.parametrize(("max_size", "shared", "planned"), [(10, 8, 2), (40, 30, 10), (4, 3, 1), (2, 1, 1), (1, 1, 1)])
+async def test_pool_max_is_shared_between_the_two(api, pg_url, max_size, shared, planned):
+    pools = await Pools.open(pg_url, 2, max_size)
+    try:
+        assert (pools.shared.get_max_size(), pools.planned.get_max_size()) == (shared, planned)
+        assert pools.shared.get_min_size() == min(2, shared)
+    finally:
+        await pools.close()
+
+
+async def test_settings_of_each_pool_also_after_repoint(api, pg_url):  # api: the server made the vector type
+    pools = await Pools.open(pg_url, 1, 8)
+    try:
+        for _ in range(2):
+            for pool, plans in ((pools.shared, "auto"), (pools.planned, "force_custom_plan")):
+                async with pool.acquire() as conn:
+                    assert await conn.fetchval("SHOW plan_cache_mode") == plans
+                    assert await conn.fetchval("SHOW hnsw.ef_search") == "100"
+                    assert await conn.fetchval("SHOW jit") == "off"
+            # What the engine does when the embedded PostgreSQL comes back (here: on the same URL).
+            pools.repoint(pg_url)
+            await pools.expire_connections()
+    finally:
+        await pools.close()
