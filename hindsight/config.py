@@ -74,7 +74,15 @@ class Settings(BaseSettings):
         "Applies from the database's next start.",
     )
     db_pool_min: int = Field(2, ge=1, le=100, description="Minimum database connections.")
-    db_pool_max: int = Field(10, ge=1, le=200, description="Maximum database connections.")
+    db_pool_max: int = Field(
+        10,
+        ge=1,
+        le=200,
+        description=(
+            "Maximum database connections; a quarter of them (at least one) plan each statement"
+            " for its own parameters (recall's keyword and time arms)."
+        ),
+    )
     mcp_enabled: bool = Field(True, description="Serve MCP under /mcp; false makes /mcp a 404.")
     metrics_admin_only: bool = Field(
         False,
