@@ -322,11 +322,13 @@ async def main(args):
                 "p95": round(pct(lat, 95) * 1000, 1),
             }
             jobs = [(bank_of(q), q["question"], last_ts[q["sample_id"]]) for q in questions]
+            cpu = CpuSplit(server.proc.pid)
             qps, clat = await concurrent(client, jobs, 16, rss)
             out["recall_16_clients_locomo"] = {
                 "per_s": round(qps, 1),
                 "p50_ms": round(pct(clat, 50) * 1000, 1),
                 "p95_ms": round(pct(clat, 95) * 1000, 1),
+                **cpu.per_call(len(clat)),
             }
 
             out["server_peak_rss_mb"] = round(rss.peak / 2**20)
@@ -353,6 +355,7 @@ async def main(args):
                     for k, v in score(ranked, q["evidence"]).items():
                         big_hits[k].append(v)
                 rss.sample()
+                cpu = CpuSplit(server.proc.pid)
                 qps, clat = await concurrent(client, [j for j in sample for _ in VARIANTS], 16, rss)
                 out["scale"] = {
                     "memories": args.scale,
@@ -363,6 +366,7 @@ async def main(args):
                         "per_s": round(qps, 1),
                         "p50_ms": round(pct(clat, 50) * 1000, 1),
                         "p95_ms": round(pct(clat, 95) * 1000, 1),
+                        **cpu.per_call(len(clat)),
                     },
                 }
         out["server_peak_rss_mb"] = round(rss.peak / 2**20)
