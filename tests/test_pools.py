@@ -33,3 +33,19 @@ async def test_settings_of_each_pool_also_after_repoint(api, pg_url):  # api: th
             await pools.expire_connections()
     finally:
         await pools.close()
+
+
+async def test_planned_connections_keep_a_small_statement_cache(api, pg_url):
+    """Their statements vary with the query's words; asyncpg's default cache of 100 statements a
+    connection kept variants that rarely came back (~5 KB of server memory each)."""
+    pools = await Pools.open(pg_url, 1, 4)
+    try:
+        for pool, most in ((pools.planned, 24), (pools.shared, 100)):
+            async with pool.acquire() as conn:
+                for i in range(60):
+                    assert await conn.fetchval(f"SELECT $1::int + {i}", 1) == 1 + i
+                await conn.fetchval("SELECT 1")  # asyncpg closes the evicted ones before its next statement
+                kept = await conn.fetchval("SELECT count(*) FROM pg_prepared_statements")
+                assert kept <= most + 1 and kept >= min(most, 60)
+    finally:
+        await pools.close()
