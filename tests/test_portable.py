@@ -203,6 +203,49 @@ def test_bad_archives_change_nothing(api, filled_bank):
     assert api.get(f"/v1/banks/{bank}_missing/export").status_code == 404
 
 
+def test_archive_values_must_be_storable_and_answerable(api, bank):
+    """A row's free JSON nested much deeper than clients may send (strict.MAX_DEPTH, with slack
+    for the history rows that wrap it), or text with a NUL or an unpaired surrogate, is refused
+    with the line named: metadata ~200 levels deep made every recall and listing of the bank fail."""
+    api.post(f"/v1/banks/{bank}/memories", json={"content": "Caroline went hiking."}).raise_for_status()
+    lines = [json.loads(x) for x in gzip.decompress(export(api, bank)).decode().splitlines()]
+    memory = next(i for i, line in enumerate(lines) if line["kind"] == "memory")
+
+    def archive(raw: str | None = None, **row) -> bytes:
+        """The archive with the memory's row changed; `raw`: its metadata as this JSON text."""
+        if raw is not None:
+            row["metadata"] = "RAW"
+        changed = [dict(line, row={**line["row"], **row}) if i == memory else line for i, line in enumerate(lines)]
+        text = "\n".join(json.dumps(line) for line in changed)
+        return gzip.compress((text.replace('"RAW"', raw) if raw is not None else text).encode())
+
+    def nested(depth: int):
+        value: object = 1
+        for _ in range(depth):
+            value = {"a": value}
+        return value
+
+    for body, words in [
+        (archive(metadata=nested(40)), "nested deeper than 32 levels"),
+        (archive(metadata=nested(230)), "nested deeper than 32 levels"),
+        (archive(raw='{"a": ' * 5000 + "1" + "}" * 5000), "nested too deeply"),
+        (archive(text="Caroline\u0000 went hiking."), "NUL"),
+        (archive(metadata={"k": "\ud800"}), "surrogate"),
+    ]:
+        r = api.post(f"/v1/banks/{bank}_x/import", content=body)
+        assert r.status_code == 422, (words, r.text)
+        message = r.json()["message"]
+        assert message.startswith(f"archive: line {memory + 1}") and words in message, message
+    assert api.get(f"/v1/banks/{bank}_x").status_code == 404
+    # As deep as a client may send: imported, recalled and listed.
+    do_import(api, f"{bank}_x", archive(metadata=nested(32)))
+    for r in (
+        api.post(f"/v1/banks/{bank}_x/recall", json={"query": "hiking"}),
+        api.get(f"/v1/banks/{bank}_x/memories"),
+    ):
+        assert r.status_code == 200 and "Caroline went hiking." in r.text, r.text
+
+
 def test_cli_export_import_and_key_scope(auth_server, tmp_path, bank):
     with auth_server.http(ADMIN_KEY) as admin:
         assert admin.post(f"/v1/banks/{bank}/memories", json={"items": ITEMS}).status_code == 200

@@ -40,7 +40,7 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from itertools import islice
-from typing import IO, TYPE_CHECKING, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 import asyncpg
 from pydantic import BaseModel, Field
@@ -50,6 +50,7 @@ from ..embedding import vector_literal
 from .banks import ensure_bank
 from .errors import InvalidArgument
 from .retained import delete_retained
+from .strict import problem
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -140,12 +141,25 @@ class _Reader:
             for line in islice(self.f, n):
                 self.line_no += 1
                 if line.strip():
-                    out.append(json.loads(line))
+                    out.append(self._checked(json.loads(line)))
         except (OSError, EOFError, zlib.error) as exc:
             raise _bad(f"not a readable gzip file ({exc})") from None
+        except RecursionError:
+            raise _bad(f"line {self.line_no} is nested too deeply") from None
         except ValueError:
             raise _bad(f"line {self.line_no} is not JSON") from None
         return out
+
+    def _checked(self, line: Any) -> Any:
+        """A line whose values could be stored and answered back: free JSON (metadata) nested
+        about as deep as clients may send it (strict.MAX_DEPTH), no NUL or unpaired surrogate.
+        A memory with metadata nested ~200 levels deep made every recall and listing of its bank
+        fail. One line is `{"kind": ..., "row": {field: value}}`, and a history row holds a
+        field's before and after two levels further down (`changes: {field: [before, after]}`),
+        hence four levels of slack."""
+        if p := problem(line, depth=-4):
+            raise _bad(f"line {self.line_no}: {p[:200]}")
+        return line
 
     async def batch(self, n: int = BATCH) -> list[dict]:
         return await asyncio.to_thread(self._next, n)

@@ -127,6 +127,7 @@ def test_only_ranking_values_may_be_added():
         '{"big": 123456789012345678901234567890, "neg": -7, "f": 1.5e-300, "e": 2.5E+10}',
         '{"s": "caf\\u00e9 \\ud83d\\ude00 \\"q\\" \\\\ \\n", "\\u00fc": true, "n": null, "l": [[], {}]}',
         '{"a": ' * 32 + "1" + "}" * 32,  # as deep as the metadata validator allows
+        '{"a": ' * 230 + "1" + "}" * 230,  # deeper than pydantic's reader: an archive imported before imports checked
     ],
 )
 def test_metadata_read_as_the_standard_json_reader_reads_it(stored):
