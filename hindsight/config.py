@@ -73,14 +73,14 @@ class Settings(BaseSettings):
         description="Buffer cache of the embedded PostgreSQL, MB; 0 means an eighth of memory (128 MB-2 GB). "
         "Applies from the database's next start.",
     )
-    db_pool_min: int = Field(2, ge=1, le=100, description="Minimum database connections.")
+    db_pool_min: int = Field(2, ge=1, le=100, description="Minimum database connections kept open.")
     db_pool_max: int = Field(
         10,
         ge=1,
         le=200,
         description=(
-            "Maximum database connections; a quarter of them (at least one) plan each statement"
-            " for its own parameters (recall's keyword and time arms)."
+            "Maximum database connections (at least 2 are opened): a third of them plan each"
+            " statement for its own parameters (recall's keyword and time arms)."
         ),
     )
     mcp_enabled: bool = Field(True, description="Serve MCP under /mcp; false makes /mcp a 404.")
@@ -312,6 +312,14 @@ class Settings(BaseSettings):
         30.0, ge=0, le=86_400, description="Quiet seconds after new memories before a stale mental model is refreshed."
     )
     mental_model_history: int = Field(10, ge=1, le=1000, description="Content versions kept per mental model.")
+
+    @field_validator("db_pool_max")
+    @classmethod
+    def _pool_bounds(cls, v: int, info: ValidationInfo) -> int:
+        low = info.data.get("db_pool_min")
+        if low is not None and v < low:
+            raise ValueError(f"must be at least HINDSIGHT_API_DB_POOL_MIN ({low})")
+        return v
 
     @field_validator("embedded_db_cache_mb")
     @classmethod

@@ -37,6 +37,8 @@ def test_bad_configuration_names_the_variable():
     )
     assert "Traceback" not in serve_fails({"HINDSIGHT_API_LOG_LEVEL": "loud"})
     assert "HINDSIGHT_API_EMBEDDED_DB_CACHE_MB" in serve_fails({"HINDSIGHT_API_EMBEDDED_DB_CACHE_MB": "8"})
+    pools = serve_fails({"HINDSIGHT_API_DB_POOL_MIN": "5", "HINDSIGHT_API_DB_POOL_MAX": "3"})
+    assert "HINDSIGHT_API_DB_POOL_MAX" in pools and "at least HINDSIGHT_API_DB_POOL_MIN (5)" in pools
 
 
 def test_database_without_vector_is_a_clear_error(tmp_path):

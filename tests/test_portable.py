@@ -272,3 +272,50 @@ def test_cli_export_import_and_key_scope(auth_server, tmp_path, bank):
     assert json.loads(r.stdout)["imported"]["memory"] == 4
     r = run("import", other, bank, str(path))
     assert r.returncode != 0 and "403" in r.stderr
+
+
+def test_archive_header_and_times_held_to_the_api_rules(api, bank):
+    """Bank settings in the header are checked as the API checks them (a chunk size of -5 made
+    the next document import loop forever; a disposition that is a list broke the bank listing),
+    and times PostgreSQL holds but Python cannot (BC, year 200000) are refused: one such memory
+    broke every recall of its bank. A malformed header or end line is a 422, not a 500."""
+    api.post(f"/v1/banks/{bank}/memories", json={"content": "Caroline went hiking."}).raise_for_status()
+    lines = [json.loads(x) for x in gzip.decompress(export(api, bank)).decode().splitlines()]
+    memory = next(i for i, line in enumerate(lines) if line["kind"] == "memory")
+
+    def archive(header=None, row=None, end=None, first=None) -> bytes:
+        changed = [dict(line) for line in lines]
+        changed[0] = {**changed[0], **(header or {})}
+        changed[memory] = {**changed[memory], "row": {**changed[memory]["row"], **(row or {})}}
+        changed[-1] = {**changed[-1], **(end or {})}
+        text = "\n".join(json.dumps(line) for line in changed)
+        return gzip.compress(((first + "\n") if first is not None else "").encode() + text.encode())
+
+    config = lines[0]["bank"].get("config") or {}
+    for body, words in [
+        (archive(header={"bank": {**lines[0]["bank"], "config": {**config, "document_chunk_size": -5}}}), "chunk"),
+        (archive(header={"bank": {**lines[0]["bank"], "disposition": [1]}}), "disposition"),
+        (
+            archive(header={"bank": {**lines[0]["bank"], "config": {**config, "client_settings": [1]}}}),
+            "client_settings",
+        ),
+        (archive(header={"bank": {**lines[0]["bank"], "name": 5}}), "name"),
+        (archive(header={"bank": "x"}), "bank"),
+        (archive(header={"embedding": "x"}), "embedding"),
+        (archive(end={"counts": ["many"]}), "counts"),
+        (archive(end={"counts": {"memory": "many"}}), "counts"),
+        (archive(first="null"), "no header"),
+        (archive(first="[1]"), "no header"),
+        (archive(row={"created_at": "0010-01-01T00:00:00+00:00 BC"}), "created_at"),
+        (archive(row={"mentioned_at": "200000-01-01T00:00:00+00:00"}), "mentioned_at"),
+        (archive(row={"occurred_start": "yesterday"}), "occurred_start"),
+    ]:
+        r = api.post(f"/v1/banks/{bank}_h/import", content=body)
+        assert r.status_code == 422, (words, r.text)
+        assert r.json()["message"].startswith("archive") and words in r.json()["message"], (words, r.json())
+    assert api.get(f"/v1/banks/{bank}_h").status_code == 404
+    assert api.get("/v1/banks").status_code == 200
+    # The settings the API allows come across.
+    ok = archive(header={"bank": {**lines[0]["bank"], "config": {**config, "document_chunk_size": 800}}})
+    do_import(api, f"{bank}_h", ok)
+    assert api.get(f"/v1/banks/{bank}_h").json()["document_chunk_size"] == 800

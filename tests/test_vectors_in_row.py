@@ -39,3 +39,24 @@ def test_chunk_vectors_stay_in_the_row(api, bank, pg_url):
     assert res["status"] == "succeeded", res
     (row,) = db(pg_url, OUT_OF_LINE.format(table="chunks"), bank)
     assert row["n"] >= 2 and row["vectors"] == 0
+
+
+def test_a_new_dimension_keeps_vectors_in_the_row(api, pg_url):
+    """Changing the embedding model to another dimension retypes the column, which brings the
+    type's default storage back; the retype statement sets it again."""
+    from hindsight.db.sql import Q, fill
+
+    table = "retype_probe"
+    db(pg_url, f"CREATE TABLE {table} (embedding vector(384))")
+    try:
+        db(pg_url, f"ALTER TABLE {table} ALTER COLUMN embedding SET STORAGE MAIN")
+        db(pg_url, fill(Q.embedding_retype, table=table, dim="16"))
+        (row,) = db(
+            pg_url,
+            "SELECT format_type(atttypid, atttypmod) AS type, attstorage FROM pg_attribute"
+            " WHERE attrelid = $1::regclass AND attname = 'embedding'",
+            table,
+        )
+        assert (row["type"], row["attstorage"]) == ("vector(16)", b"m")
+    finally:
+        db(pg_url, f"DROP TABLE {table}")

@@ -133,22 +133,33 @@ async def create_pool(url: str, min_size: int, max_size: int, planned: bool = Fa
     )
 
 
+def sizes(min_size: int, max_size: int) -> tuple[int, int, int, int]:
+    """(shared min, shared max, planned min, planned max) for HINDSIGHT_API_DB_POOL_MIN/MAX: a
+    third of the connections plan each call (recall's keyword arm holds its connection for two
+    statements and is its slowest on a large bank: a third of a recall's connection time or
+    more), at least one of each kind, so a maximum of 1 still opens 2. The minimum is the two
+    pools' together; a planned connection is kept open from a minimum of 2."""
+    planned_max = max(1, max_size // 3)
+    shared_max = max(1, max_size - planned_max)
+    planned_min = 1 if min_size >= 2 else 0
+    shared_min = min(max(1, min_size - planned_min), shared_max)
+    return shared_min, shared_max, planned_min, planned_max
+
+
 @dataclass
 class Pools:
     """The server's two pools: `shared` for everything, `planned` for the statements that need a
-    plan of their own each call. `HINDSIGHT_API_DB_POOL_MAX` bounds both together: a quarter
-    of it (at least one connection) is the planned pool's."""
+    plan of their own each call; `HINDSIGHT_API_DB_POOL_MIN/MAX` bound both together (sizes)."""
 
     shared: asyncpg.Pool
     planned: asyncpg.Pool
 
     @classmethod
     async def open(cls, url: str, min_size: int, max_size: int) -> Pools:
-        planned_max = max(1, max_size // 4)
-        shared_max = max(1, max_size - planned_max)
-        shared = await create_pool(url, min(min_size, shared_max), shared_max)
+        shared_min, shared_max, planned_min, planned_max = sizes(min_size, max_size)
+        shared = await create_pool(url, shared_min, shared_max)
         try:
-            planned = await create_pool(url, 1, planned_max, planned=True)
+            planned = await create_pool(url, planned_min, planned_max, planned=True)
         except BaseException:
             await shared.close()
             raise

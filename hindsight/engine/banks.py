@@ -42,7 +42,7 @@ def _bank(row: asyncpg.Record, stats: asyncpg.Record | None = None) -> Bank:
     return b
 
 
-def _config(chunk_size: int | None, client_settings: dict | None = None) -> dict:
+def bank_config(chunk_size: int | None, client_settings: dict | None = None) -> dict:
     """Per-bank settings kept in banks.config (JSON, so new ones need no migration); the update
     merges them into what is there, key by key."""
     config: dict = {"document_chunk_size": chunk_size} if chunk_size else {}
@@ -65,7 +65,7 @@ async def create_bank(rt: Runtime, req: BankCreate) -> tuple[Bank, bool]:
             req.bank_id,
             req.name,
             req.mission,
-            json.dumps(_config(req.document_chunk_size)),
+            json.dumps(bank_config(req.document_chunk_size)),
         )
         if row is not None:
             return _bank(row), True
@@ -111,7 +111,7 @@ async def update_bank(rt: Runtime, bank_id: str, req: BankUpdate) -> Bank:
             fields.get("mission"),
             "disposition" in fields and fields["disposition"] is not None,
             json.dumps(fields.get("disposition") or {}),
-            json.dumps(_config(fields.get("document_chunk_size"), fields.get("client_settings"))),
+            json.dumps(bank_config(fields.get("document_chunk_size"), fields.get("client_settings"))),
         )
     if row is None:
         raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")

@@ -181,12 +181,13 @@ class Engine:
         if self.watchdog is not None and self.watchdog.restarting:
             return "the embedded PostgreSQL is restarting"
         try:
-            async with self.rt.pool.acquire(timeout=timeout) as conn:
-                try:
-                    await conn.fetchval(Q.database_ping, timeout=timeout)
-                except TimeoutError:
-                    conn.terminate()  # its query is stuck in a hung database; release would wait
-                    raise
+            for pool in self.pools:  # both: a recall needs a connection of each
+                async with pool.acquire(timeout=timeout) as conn:
+                    try:
+                        await conn.fetchval(Q.database_ping, timeout=timeout)
+                    except TimeoutError:
+                        conn.terminate()  # its query is stuck in a hung database; release would wait
+                        raise
         except TimeoutError:
             problem = f"the database did not answer within {timeout:g} s"
         except Exception as exc:

@@ -43,14 +43,15 @@ from itertools import islice
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 import asyncpg
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from ..db.sql import Q, fill
 from ..embedding import vector_literal
-from .banks import ensure_bank
+from .banks import bank_config, ensure_bank
 from .errors import InvalidArgument
+from .models import BankUpdate
 from .retained import delete_retained
-from .strict import problem
+from .strict import instant_problem, problem
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -128,6 +129,41 @@ def _bad(msg: str) -> InvalidArgument:
     return InvalidArgument(f"archive: {msg}", "archive")
 
 
+# A row's times besides the `..._at` columns. PostgreSQL holds times Python cannot (before year 1,
+# after 9999, BC): one such memory made every recall and listing of its bank fail.
+_TIMES = frozenset({"at", "occurred_start", "occurred_end", "valid_from", "valid_to"})
+
+
+def _time_problem(value: str) -> str | None:
+    try:
+        return instant_problem(datetime.fromisoformat(value))
+    except ValueError:
+        return "is not an ISO 8601 time between 0001-01-02 and 9999-12-30"
+
+
+def _bank_profile(header: dict) -> BankUpdate:
+    """The header's bank settings, held to the rules the API applies to them (a chunk size of -5
+    taken as it came made the next document import loop forever)."""
+    b = header.get("bank") or {}
+    config = b.get("config") or {} if isinstance(b, dict) else None
+    if not isinstance(b, dict) or not isinstance(config, dict):
+        raise _bad("header: bank and its config must be objects")
+    try:
+        return BankUpdate.model_validate(
+            {
+                "name": b.get("name"),
+                "mission": b.get("mission"),
+                "disposition": b.get("disposition") or None,
+                "document_chunk_size": config.get("document_chunk_size"),
+                "client_settings": config.get("client_settings"),
+            }
+        )
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        raise _bad(f"header: bank {where}: {err['msg']}") from None
+
+
 class _Reader:
     """Lines of the gzip file, read in a thread a batch at a time."""
 
@@ -159,6 +195,10 @@ class _Reader:
         hence four levels of slack."""
         if p := problem(line, depth=-4):
             raise _bad(f"line {self.line_no}: {p[:200]}")
+        row = line.get("row") if isinstance(line, dict) else None
+        for field, value in row.items() if isinstance(row, dict) else ():
+            if isinstance(value, str) and (field in _TIMES or field.endswith("_at")) and (p := _time_problem(value)):
+                raise _bad(f"line {self.line_no}: {field} {p}")
         return line
 
     async def batch(self, n: int = BATCH) -> list[dict]:
@@ -429,24 +469,32 @@ async def import_bank(
 ) -> ImportResult:
     reader = _Reader(fileobj)
     first = await reader.batch(1)
-    if not first or first[0].get("kind") != "header" or first[0].get("format") != FORMAT:
+    if (
+        not first
+        or not isinstance(first[0], dict)
+        or first[0].get("kind") != "header"
+        or first[0].get("format") != FORMAT
+    ):
         raise _bad("not a Hindsight bank export (no header line)")
     header = first[0]
     if not isinstance(header.get("version"), int) or header["version"] > VERSION:
         raise _bad(f"format version {header.get('version')!r} is newer than this server reads ({VERSION})")
+    if not isinstance(header.get("embedding") or {}, dict):
+        raise _bad("header: embedding must be an object")
+    profile = _bank_profile(header)
     end = None
     async with rt.writes.open(bank_id) as conn:
         created = await conn.fetchval(Q.import_bank_is_new, bank_id)
         await ensure_bank(conn, bank_id)
         if created:
-            b = header.get("bank") or {}
+            config = bank_config(profile.document_chunk_size, profile.client_settings)
             await conn.execute(
                 Q.import_bank_profile,
                 bank_id,
-                b.get("name"),
-                b.get("mission"),
-                json.dumps(b["disposition"]) if b.get("disposition") else None,
-                json.dumps(b["config"]) if isinstance(b.get("config"), dict) else None,
+                profile.name,
+                profile.mission,
+                json.dumps(profile.disposition) if profile.disposition else None,
+                json.dumps(config) if config else None,
             )
         imp = _Importer(rt, conn, bank_id, on_conflict, header)
         await imp.prepare()
@@ -486,7 +534,10 @@ async def import_bank(
         if end is None:
             raise _bad("truncated (no end line); nothing was imported")
         await imp.finish()
-        expected = {k: int(v) for k, v in (end.get("counts") or {}).items()}
+        counts = end.get("counts") or {}
+        if not isinstance(counts, dict) or not all(isinstance(v, int) for v in counts.values()):
+            raise _bad("the end line's counts must be an object of whole numbers")
+        expected = dict(counts)
         if any(expected.get(k, 0) != imp.seen[k] for k in KINDS):
             raise _bad(f"counts differ from the end line ({dict(imp.seen)} vs {expected}); nothing was imported")
     return ImportResult(

@@ -35,7 +35,9 @@ ALTER TABLE /*table*/ ALTER COLUMN embedding DROP NOT NULL;
 
 -- embedding_retype --
 -- The column takes the new model's dimension (/*dim*/, an integer of ours); the old vectors go.
-ALTER TABLE /*table*/ ALTER COLUMN embedding TYPE vector(/*dim*/) USING NULL;
+-- A new type brings that type's storage back (EXTERNAL): vectors stay in the row (migration 013).
+ALTER TABLE /*table*/ ALTER COLUMN embedding TYPE vector(/*dim*/) USING NULL,
+                      ALTER COLUMN embedding SET STORAGE MAIN;
 
 -- embedding_require --
 -- Every row has a vector again.
