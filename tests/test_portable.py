@@ -231,6 +231,8 @@ def test_archive_values_must_be_storable_and_answerable(api, bank):
         (archive(raw='{"a": ' * 5000 + "1" + "}" * 5000), "nested too deeply"),
         (archive(text="Caroline\u0000 went hiking."), "NUL"),
         (archive(metadata={"k": "\ud800"}), "surrogate"),
+        (archive(metadata={"k": "x" * 20_000}), "16 KiB"),
+        (archive(metadata="not an object"), "object"),
     ]:
         r = api.post(f"/v1/banks/{bank}_x/import", content=body)
         assert r.status_code == 422, (words, r.text)

@@ -131,6 +131,7 @@ def _bad(msg: str) -> InvalidArgument:
 
 # A row's times besides the `..._at` columns. PostgreSQL holds times Python cannot (before year 1,
 # after 9999, BC): one such memory made every recall and listing of its bank fail.
+METADATA_BYTES = 16_384  # what RetainItem takes from a client
 _TIMES = frozenset({"at", "occurred_start", "occurred_end", "valid_from", "valid_to"})
 
 
@@ -196,6 +197,9 @@ class _Reader:
         if p := problem(line, depth=-4):
             raise _bad(f"line {self.line_no}: {p[:200]}")
         row = line.get("row") if isinstance(line, dict) else None
+        meta = row.get("metadata", {}) if isinstance(row, dict) else {}
+        if not isinstance(meta, dict) or len(json.dumps(meta)) > METADATA_BYTES:
+            raise _bad(f"line {self.line_no}: metadata must be an object of at most 16 KiB, as clients send it")
         for field, value in row.items() if isinstance(row, dict) else ():
             if isinstance(value, str) and (field in _TIMES or field.endswith("_at")) and (p := _time_problem(value)):
                 raise _bad(f"line {self.line_no}: {field} {p}")
