@@ -321,3 +321,19 @@ def test_archive_header_and_times_held_to_the_api_rules(api, bank):
     ok = archive(header={"bank": {**lines[0]["bank"], "config": {**config, "document_chunk_size": 800}}})
     do_import(api, f"{bank}_h", ok)
     assert api.get(f"/v1/banks/{bank}_h").json()["document_chunk_size"] == 800
+
+
+def test_metadata_stored_too_deep_before_the_check_does_not_break_the_bank(api, bank, pg_url):
+    """A memory an older server imported with metadata nested past what can be answered (written
+    here directly): recall and listing answer, its metadata a note saying so."""
+    from test_entity_names import db
+
+    from hindsight.engine.memories import TOO_DEEP
+
+    api.post(f"/v1/banks/{bank}/memories", json={"content": "Caroline went hiking."}).raise_for_status()
+    db(pg_url, "UPDATE memories SET metadata = $2::jsonb WHERE bank_id = $1", bank, '{"a": ' * 300 + "1" + "}" * 300)
+    for r in (api.post(f"/v1/banks/{bank}/recall", json={"query": "hiking"}), api.get(f"/v1/banks/{bank}/memories")):
+        assert r.status_code == 200, r.text
+        body = r.json()
+        (m,) = body.get("results") or body.get("memories")
+        assert m["metadata"] == TOO_DEEP

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from hindsight.engine.memories import memory_values, to_memory
+from hindsight.engine.memories import TOO_DEEP, memory_values, to_memory
 from hindsight.engine.models import Memory, RecallResult
 
 NOW = datetime(2024, 5, 7, 12, 30, tzinfo=UTC)
@@ -127,8 +127,17 @@ def test_only_ranking_values_may_be_added():
         '{"big": 123456789012345678901234567890, "neg": -7, "f": 1.5e-300, "e": 2.5E+10}',
         '{"s": "caf\\u00e9 \\ud83d\\ude00 \\"q\\" \\\\ \\n", "\\u00fc": true, "n": null, "l": [[], {}]}',
         '{"a": ' * 32 + "1" + "}" * 32,  # as deep as the metadata validator allows
-        '{"a": ' * 230 + "1" + "}" * 230,  # deeper than pydantic's reader: an archive imported before imports checked
     ],
 )
 def test_metadata_read_as_the_standard_json_reader_reads_it(stored):
     assert memory_values(row(metadata=stored))["metadata"] == json.loads(stored)
+
+
+@pytest.mark.parametrize("depth", [230, 300, 5000])
+def test_metadata_too_deep_to_answer_reads_as_a_note(depth):
+    """Only an archive imported before imports checked depth could have stored it; it used to make
+    every recall and listing of its bank fail."""
+    stored = '{"a": ' * depth + "1" + "}" * depth
+    m = to_memory(row(metadata=stored))
+    assert m.metadata == TOO_DEEP
+    assert RecallResult(bank_id="b", query="q", results=[m], total_tokens=1).model_dump_json()
