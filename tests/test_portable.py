@@ -203,21 +203,36 @@ def test_bad_archives_change_nothing(api, filled_bank):
     assert api.get(f"/v1/banks/{bank}_missing/export").status_code == 404
 
 
+def one_memory_archive(api, bank) -> tuple[list[dict], int]:
+    """The lines of an export of a bank holding one memory, and that memory's line."""
+    api.post(f"/v1/banks/{bank}/memories", json={"content": "Caroline went hiking."}).raise_for_status()
+    lines = [json.loads(x) for x in gzip.decompress(export(api, bank)).decode().splitlines()]
+    return lines, next(i for i, line in enumerate(lines) if line["kind"] == "memory")
+
+
+def edited(lines, memory, header=None, row=None, end=None, first=None, raw_metadata=None) -> bytes:
+    """The archive with its header, the memory's row and the end line updated; `first`: a line put
+    before the header; `raw_metadata`: the memory's metadata as this JSON text (deeper than
+    json.dumps writes)."""
+    row = dict(row or {}, **({"metadata": "RAW"} if raw_metadata is not None else {}))
+    changed = [dict(line) for line in lines]
+    changed[0] = {**changed[0], **(header or {})}
+    changed[memory] = {**changed[memory], "row": {**changed[memory]["row"], **row}}
+    changed[-1] = {**changed[-1], **(end or {})}
+    text = "\n".join(json.dumps(line) for line in changed)
+    if raw_metadata is not None:
+        text = text.replace('"RAW"', raw_metadata)
+    return gzip.compress(((first + "\n") if first is not None else "").encode() + text.encode())
+
+
 def test_archive_values_must_be_storable_and_answerable(api, bank):
     """A row's free JSON nested much deeper than clients may send (strict.MAX_DEPTH, with slack
     for the history rows that wrap it), or text with a NUL or an unpaired surrogate, is refused
     with the line named: metadata ~200 levels deep made every recall and listing of the bank fail."""
-    api.post(f"/v1/banks/{bank}/memories", json={"content": "Caroline went hiking."}).raise_for_status()
-    lines = [json.loads(x) for x in gzip.decompress(export(api, bank)).decode().splitlines()]
-    memory = next(i for i, line in enumerate(lines) if line["kind"] == "memory")
+    lines, memory = one_memory_archive(api, bank)
 
     def archive(raw: str | None = None, **row) -> bytes:
-        """The archive with the memory's row changed; `raw`: its metadata as this JSON text."""
-        if raw is not None:
-            row["metadata"] = "RAW"
-        changed = [dict(line, row={**line["row"], **row}) if i == memory else line for i, line in enumerate(lines)]
-        text = "\n".join(json.dumps(line) for line in changed)
-        return gzip.compress((text.replace('"RAW"', raw) if raw is not None else text).encode())
+        return edited(lines, memory, row=row, raw_metadata=raw)
 
     def nested(depth: int):
         value: object = 1
@@ -281,17 +296,10 @@ def test_archive_header_and_times_held_to_the_api_rules(api, bank):
     the next document import loop forever; a disposition that is a list broke the bank listing),
     and times PostgreSQL holds but Python cannot (BC, year 200000) are refused: one such memory
     broke every recall of its bank. A malformed header or end line is a 422, not a 500."""
-    api.post(f"/v1/banks/{bank}/memories", json={"content": "Caroline went hiking."}).raise_for_status()
-    lines = [json.loads(x) for x in gzip.decompress(export(api, bank)).decode().splitlines()]
-    memory = next(i for i, line in enumerate(lines) if line["kind"] == "memory")
+    lines, memory = one_memory_archive(api, bank)
 
-    def archive(header=None, row=None, end=None, first=None) -> bytes:
-        changed = [dict(line) for line in lines]
-        changed[0] = {**changed[0], **(header or {})}
-        changed[memory] = {**changed[memory], "row": {**changed[memory]["row"], **(row or {})}}
-        changed[-1] = {**changed[-1], **(end or {})}
-        text = "\n".join(json.dumps(line) for line in changed)
-        return gzip.compress(((first + "\n") if first is not None else "").encode() + text.encode())
+    def archive(**changes) -> bytes:
+        return edited(lines, memory, **changes)
 
     config = lines[0]["bank"].get("config") or {}
     for body, words in [

@@ -69,6 +69,10 @@ def _clean_tags(v: Any) -> Any:
     return v
 
 
+# The most JSON a memory's metadata may hold (retain, and imports: engine/portable.py).
+METADATA_BYTES = 16_384
+
+
 class GivenEntity(Strict):
     """An entity the client names with an item, added to those found in its text."""
 
@@ -134,7 +138,7 @@ class RetainItem(Strict):
     def _meta(cls, v: Any) -> Any:
         if v is None:
             return {}
-        if isinstance(v, dict) and len(json.dumps(v, default=str)) > 16_384:
+        if isinstance(v, dict) and len(json.dumps(v, default=str)) > METADATA_BYTES:
             raise ValueError("metadata is larger than 16 KiB")
         return v
 

@@ -49,7 +49,7 @@ from ..db.sql import Q, fill
 from ..embedding import vector_literal
 from .banks import bank_config, ensure_bank
 from .errors import InvalidArgument
-from .models import BankUpdate
+from .models import METADATA_BYTES, BankUpdate
 from .retained import delete_retained
 from .strict import instant_problem, problem
 
@@ -131,7 +131,6 @@ def _bad(msg: str) -> InvalidArgument:
 
 # A row's times besides the `..._at` columns. PostgreSQL holds times Python cannot (before year 1,
 # after 9999, BC): one such memory made every recall and listing of its bank fail.
-METADATA_BYTES = 16_384  # what RetainItem takes from a client
 _TIMES = frozenset({"at", "occurred_start", "occurred_end", "valid_from", "valid_to"})
 
 
@@ -146,7 +145,7 @@ def _bank_profile(header: dict) -> BankUpdate:
     """The header's bank settings, held to the rules the API applies to them (a chunk size of -5
     taken as it came made the next document import loop forever)."""
     b = header.get("bank") or {}
-    config = b.get("config") or {} if isinstance(b, dict) else None
+    config = (b.get("config") or {}) if isinstance(b, dict) else None
     if not isinstance(b, dict) or not isinstance(config, dict):
         raise _bad("header: bank and its config must be objects")
     try:
