@@ -12,12 +12,16 @@ ORDER BY d;
 -- recall_entity --
 -- The entity arm: memories mentioning the entities the query names ($2, canonical n-grams), ranked
 -- by how rare those entities are in the bank, then by closeness to the query vector ($4).
-SELECT m.id FROM entities e JOIN memory_entities me ON me.entity_id = e.id JOIN memories m ON m.id = me.memory_id
-WHERE e.bank_id = $1 AND m.bank_id = $1 AND e.canonical = ANY($2::text[]) /*filter*/
-GROUP BY m.id, m.embedding
-ORDER BY sum(ln(1 + (SELECT n FROM bank_lexemes WHERE bank_id = $1 AND lexeme = '')
-                    / greatest(e.mention_count, 1)::float8)) DESC,
-         m.embedding <=> $4
+-- Rarity is summed over the links alone, then joined to the memories: grouping the joined rows
+-- sorted each memory's whole row, vector included (bench/README.md, "Entity arm: group the links").
+SELECT m.id FROM (SELECT me.memory_id, sum(ln(1 + (SELECT n FROM bank_lexemes WHERE bank_id = $1 AND lexeme = '')
+                                              / greatest(e.mention_count, 1)::float8)) AS rarity
+                  FROM entities e JOIN memory_entities me ON me.entity_id = e.id
+                  WHERE e.bank_id = $1 AND e.canonical = ANY($2::text[])
+                  GROUP BY me.memory_id) s
+JOIN memories m ON m.id = s.memory_id
+WHERE m.bank_id = $1 /*filter*/
+ORDER BY s.rarity DESC, m.embedding <=> $4
 LIMIT $3;
 
 -- recall_temporal --
