@@ -231,6 +231,16 @@ async def synthesize(pg_url, bank, n, src_banks, start: int = 0):
     # Write the bulk load's dirty pages now, not during the timed recalls (with a buffer cache
     # that holds the whole bank, the next checkpoint would otherwise flush ~0.5 GB mid-measurement).
     await conn.execute("CHECKPOINT")
+    # COPY and VACUUM go through a small ring of buffers, so the synthesised rows start outside
+    # PostgreSQL's cache, where rows retained through the API are cached as they are written: the
+    # first recalls then read ~200 MB from the OS a page at a time (keyword arm 6.0 ms cold, 3.1
+    # warm; bench/README.md, "Warm like a served bank"). Load the table and its indexes as a
+    # served bank has them; the buffer cache (an eighth of memory) holds them.
+    await conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+    await conn.execute(
+        "SELECT pg_prewarm(c.oid) FROM pg_class c WHERE c.oid = 'memories'::regclass"
+        " OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = 'memories'::regclass)"
+    )
     await conn.close()
 
 
