@@ -7,13 +7,15 @@ planned pool of one (db/pool.py, Pools)."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from types import SimpleNamespace  # the arm needs only the Runtime's planned pool
 
 from hindsight.db.pool import Pools
-from hindsight.engine import recall as recall_module
+from hindsight.db.sql import Q, fill
+from hindsight.engine.binder import Binder
 from hindsight.engine.models import RecallRequest
-from hindsight.engine.recall import request_filters, temporal_ids
+from hindsight.engine.recall import ARM_LIMIT, request_filters, temporal_ids
 from hindsight.engine.temporal import TimeWindow
 
 RUNS = 8  # past the five custom plans after which PostgreSQL may switch to a generic one
@@ -54,11 +56,19 @@ async def test_temporal_arm_never_keeps_a_generic_plan(api, bank, pg_url):
         await pools.close()
 
 
-async def test_temporal_arm_ranks_the_window_by_distance_either_way(api, bank, pg_url, monkeypatch):
-    """A narrow window is ranked exactly, a wide one (here: wider than a bound of 2) through the
-    vector index; both return the window's memories only, nearest the query first, as a scan of
-    every memory computes them (bench/README.md, "Temporal arm: a narrow window ranked exactly")."""
-    days = [f"2023-05-{d:02d}T10:00:00Z" for d in range(1, 29)] + ["2023-08-02T10:00:00Z", "2023-09-09T10:00:00Z"]
+def _nodes(plan: dict):
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from _nodes(child)
+
+
+async def test_a_walk_that_stops_short_is_replaced_by_the_exact_ranking(api, bank, pg_url):
+    """The time arm walks the vector index with the window as a filter, and the planned pool's
+    connections stop a walk at 3,000 rows; a walk that comes back short of 60 must give way to
+    an exact ranking of the whole window (a walk that came back whole is used as it is). Plans
+    are forced here, since a bank this small is read whole anyway (bench/README.md, "Temporal
+    arm: a short walk, then exact")."""
+    days = [f"2023-05-{1 + i % 28:02d}T{8 + i % 10:02d}:00:00Z" for i in range(70)] + ["2023-08-02T10:00:00Z"]
     texts = ["hiking the ridge", "baking bread", "a tango lesson", "fixing the bike", "a long swim", "reading poems"]
     items = [{"content": f"On that day: {texts[i % len(texts)]} ({i}).", "timestamp": t} for i, t in enumerate(days)]
     r = api.post(f"/v1/banks/{bank}/memories", json={"items": items})
@@ -66,7 +76,8 @@ async def test_temporal_arm_ranks_the_window_by_distance_either_way(api, bank, p
     may = TimeWindow(datetime(2023, 5, 1, tzinfo=UTC), datetime(2023, 6, 1, tzinfo=UTC), "in May 2023")
     pools = await Pools.open(pg_url, 1, 4)
     try:
-        async with pools.shared.acquire() as conn:
+        async with pools.planned.acquire() as conn:
+            assert await conn.fetchval("SHOW hnsw.max_scan_tuples") == "3000"
             qvec = await conn.fetchval(
                 "SELECT embedding FROM memories WHERE bank_id = $1 AND text LIKE '%swim (4)%'", bank
             )
@@ -81,15 +92,32 @@ async def test_temporal_arm_ranks_the_window_by_distance_either_way(api, bank, p
                     qvec,
                 )
             ]
-        assert len(scan) == 28
-        f = request_filters(RecallRequest(query="x"))
-        rt = SimpleNamespace(planned=pools.planned)
-        exact = await temporal_ids(rt, bank, qvec, f, may)
-        monkeypatch.setattr(recall_module, "TEMPORAL_EXACT_ROWS", 2)
-        walked = await temporal_ids(rt, bank, qvec, f, may)
-        for got in (exact, walked):
-            assert set(got) <= set(scan) and got[0] == scan[0]
-        assert exact == scan  # every memory of the window, in the scan's order (no ties here)
-        assert len(walked) >= 20  # the index walk may miss a few, never leaves the window
+            assert len(scan) == 70
+            f = request_filters(RecallRequest(query="x"))
+            p = Binder(bank, qvec, ARM_LIMIT, may.start, may.end)
+            sql = fill(Q.recall_temporal, filter=f.into(p))
+
+            async def run(**settings) -> tuple[list, dict]:
+                async with conn.transaction():
+                    for k, v in settings.items():
+                        await conn.execute(f"SET LOCAL {k} = {v}")
+                    ids = [r[0] for r in await conn.fetch(sql, *p.values)]
+                    plan = json.loads(await conn.fetchval("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, *p.values))[0]
+                    raise_rollback = ids, {n.get("Index Name"): n for n in _nodes(plan["Plan"])}
+                return raise_rollback
+
+            walk = {"enable_seqscan": "off", "enable_bitmapscan": "off", "enable_sort": "off"}
+            # A whole walk: 60 memories of the window, taken as they are.
+            ids, nodes = await run(**walk)
+            assert "memories_embedding_hnsw" in nodes and len(ids) == ARM_LIMIT and set(ids) <= set(scan)
+            # A walk stopped early (its first candidates too: pgvector always reads ef_search):
+            # the whole window ranked exactly instead.
+            ids, nodes = await run(**walk, **{"hnsw.max_scan_tuples": 1, "hnsw.ef_search": 1})
+            assert nodes["memories_embedding_hnsw"]["Actual Rows"] < ARM_LIMIT
+            assert ids == scan[:ARM_LIMIT]
+            # No walk at all (the plan a bank this small gets): exact too.
+            ids, nodes = await run(enable_indexscan="off")
+            assert "memories_embedding_hnsw" not in nodes and ids == scan[:ARM_LIMIT]
+        assert await temporal_ids(SimpleNamespace(planned=pools.planned), bank, qvec, f, may) == scan[:ARM_LIMIT]
     finally:
         await pools.close()

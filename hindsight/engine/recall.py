@@ -48,10 +48,6 @@ ARM_LIMIT = 60
 KEYWORD_SCAN_CAP = 3_000
 SEED_FETCH_ALL = 1_000
 SMALL_BANK = 2_000
-# A time window holding at most this many memories is ranked exactly (~1.1 us a memory, 5.5 ms at
-# most), a wider one through the vector index (bench/README.md, "Temporal arm: a narrow window
-# ranked exactly").
-TEMPORAL_EXACT_ROWS = 5_000
 ARM_WEIGHTS = {"semantic": 1.0, "keyword": 2.0, "entity": 0.6, "temporal": 0.8}
 NEIGHBOUR_PARENTS = 8
 NEIGHBOUR_DECAY = 0.5
@@ -134,9 +130,9 @@ async def temporal_ids(rt: Runtime, bank_id: str, qvec, f: Fragment, window: Tim
     Planned for each call's window: a generic plan cannot tell a day from a year, and the one
     PostgreSQL kept on a large bank sorted every memory of a wide window by distance where the
     custom plan walks the HNSW index (bench/README.md, "Keyword and temporal arms: a custom plan
-    each call"). A window of at most TEMPORAL_EXACT_ROWS memories is ranked exactly instead
-    (recall_temporal)."""
-    p = Binder(bank_id, qvec, ARM_LIMIT, window.start, window.end, TEMPORAL_EXACT_ROWS)
+    each call"). A walk of the index that stops short is replaced by an exact ranking of the
+    window (recall_temporal)."""
+    p = Binder(bank_id, qvec, ARM_LIMIT, window.start, window.end)
     return await fetch_ids(rt, fill(Q.recall_temporal, filter=f.into(p)), *p.values, planned=True)
 
 

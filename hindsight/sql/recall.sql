@@ -26,26 +26,27 @@ LIMIT $3;
 
 -- recall_temporal --
 -- The temporal arm: memories that occurred or were mentioned within the query's window [$4, $5),
--- nearest the query vector first. Planned for each call's window (engine/recall.temporal_ids).
--- A window of at most $6 memories is ranked exactly, every one of them: the HNSW index walked
--- with the window as a filter assumes the window's memories are spread evenly among the
--- neighbours of the query, and when they were not (a month of other speakers' turns) it walked
--- ~19,000 rows for 50-66 ms and still returned mostly the wrong ones (4 and 35 of the exact 60).
--- A wider window is walked through the index as before, after the count stops at $6 + 1 rows
--- (bench/README.md, "Temporal arm: a narrow window ranked exactly").
-WITH w AS MATERIALIZED (SELECT m.id, m.embedding <=> $2 AS d FROM memories m
-                        WHERE m.bank_id = $1
-                          AND ((m.occurred_start < $5 AND m.occurred_end > $4) OR (m.mentioned_at >= $4 AND m.mentioned_at < $5))
-                          /*filter*/
-                        LIMIT $6 + 1),
-     few AS (SELECT count(*) <= $6 AS yes FROM w)
-SELECT id FROM ((SELECT id, d FROM w WHERE (SELECT yes FROM few) ORDER BY d LIMIT $3)
+-- nearest the query vector first. Planned for each call's window (engine/recall.temporal_ids):
+-- a narrow window is read whole and sorted, a wide one walked through the HNSW index with the
+-- window as a filter. That walk assumes the window's memories are spread evenly among the query's
+-- neighbours; when they were not (a month of other speakers' turns) it walked ~19,000 rows for
+-- 50-66 ms and still returned mostly the wrong ones. The planned pool's connections stop a walk
+-- at 3,000 rows (db/pool.py); a walk that stops short of $3 memories is replaced by an exact
+-- ranking of the whole window (bench/README.md, "Temporal arm: a short walk, then exact").
+WITH walk AS MATERIALIZED (SELECT m.id, m.embedding <=> $2 AS d FROM memories m
+                           WHERE m.bank_id = $1
+                             AND ((m.occurred_start < $5 AND m.occurred_end > $4) OR (m.mentioned_at >= $4 AND m.mentioned_at < $5))
+                             /*filter*/
+                           ORDER BY m.embedding <=> $2 LIMIT $3),
+     short AS (SELECT count(*) < $3 AS yes FROM walk)
+SELECT id FROM ((SELECT id, d FROM walk WHERE NOT (SELECT yes FROM short))
                 UNION ALL
-                (SELECT m.id, m.embedding <=> $2 AS d FROM memories m
-                 WHERE NOT (SELECT yes FROM few) AND m.bank_id = $1
-                   AND ((m.occurred_start < $5 AND m.occurred_end > $4) OR (m.mentioned_at >= $4 AND m.mentioned_at < $5))
-                   /*filter*/
-                 ORDER BY m.embedding <=> $2 LIMIT $3)) s
+                (SELECT id, d FROM (SELECT m.id, m.embedding <=> $2 AS d FROM memories m
+                                    WHERE (SELECT yes FROM short) AND m.bank_id = $1
+                                      AND ((m.occurred_start < $5 AND m.occurred_end > $4) OR (m.mentioned_at >= $4 AND m.mentioned_at < $5))
+                                      /*filter*/
+                                    OFFSET 0) every
+                 ORDER BY d LIMIT $3)) s
 ORDER BY d;
 
 -- recall_word_frequencies --
