@@ -11,11 +11,11 @@ import json
 from datetime import UTC, datetime
 from types import SimpleNamespace  # the arm needs only the Runtime's planned pool
 
-from hindsight.db.pool import Pools
+from hindsight.db.pool import TEMPORAL_WALK_ROWS, Pools
 from hindsight.db.sql import Q, fill
 from hindsight.engine.binder import Binder
 from hindsight.engine.models import RecallRequest
-from hindsight.engine.recall import ARM_LIMIT, request_filters, temporal_ids
+from hindsight.engine.recall import ARM_LIMIT, TEMPORAL_EXACT_CAP, request_filters, temporal_ids
 from hindsight.engine.temporal import TimeWindow
 
 RUNS = 8  # past the five custom plans after which PostgreSQL may switch to a generic one
@@ -77,7 +77,7 @@ async def test_a_walk_that_stops_short_is_replaced_by_the_exact_ranking(api, ban
     pools = await Pools.open(pg_url, 1, 4)
     try:
         async with pools.planned.acquire() as conn:
-            assert await conn.fetchval("SHOW hnsw.max_scan_tuples") == "3000"
+            assert await conn.fetchval("SHOW hnsw.max_scan_tuples") == str(TEMPORAL_WALK_ROWS)
             qvec = await conn.fetchval(
                 "SELECT embedding FROM memories WHERE bank_id = $1 AND text LIKE '%swim (4)%'", bank
             )
@@ -93,31 +93,51 @@ async def test_a_walk_that_stops_short_is_replaced_by_the_exact_ranking(api, ban
                 )
             ]
             assert len(scan) == 70
-            f = request_filters(RecallRequest(query="x"))
-            p = Binder(bank, qvec, ARM_LIMIT, may.start, may.end)
-            sql = fill(Q.recall_temporal, filter=f.into(p))
+            plain = RecallRequest(query="x")
 
-            async def run(**settings) -> tuple[list, dict]:
+            async def run(cap: int = TEMPORAL_EXACT_CAP, req: RecallRequest = plain, **settings) -> tuple[list, dict]:
+                p = Binder(bank, qvec, ARM_LIMIT, may.start, may.end, cap)
+                sql = fill(Q.recall_temporal, filter=request_filters(req).into(p))
                 async with conn.transaction():
                     for k, v in settings.items():
                         await conn.execute(f"SET LOCAL {k} = {v}")
                     ids = [r[0] for r in await conn.fetch(sql, *p.values)]
                     plan = json.loads(await conn.fetchval("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, *p.values))[0]
-                    raise_rollback = ids, {n.get("Index Name"): n for n in _nodes(plan["Plan"])}
-                return raise_rollback
+                return ids, {n.get("Index Name"): n for n in _nodes(plan["Plan"])}
 
             walk = {"enable_seqscan": "off", "enable_bitmapscan": "off", "enable_sort": "off"}
-            # A whole walk: 60 memories of the window, taken as they are.
+            # A whole walk: 60 memories of the window, taken as they are (the exact ranking's
+            # reads of the window's indexes never run).
             ids, nodes = await run(**walk)
-            assert "memories_embedding_hnsw" in nodes and len(ids) == ARM_LIMIT and set(ids) <= set(scan)
+            assert nodes["memories_embedding_hnsw"]["Actual Rows"] >= ARM_LIMIT
+            assert all(
+                nodes[i]["Actual Loops"] == 0
+                for i in ("memories_bank_mentioned", "memories_bank_occurred")
+                if i in nodes
+            )
+            assert len(ids) == ARM_LIMIT and set(ids) <= set(scan)
             # A walk stopped early (its first candidates too: pgvector always reads ef_search):
             # the whole window ranked exactly instead.
             ids, nodes = await run(**walk, **{"hnsw.max_scan_tuples": 1, "hnsw.ef_search": 1})
             assert nodes["memories_embedding_hnsw"]["Actual Rows"] < ARM_LIMIT
             assert ids == scan[:ARM_LIMIT]
+            # The exact ranking reads at most the cap's number of the window's memories, and
+            # ranks what the walk found with them.
+            ids, nodes = await run(cap=5, **walk, **{"hnsw.max_scan_tuples": 1, "hnsw.ef_search": 1})
+            walked = int(nodes["memories_embedding_hnsw"]["Actual Rows"])
+            assert 5 <= len(ids) <= 5 + walked and set(ids) <= set(scan)
+            # The request's filters hold in the exact ranking too (they are bound once, used in both).
+            odd = RecallRequest(query="x", filter='text contains "swim"')
+            ids, _ = await run(req=odd, **walk, **{"hnsw.max_scan_tuples": 1, "hnsw.ef_search": 1})
+            swims = {
+                r[0]
+                for r in await conn.fetch("SELECT id FROM memories WHERE bank_id = $1 AND text LIKE '%swim%'", bank)
+            }
+            assert ids == [i for i in scan if i in swims] and len(ids) == 11
             # No walk at all (the plan a bank this small gets): exact too.
             ids, nodes = await run(enable_indexscan="off")
             assert "memories_embedding_hnsw" not in nodes and ids == scan[:ARM_LIMIT]
-        assert await temporal_ids(SimpleNamespace(planned=pools.planned), bank, qvec, f, may) == scan[:ARM_LIMIT]
+        got = await temporal_ids(SimpleNamespace(planned=pools.planned), bank, qvec, request_filters(plain), may)
+        assert got == scan[:ARM_LIMIT]
     finally:
         await pools.close()

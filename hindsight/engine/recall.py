@@ -48,6 +48,10 @@ ARM_LIMIT = 60
 KEYWORD_SCAN_CAP = 3_000
 SEED_FETCH_ALL = 1_000
 SMALL_BANK = 2_000
+# When the time arm's walk of the vector index stops short, the window is ranked exactly from at
+# most this many memories mentioned in it and this many that occurred before its end
+# (recall_temporal): the whole window unless it is wide, at a cost bounded whatever the query.
+TEMPORAL_EXACT_CAP = 5_000
 ARM_WEIGHTS = {"semantic": 1.0, "keyword": 2.0, "entity": 0.6, "temporal": 0.8}
 NEIGHBOUR_PARENTS = 8
 NEIGHBOUR_DECAY = 0.5
@@ -132,7 +136,7 @@ async def temporal_ids(rt: Runtime, bank_id: str, qvec, f: Fragment, window: Tim
     custom plan walks the HNSW index (bench/README.md, "Keyword and temporal arms: a custom plan
     each call"). A walk of the index that stops short is replaced by an exact ranking of the
     window (recall_temporal)."""
-    p = Binder(bank_id, qvec, ARM_LIMIT, window.start, window.end)
+    p = Binder(bank_id, qvec, ARM_LIMIT, window.start, window.end, TEMPORAL_EXACT_CAP)
     return await fetch_ids(rt, fill(Q.recall_temporal, filter=f.into(p)), *p.values, planned=True)
 
 

@@ -31,22 +31,36 @@ LIMIT $3;
 -- window as a filter. That walk assumes the window's memories are spread evenly among the query's
 -- neighbours; when they were not (a month of other speakers' turns) it walked ~19,000 rows for
 -- 50-66 ms and still returned mostly the wrong ones. The planned pool's connections stop a walk
--- at 3,000 rows (db/pool.py); a walk that stops short of $3 memories is replaced by an exact
--- ranking of the whole window (bench/README.md, "Temporal arm: a short walk, then exact").
+-- at 3,000 rows (db/pool.py); a walk that stops short of $3 memories (a window far from the
+-- query, or one the request's filters thin out) is replaced by an exact ranking of the window
+-- (bench/README.md, "Temporal arm: a short walk, then exact"). That ranking reads a bounded
+-- number of rows whatever the window and the filters: at most $6 mentioned in the window, in the
+-- order of their index, and of the memories that occurred, the $6 that started last before the
+-- window's end (no index bounds when an event ended), those that overlap it; the filters apply
+-- after. What the walk found is ranked with them, so a window wider than that is never ranked
+-- worse than the walk alone.
 WITH walk AS MATERIALIZED (SELECT m.id, m.embedding <=> $2 AS d FROM memories m
                            WHERE m.bank_id = $1
                              AND ((m.occurred_start < $5 AND m.occurred_end > $4) OR (m.mentioned_at >= $4 AND m.mentioned_at < $5))
                              /*filter*/
                            ORDER BY m.embedding <=> $2 LIMIT $3),
-     short AS (SELECT count(*) < $3 AS yes FROM walk)
+     short AS (SELECT count(*) < $3 AS yes FROM walk),
+     window_rows AS ((SELECT id FROM memories
+                      WHERE (SELECT yes FROM short) AND bank_id = $1 AND mentioned_at >= $4 AND mentioned_at < $5
+                      LIMIT $6)
+                     UNION
+                     (SELECT id FROM (SELECT id, occurred_end FROM memories
+                                      WHERE (SELECT yes FROM short) AND bank_id = $1 AND occurred_start < $5
+                                      ORDER BY occurred_start DESC LIMIT $6) started
+                      WHERE occurred_end > $4)
+                     UNION
+                     (SELECT id FROM walk WHERE (SELECT yes FROM short))),
+     -- MATERIALIZED: ranked by a sort of these rows, never by another walk of the index.
+     every AS MATERIALIZED (SELECT m.id, m.embedding <=> $2 AS d FROM window_rows w JOIN memories m ON m.bank_id = $1 AND m.id = w.id
+               WHERE true /*filter*/)
 SELECT id FROM ((SELECT id, d FROM walk WHERE NOT (SELECT yes FROM short))
                 UNION ALL
-                (SELECT id, d FROM (SELECT m.id, m.embedding <=> $2 AS d FROM memories m
-                                    WHERE (SELECT yes FROM short) AND m.bank_id = $1
-                                      AND ((m.occurred_start < $5 AND m.occurred_end > $4) OR (m.mentioned_at >= $4 AND m.mentioned_at < $5))
-                                      /*filter*/
-                                    OFFSET 0) every
-                 ORDER BY d LIMIT $3)) s
+                (SELECT id, d FROM every ORDER BY d LIMIT $3)) s
 ORDER BY d;
 
 -- recall_word_frequencies --
