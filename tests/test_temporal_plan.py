@@ -106,16 +106,20 @@ async def test_a_walk_that_stops_short_is_replaced_by_the_exact_ranking(api, ban
                 return ids, {n.get("Index Name"): n for n in _nodes(plan["Plan"])}
 
             walk = {"enable_seqscan": "off", "enable_bitmapscan": "off", "enable_sort": "off"}
-            # A whole walk: 60 memories of the window, taken as they are (the exact ranking's
-            # reads of the window's indexes never run).
-            ids, nodes = await run(**walk)
-            assert nodes["memories_embedding_hnsw"]["Actual Rows"] >= ARM_LIMIT
-            assert all(
-                nodes[i]["Actual Loops"] == 0
-                for i in ("memories_bank_mentioned", "memories_bank_occurred")
-                if i in nodes
-            )
-            assert len(ids) == ARM_LIMIT and set(ids) <= set(scan)
+            # A walk that came back whole: its 60, taken as they are (the exact ranking's reads of
+            # the window's indexes never run). The index is shared by every bank of the test run,
+            # so even an unbounded walk can miss a few of this bank's memories (pgvector's
+            # iterative scan also stops at its memory bound): then the exact ranking is the answer.
+            ids, nodes = await run(**walk, **{"hnsw.max_scan_tuples": 10_000_000, "hnsw.ef_search": 1000})
+            if nodes["memories_embedding_hnsw"]["Actual Rows"] >= ARM_LIMIT:
+                assert all(
+                    nodes[i]["Actual Loops"] == 0
+                    for i in ("memories_bank_mentioned", "memories_bank_occurred")
+                    if i in nodes
+                )
+                assert len(ids) == ARM_LIMIT and set(ids) <= set(scan)
+            else:
+                assert ids == scan[:ARM_LIMIT]
             # A walk stopped early (its first candidates too: pgvector always reads ef_search):
             # the whole window ranked exactly instead.
             ids, nodes = await run(**walk, **{"hnsw.max_scan_tuples": 1, "hnsw.ef_search": 1})
@@ -137,7 +141,8 @@ async def test_a_walk_that_stops_short_is_replaced_by_the_exact_ranking(api, ban
             # No walk at all (the plan a bank this small gets): exact too.
             ids, nodes = await run(enable_indexscan="off")
             assert "memories_embedding_hnsw" not in nodes and ids == scan[:ARM_LIMIT]
+        # Through the arm itself, with the plan PostgreSQL picks: 60 of the window's memories.
         got = await temporal_ids(SimpleNamespace(planned=pools.planned), bank, qvec, request_filters(plain), may)
-        assert got == scan[:ARM_LIMIT]
+        assert len(got) == ARM_LIMIT and set(got) <= set(scan)
     finally:
         await pools.close()
