@@ -105,7 +105,10 @@ async def test_a_walk_that_stops_short_is_replaced_by_the_exact_ranking(api, ban
                     plan = json.loads(await conn.fetchval("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, *p.values))[0]
                 return ids, {n.get("Index Name"): n for n in _nodes(plan["Plan"])}
 
+            # Plans that walk the index; and one stopped at once (its first candidates too:
+            # pgvector always reads ef_search of them).
             walk = {"enable_seqscan": "off", "enable_bitmapscan": "off", "enable_sort": "off"}
+            short_walk = walk | {"hnsw.max_scan_tuples": 1, "hnsw.ef_search": 1}
             # A walk that came back whole: its 60, taken as they are (the exact ranking's reads of
             # the window's indexes never run). The index is shared by every bank of the test run,
             # so even an unbounded walk can miss a few of this bank's memories (pgvector's
@@ -120,19 +123,18 @@ async def test_a_walk_that_stops_short_is_replaced_by_the_exact_ranking(api, ban
                 assert len(ids) == ARM_LIMIT and set(ids) <= set(scan)
             else:
                 assert ids == scan[:ARM_LIMIT]
-            # A walk stopped early (its first candidates too: pgvector always reads ef_search):
-            # the whole window ranked exactly instead.
-            ids, nodes = await run(**walk, **{"hnsw.max_scan_tuples": 1, "hnsw.ef_search": 1})
+            # A walk stopped early: the whole window ranked exactly instead.
+            ids, nodes = await run(**short_walk)
             assert nodes["memories_embedding_hnsw"]["Actual Rows"] < ARM_LIMIT
             assert ids == scan[:ARM_LIMIT]
             # The exact ranking reads at most the cap's number of the window's memories, and
             # ranks what the walk found with them.
-            ids, nodes = await run(cap=5, **walk, **{"hnsw.max_scan_tuples": 1, "hnsw.ef_search": 1})
+            ids, nodes = await run(cap=5, **short_walk)
             walked = int(nodes["memories_embedding_hnsw"]["Actual Rows"])
             assert 5 <= len(ids) <= 5 + walked and set(ids) <= set(scan)
             # The request's filters hold in the exact ranking too (they are bound once, used in both).
             odd = RecallRequest(query="x", filter='text contains "swim"')
-            ids, _ = await run(req=odd, **walk, **{"hnsw.max_scan_tuples": 1, "hnsw.ef_search": 1})
+            ids, _ = await run(req=odd, **short_walk)
             swims = {
                 r[0]
                 for r in await conn.fetch("SELECT id FROM memories WHERE bank_id = $1 AND text LIKE '%swim%'", bank)
