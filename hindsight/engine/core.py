@@ -66,6 +66,7 @@ from .retain import RetainAccepted, retain_later
 from .retain import retain as _retain
 from .runtime import BankWrites, Runtime
 from .scheduler import Scheduler
+from .sizes import BankSizes
 from .tenant import TenantExtension, load_extension
 from .usage import get_bank_usage
 from .worker import Worker
@@ -132,6 +133,7 @@ class Engine:
             llm=llm,
             queue=self.worker,
             cpu_slots=asyncio.Semaphore(2),
+            sizes=BankSizes(pool),
         )
         self.worker.attach(self.rt)
         await embedding_model.reconcile(self.rt)

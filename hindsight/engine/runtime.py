@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ..embedding import Embedder
     from ..llm import LLM
     from .models import Operation
+    from .sizes import BankSizes
 
 
 async def lock_writes(conn: asyncpg.Connection, bank_id: str) -> None:
@@ -89,3 +90,4 @@ class Runtime:
     queue: Queue
     # Embedding batches saturate the cores; more than two at once only adds queueing.
     cpu_slots: asyncio.Semaphore
+    sizes: BankSizes  # each bank's memory count beside all banks', for recall's semantic arm

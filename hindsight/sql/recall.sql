@@ -9,6 +9,25 @@ SELECT id FROM (SELECT m.id, m.embedding <=> $2 AS d FROM memories m
                 WHERE m.bank_id = $1 /*filter*/ ORDER BY m.embedding <=> $2 LIMIT $3) s
 ORDER BY d;
 
+-- recall_semantic_exact --
+-- The semantic arm for a bank that is small beside the others (engine/recall.semantic_ids): its
+-- own rows, ranked by distance. A walk of the shared index reads about $3 / (the bank's share of
+-- it) rows to find $3 of the bank's; for 5,000 memories beside 100,000 that was 16-20 ms against
+-- ~5 ms for this (bench/README.md, "Semantic arm: a small bank beside a big one"). OFFSET 0 keeps
+-- the subquery whole, so the ordering outside it is a sort, never a walk of the index.
+SELECT id FROM (SELECT m.id, m.embedding <=> $2 AS d FROM memories m
+                WHERE m.bank_id = $1 /*filter*/ OFFSET 0) s
+ORDER BY d LIMIT $3;
+
+-- recall_bank_sizes --
+-- How many memories the bank holds (its '' lexeme, migration 004) and, as PostgreSQL counts them,
+-- all banks together: the semantic arm's choice of plan (engine/sizes.py). The live-row count of
+-- the statistics system follows every insert and delete but starts again from 0 after a crash;
+-- the planner's count (reltuples) survives one but waits for the next VACUUM or ANALYZE.
+SELECT coalesce((SELECT n FROM bank_lexemes WHERE bank_id = $1 AND lexeme = ''), 0) AS bank,
+       greatest(pg_stat_get_live_tuples('memories'::regclass),
+                (SELECT reltuples::bigint FROM pg_class WHERE oid = 'memories'::regclass)) AS every;
+
 -- recall_entity --
 -- The entity arm: memories mentioning the entities the query names ($2, canonical n-grams), ranked
 -- by how rare those entities are in the bank, then by closeness to the query vector ($4).

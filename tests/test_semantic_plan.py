@@ -1,0 +1,158 @@
+"""The semantic arm sorts a small bank's own rows rather than walk the vector index every bank
+shares, when the bank is small beside the others: a walk filtered to one bank reads about 60 /
+share entries of the index, and PostgreSQL's planner prices it as if the filter were free (a bank
+of 5,000 memories beside one of 100,000: 16-42 ms walked, ~5 ms sorted; bench/README.md,
+"Semantic arm: a small bank beside a big one"). Checked on a database of its own, whose sizes
+the test sets."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from types import SimpleNamespace  # the arm needs only the Runtime's shared pool and sizes
+
+import asyncpg
+import pytest
+
+from hindsight.db.pool import Pools, ensure_vector_extension, migrate
+from hindsight.db.sql import Q, fill
+from hindsight.engine import sizes as sizes_module
+from hindsight.engine.binder import Binder
+from hindsight.engine.models import RecallRequest
+from hindsight.engine.recall import ARM_LIMIT, EXACT_BANK_ROWS, ranks_exactly, request_filters, semantic_ids
+from hindsight.engine.sizes import BankSizes
+
+from conftest import fresh_database
+
+DIM = 384
+
+
+def test_the_rule_sorts_a_bank_small_beside_the_others_and_walks_the_rest():
+    assert ranks_exactly(0, 0)  # an empty bank, or a table never analysed
+    assert ranks_exactly(400, 7_000)  # a LoCoMo conversation beside nine others
+    assert ranks_exactly(5_000, 137_000)  # the case measured: 16-20 ms walked, ~5 ms sorted
+    assert not ranks_exactly(10_000, 137_000)  # ~6 ms walked, ~13 ms sorted
+    assert not ranks_exactly(5_000, 5_000)  # alone in the index: the walk reads ~100 entries
+    assert not ranks_exactly(100_000, 137_000)
+    assert not ranks_exactly(EXACT_BANK_ROWS + 1, 10**12)  # the sort's cost stays bounded
+
+
+async def _add(conn: asyncpg.Connection, bank: str, n: int, seed: float) -> None:
+    """n memories with random vectors, written as retain would leave them (the lexeme counts
+    follow from the table's triggers)."""
+    await conn.execute("INSERT INTO banks (id) VALUES ($1) ON CONFLICT DO NOTHING", bank)
+    await conn.execute("SELECT setseed($1)", seed)
+    await conn.execute(
+        "INSERT INTO memories (id, bank_id, text, kind, embedding, source_id, position)"
+        " SELECT gen_random_uuid(), $1, 'memory number ' || i, 'world',"
+        f" (SELECT array_agg(random() - 0.5) FROM generate_series(1, {DIM}) WHERE i > 0)::vector,"
+        " 's' || i, 0 FROM generate_series(1, $2) i",
+        bank,
+        n,
+    )
+
+
+@pytest.fixture(scope="module")
+def sized_db(pg_url):
+    """A database with a bank of 3,000 memories and one of 12, never analysed: the count of all
+    memories the rule reads comes from the statistics system then (recall_bank_sizes)."""
+    url = fresh_database(pg_url, "semantic_plan")
+
+    async def fill_it() -> None:
+        await ensure_vector_extension(url)
+        await migrate(url)
+        conn = await asyncpg.connect(url)
+        try:
+            await _add(conn, "big", 3_000, 0.1)
+            await _add(conn, "small", 12, 0.2)
+        finally:
+            await conn.close()
+
+    asyncio.run(fill_it())
+    return url
+
+
+def _index_names(plan: dict):
+    yield plan.get("Index Name")
+    for child in plan.get("Plans", []):
+        yield from _index_names(child)
+
+
+async def test_the_arm_sorts_the_small_bank_and_walks_the_big_one(sized_db):
+    pools = await Pools.open(sized_db, 1, 2)  # a shared pool of one connection: its statements show
+    try:
+        rt = SimpleNamespace(pool=pools.shared, sizes=BankSizes(pools.shared))
+        # All memories: 3,012 once the inserting connection's statistics are flushed (as its
+        # backend exits, which may trail the close); the choices below hold either way.
+        small, big = await rt.sizes.get("small"), await rt.sizes.get("big")
+        assert small[0] == 12 and big[0] == 3_000 and small[1] >= 12 and big[1] >= 3_000
+        f = request_filters(RecallRequest(query="x"))
+        async with pools.shared.acquire() as conn:
+            qvec = await conn.fetchval("SELECT embedding FROM memories WHERE bank_id = 'small' LIMIT 1")
+            every = [
+                r[0]
+                for r in await conn.fetch(
+                    "SELECT id FROM memories WHERE bank_id = 'small' ORDER BY embedding <=> $1, id", qvec
+                )
+            ]
+        assert await semantic_ids(rt, "small", qvec, f) == every  # all 12, nearest first
+        big = await semantic_ids(rt, "big", qvec, f)
+        assert len(big) == ARM_LIMIT
+        async with pools.shared.acquire() as conn:
+            prepared = [r[0] for r in await conn.fetch("SELECT statement FROM pg_prepared_statements")]
+        assert sum("OFFSET 0" in s for s in prepared) == 1  # the sort, for the small bank
+        assert sum("ORDER BY m.embedding <=> $2 LIMIT $3" in s for s in prepared) == 1  # the walk
+    finally:
+        await pools.close()
+
+
+async def test_the_exact_statement_never_walks_the_index(sized_db):
+    """Even where PostgreSQL would rather walk (sorting disabled), and with a request's filter:
+    the nearest of the bank's rows that pass it, by distance."""
+    conn = await asyncpg.connect(sized_db)
+    try:
+        from pgvector.asyncpg import register_vector
+
+        await register_vector(conn)
+        qvec = await conn.fetchval("SELECT embedding FROM memories WHERE bank_id = 'big' LIMIT 1")
+        req = RecallRequest(query="x", filter='text like "memory number 1%"')
+        p = Binder("big", qvec, ARM_LIMIT)
+        sql = fill(Q.recall_semantic_exact, filter=request_filters(req).into(p))
+        async with conn.transaction():
+            await conn.execute("SET LOCAL enable_sort = off")
+            await conn.execute("SET LOCAL enable_seqscan = off")
+            plan = json.loads(await conn.fetchval("EXPLAIN (FORMAT JSON) " + sql, *p.values))[0]["Plan"]
+            got = [r[0] for r in await conn.fetch(sql, *p.values)]
+        assert "memories_embedding_hnsw" not in set(_index_names(plan))
+        rows = await conn.fetch(
+            "SELECT id, embedding <=> $1 AS d FROM memories WHERE bank_id = 'big' AND text LIKE 'memory number 1%'",
+            qvec,
+        )
+        want = [r["id"] for r in sorted(rows, key=lambda r: r["d"])][:ARM_LIMIT]  # by hand: no index
+        assert got == want and len(got) == ARM_LIMIT
+    finally:
+        await conn.close()
+
+
+async def test_sizes_are_kept_a_few_seconds_and_for_a_bounded_number_of_banks(sized_db, monkeypatch):
+    pools = await Pools.open(sized_db, 1, 2)
+    conn = await asyncpg.connect(sized_db)
+    try:
+        sizes = BankSizes(pools.shared)
+        assert (await sizes.get("fresh"))[0] == 0  # a bank with no memories (or none yet)
+        await _add(conn, "fresh", 5, 0.3)
+        assert (await sizes.get("fresh"))[0] == 0  # kept: no round trip a recall
+        monkeypatch.setattr(sizes_module, "TTL_SECONDS", 0.0)
+        assert (await sizes.get("fresh"))[0] == 5  # expired: read again
+        monkeypatch.setattr(sizes_module, "TTL_SECONDS", 3600.0)
+        monkeypatch.setattr(sizes_module, "MAX_BANKS", 2)
+        await sizes.get("fresh")
+        await _add(conn, "fresh", 1, 0.4)
+        await sizes.get("small")
+        assert (await sizes.get("fresh"))[0] == 5  # still kept: two banks fit
+        await sizes.get("big")  # a third: the oldest kept ("small") is forgotten
+        await sizes.get("small")  # ...read again, which pushes "fresh" out
+        assert (await sizes.get("fresh"))[0] == 6
+    finally:
+        await conn.close()
+        await pools.close()
