@@ -19,8 +19,8 @@ from hindsight.db.sql import Q, fill
 from hindsight.engine import sizes as sizes_module
 from hindsight.engine.binder import Binder
 from hindsight.engine.models import RecallRequest
-from hindsight.engine.recall import ARM_LIMIT, EXACT_BANK_ROWS, ranks_exactly, request_filters, semantic_ids
-from hindsight.engine.sizes import BankSizes
+from hindsight.engine.recall import ARM_LIMIT, request_filters, semantic_ids
+from hindsight.engine.sizes import EXACT_BANK_ROWS, BankSizes, ranks_exactly
 
 from conftest import fresh_database
 

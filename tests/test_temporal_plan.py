@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from types import SimpleNamespace  # the arm needs only the Runtime's planned pool
+from types import SimpleNamespace  # the arm needs only the Runtime's planned pool and sizes
 
 from hindsight.db.pool import TEMPORAL_WALK_ROWS, Pools
 from hindsight.db.sql import Q, fill
 from hindsight.engine.binder import Binder
 from hindsight.engine.models import RecallRequest
 from hindsight.engine.recall import ARM_LIMIT, TEMPORAL_EXACT_CAP, request_filters, temporal_ids
+from hindsight.engine.sizes import BankSizes
 from hindsight.engine.temporal import TimeWindow
 
 RUNS = 8  # past the five custom plans after which PostgreSQL may switch to a generic one
@@ -41,7 +42,9 @@ async def test_temporal_arm_never_keeps_a_generic_plan(api, bank, pg_url):
             )
         f = request_filters(RecallRequest(query="x"))
         for _ in range(RUNS):
-            assert await temporal_ids(SimpleNamespace(planned=pools.planned), bank, qvec, f, may) == [hike]
+            assert await temporal_ids(
+                SimpleNamespace(planned=pools.planned, sizes=BankSizes(pools.shared)), bank, qvec, f, may
+            ) == [hike]
         async with pools.planned.acquire() as conn:
             plans = await conn.fetch(
                 "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
@@ -95,8 +98,10 @@ async def test_a_walk_that_stops_short_is_replaced_by_the_exact_ranking(api, ban
             assert len(scan) == 70
             plain = RecallRequest(query="x")
 
-            async def run(cap: int = TEMPORAL_EXACT_CAP, req: RecallRequest = plain, **settings) -> tuple[list, dict]:
-                p = Binder(bank, qvec, ARM_LIMIT, may.start, may.end, cap)
+            async def run(
+                cap: int = TEMPORAL_EXACT_CAP, req: RecallRequest = plain, sort: bool = False, **settings
+            ) -> tuple[list, dict]:
+                p = Binder(bank, qvec, ARM_LIMIT, may.start, may.end, cap, sort)
                 sql = fill(Q.recall_temporal, filter=request_filters(req).into(p))
                 async with conn.transaction():
                     for k, v in settings.items():
@@ -143,8 +148,18 @@ async def test_a_walk_that_stops_short_is_replaced_by_the_exact_ranking(api, ban
             # No walk at all (the plan a bank this small gets): exact too.
             ids, nodes = await run(enable_indexscan="off")
             assert "memories_embedding_hnsw" not in nodes and ids == scan[:ARM_LIMIT]
+            # A bank small beside the others (engine/sizes.py): the walk is not even started,
+            # whatever the planner would prefer.
+            ids, nodes = await run(sort=True, **walk)
+            assert "memories_embedding_hnsw" not in nodes and ids == scan[:ARM_LIMIT]
         # Through the arm itself, with the plan PostgreSQL picks: 60 of the window's memories.
-        got = await temporal_ids(SimpleNamespace(planned=pools.planned), bank, qvec, request_filters(plain), may)
+        got = await temporal_ids(
+            SimpleNamespace(planned=pools.planned, sizes=BankSizes(pools.shared)),
+            bank,
+            qvec,
+            request_filters(plain),
+            may,
+        )
         assert len(got) == ARM_LIMIT and set(got) <= set(scan)
     finally:
         await pools.close()

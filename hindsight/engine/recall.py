@@ -52,12 +52,6 @@ SMALL_BANK = 2_000
 # most this many memories mentioned in it and this many that occurred before its end
 # (recall_temporal): the whole window unless it is wide, at a cost bounded whatever the query.
 TEMPORAL_EXACT_CAP = 5_000
-# The semantic arm ranks a bank's own rows rather than walk the vector index all banks share when
-# the bank holds at most EXACT_BANK_ROWS memories and rows^2 <= EXACT_SHARE x all banks' memories
-# (ranks_exactly): where reading its rows costs less than the walk (bench/README.md, "Semantic
-# arm: a small bank beside a big one").
-EXACT_BANK_ROWS = 10_000
-EXACT_SHARE = 500
 ARM_WEIGHTS = {"semantic": 1.0, "keyword": 2.0, "entity": 0.6, "temporal": 0.8}
 NEIGHBOUR_PARENTS = 8
 NEIGHBOUR_DECAY = 0.5
@@ -134,24 +128,12 @@ async def fetch_ids(rt: Runtime, sql: str, *params, planned: bool = False) -> li
         return [r[0] for r in await conn.fetch(sql, *params)]
 
 
-def ranks_exactly(bank_rows: int, all_rows: int) -> bool:
-    """Whether the semantic arm reads the bank's rows and sorts them, rather than walk the shared
-    vector index. A walk filtered to one bank reads about ARM_LIMIT / share entries of the index
-    (share = bank_rows / all_rows), each a graph step and a visit to its row, ~10 us; reading and
-    ranking a row costs ~1 us, so the sort is cheaper while bank_rows^2 < ~600 x all_rows
-    (EXACT_SHARE is a little under: a walk's cost varies with the query). Sorted: a bank of 5,000
-    beside 137,000 memories (16-20 ms walked, ~4-5 ms sorted); walked: one of 10,000 there (~6 ms
-    walked, ~11-13 ms sorted), and any bank alone in the index. EXACT_BANK_ROWS bounds the sort."""
-    return bank_rows <= EXACT_BANK_ROWS and bank_rows * bank_rows <= EXACT_SHARE * all_rows
-
-
 async def semantic_ids(rt: Runtime, bank_id: str, qvec, f: Fragment) -> list:
     """The semantic arm: the bank's memories nearest the query, by a walk of the HNSW index all
     banks share, or by sorting the bank's own rows when it is small beside the others
-    (ranks_exactly; PostgreSQL's planner prices the walk as if the bank filter cost nothing, and
+    (engine/sizes.py; PostgreSQL's planner prices the walk as if the bank filter cost nothing, and
     walked a bank of 5,000 memories beside one of 100,000 at 16-42 ms)."""
-    bank_rows, all_rows = await rt.sizes.get(bank_id)
-    statement = Q.recall_semantic_exact if ranks_exactly(bank_rows, all_rows) else Q.recall_semantic
+    statement = Q.recall_semantic_exact if await rt.sizes.sorts(bank_id) else Q.recall_semantic
     p = Binder(bank_id, qvec, ARM_LIMIT)
     return await fetch_ids(rt, fill(statement, filter=f.into(p)), *p.values)
 
@@ -163,8 +145,10 @@ async def temporal_ids(rt: Runtime, bank_id: str, qvec, f: Fragment, window: Tim
     PostgreSQL kept on a large bank sorted every memory of a wide window by distance where the
     custom plan walks the HNSW index (bench/README.md, "Keyword and temporal arms: a custom plan
     each call"). A walk of the index that stops short is replaced by an exact ranking of the
-    window (recall_temporal)."""
-    p = Binder(bank_id, qvec, ARM_LIMIT, window.start, window.end, TEMPORAL_EXACT_CAP)
+    window (recall_temporal), which a bank small beside the others gets without the walk
+    (engine/sizes.py)."""
+    sort = await rt.sizes.sorts(bank_id)
+    p = Binder(bank_id, qvec, ARM_LIMIT, window.start, window.end, TEMPORAL_EXACT_CAP, sort)
     return await fetch_ids(rt, fill(Q.recall_temporal, filter=f.into(p)), *p.values, planned=True)
 
 

@@ -1,11 +1,14 @@
-"""How many memories a bank holds beside all banks together, as recall's semantic arm needs it.
+"""Whether recall ranks a bank by sorting its own rows or by walking the vector index all banks
+share, from how many memories it holds beside all banks together.
 
-Why: every bank's vectors share one HNSW index, and a walk of it filtered to one bank reads about
-ARM_LIMIT / (the bank's share of the index) entries, while ranking the bank's own rows costs
-about its size. Which is cheaper follows from the two counts (recall.ranks_exactly). They move
-slowly next to how often a bank is recalled, so each bank's are kept for a few seconds: a
-recall pays no round trip for them, and a figure seconds old can only pick the slower of two
-correct plans, never change a result.
+Why: a walk of the shared HNSW index filtered to one bank reads about 60 / (the bank's share of
+the index) entries, and PostgreSQL's planner prices it as if the filter cost nothing; so it walked
+a bank of 5,000 memories beside one of 100,000 at 16-42 ms where sorting the bank's rows takes
+~5 ms (bench/README.md, "Semantic arm: a small bank beside a big one"; the time arm walked such a
+bank's year for 34 ms, "Time arm: a small bank sorted"). The counts move slowly next to how often
+a bank is recalled, so each bank's are kept for a few seconds: a recall pays no round trip for
+them, and a count seconds old can only pick the slower of two correct plans, never change a
+result.
 """
 
 from __future__ import annotations
@@ -16,9 +19,23 @@ import asyncpg
 
 from ..db.sql import Q
 
+# Sorted when the bank holds at most EXACT_BANK_ROWS memories and rows^2 <= EXACT_SHARE x all.
+EXACT_BANK_ROWS = 10_000
+EXACT_SHARE = 500
 TTL_SECONDS = 10.0
 # Banks whose counts are kept at once; past this the oldest are forgotten (re-read when asked).
 MAX_BANKS = 4_096
+
+
+def ranks_exactly(bank_rows: int, all_rows: int) -> bool:
+    """Whether a bank of `bank_rows` memories among `all_rows` is sorted rather than walked. A walk
+    filtered to one bank reads about 60 / share entries of the index (share = bank_rows /
+    all_rows), each a graph step and a visit to its row, ~10 us; reading and ranking a row costs
+    ~1 us, so the sort is cheaper while bank_rows^2 < ~600 x all_rows (EXACT_SHARE is a little
+    under: a walk's cost varies with the query). Sorted: a bank of 5,000 beside 137,000 memories
+    (16-20 ms walked, ~4-5 ms sorted); walked: one of 10,000 there (~6 ms walked, ~11-13 ms
+    sorted), and any bank alone in the index. EXACT_BANK_ROWS bounds the sort."""
+    return bank_rows <= EXACT_BANK_ROWS and bank_rows * bank_rows <= EXACT_SHARE * all_rows
 
 
 class BankSizes:
@@ -41,3 +58,7 @@ class BankSizes:
             del self._kept[next(iter(self._kept))]
         self._kept[bank_id] = (now, bank, every)
         return bank, every
+
+    async def sorts(self, bank_id: str) -> bool:
+        """Whether recall sorts this bank's rows rather than walk the shared index (ranks_exactly)."""
+        return ranks_exactly(*await self.get(bank_id))

@@ -21,9 +21,9 @@ ORDER BY d LIMIT $3;
 
 -- recall_bank_sizes --
 -- How many memories the bank holds (its '' lexeme, migration 004) and, as PostgreSQL counts them,
--- all banks together: the semantic arm's choice of plan (engine/sizes.py). The live-row count of
--- the statistics system follows every insert and delete but starts again from 0 after a crash;
--- the planner's count (reltuples) survives one but waits for the next VACUUM or ANALYZE.
+-- all banks together: the semantic and time arms' choice of plan (engine/sizes.py). The
+-- statistics system's live-row count follows every insert and delete but starts again from 0
+-- after a crash; the planner's count (reltuples) survives one but waits for VACUUM or ANALYZE.
 SELECT coalesce((SELECT n FROM bank_lexemes WHERE bank_id = $1 AND lexeme = ''), 0) AS bank,
        greatest(pg_stat_get_live_tuples('memories'::regclass),
                 (SELECT reltuples::bigint FROM pg_class WHERE oid = 'memories'::regclass)) AS every;
@@ -57,26 +57,30 @@ LIMIT $3;
 -- order of their index, and of the memories that occurred, the $6 that started last before the
 -- window's end (no index bounds when an event ended), those that overlap it; the filters apply
 -- after. What the walk found is ranked with them, so a window wider than that is never ranked
--- worse than the walk alone.
+-- worse than the walk alone. $7: a bank small beside the others (engine/sizes.py) skips the walk,
+-- which would read most of its 3,000 rows for nothing (planned for true, the walk is pruned).
 WITH walk AS MATERIALIZED (SELECT m.id, m.embedding <=> $2 AS d FROM memories m
-                           WHERE m.bank_id = $1
+                           WHERE NOT $7 AND m.bank_id = $1
                              AND ((m.occurred_start < $5 AND m.occurred_end > $4) OR (m.mentioned_at >= $4 AND m.mentioned_at < $5))
                              /*filter*/
                            ORDER BY m.embedding <=> $2 LIMIT $3),
-     short AS (SELECT count(*) < $3 AS yes FROM walk),
-     window_rows AS ((SELECT id FROM memories
-                      WHERE (SELECT yes FROM short) AND bank_id = $1 AND mentioned_at >= $4 AND mentioned_at < $5
-                      LIMIT $6)
-                     UNION
-                     (SELECT id FROM (SELECT id, occurred_end FROM memories
-                                      WHERE (SELECT yes FROM short) AND bank_id = $1 AND occurred_start < $5
-                                      ORDER BY occurred_start DESC LIMIT $6) started
-                      WHERE occurred_end > $4)
-                     UNION
-                     (SELECT id FROM walk WHERE (SELECT yes FROM short))),
-     -- MATERIALIZED: ranked by a sort of these rows, never by another walk of the index.
-     every AS MATERIALIZED (SELECT m.id, m.embedding <=> $2 AS d FROM window_rows w JOIN memories m ON m.bank_id = $1 AND m.id = w.id
-               WHERE true /*filter*/)
+     short AS (SELECT $7 OR count(*) < $3 AS yes FROM walk),
+     -- Each row read once, its distance taken there: reading ids first and the rows after read
+     -- each twice (bench/README.md, "Time arm: a small bank sorted"). MATERIALIZED: ranked by a
+     -- sort of these rows, never by another walk of the index.
+     every AS MATERIALIZED ((SELECT m.id, m.embedding <=> $2 AS d
+                             FROM (SELECT * FROM memories
+                                   WHERE (SELECT yes FROM short) AND bank_id = $1 AND mentioned_at >= $4 AND mentioned_at < $5
+                                   LIMIT $6) m
+                             WHERE true /*filter*/)
+                            UNION
+                            (SELECT m.id, m.embedding <=> $2 AS d
+                             FROM (SELECT * FROM memories
+                                   WHERE (SELECT yes FROM short) AND bank_id = $1 AND occurred_start < $5
+                                   ORDER BY occurred_start DESC LIMIT $6) m
+                             WHERE m.occurred_end > $4 /*filter*/)
+                            UNION
+                            (SELECT id, d FROM walk WHERE (SELECT yes FROM short)))
 SELECT id FROM ((SELECT id, d FROM walk WHERE NOT (SELECT yes FROM short))
                 UNION ALL
                 (SELECT id, d FROM every ORDER BY d LIMIT $3)) s
