@@ -165,6 +165,30 @@ def fresh_database(pg_url: str, name: str) -> str:
     return pg_url.replace("/postgres?", f"/{name}?", 1)
 
 
+def migrated_database(pg_url: str, name: str, fill) -> str:
+    """A fresh database (fresh_database) with the schema, filled by `fill(conn)`, a coroutine on
+    one connection: for tests that set the sizes PostgreSQL plans with."""
+    import asyncio
+
+    import asyncpg
+
+    from hindsight.db.pool import ensure_vector_extension, migrate
+
+    url = fresh_database(pg_url, name)
+
+    async def prepare() -> None:
+        await ensure_vector_extension(url)
+        await migrate(url)
+        conn = await asyncpg.connect(url)
+        try:
+            await fill(conn)
+        finally:
+            await conn.close()
+
+    asyncio.run(prepare())
+    return url
+
+
 def llm_env(stub, db_url: str, **extra) -> dict:
     env = {
         "HINDSIGHT_API_DATABASE_URL": db_url,

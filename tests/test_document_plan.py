@@ -7,18 +7,16 @@ on a database of its own: the estimate, and who sees what."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import asyncpg
 import pytest
 from pgvector.asyncpg import register_vector
 
-from hindsight.db.pool import ensure_vector_extension, migrate
 from hindsight.db.sql import Q, fill
 from hindsight.engine.binder import Binder
 
-from conftest import fresh_database
+from conftest import migrated_database
 
 DIM = 384
 DOCS, PER_DOC = 150, 20
@@ -49,24 +47,16 @@ async def _documents(conn: asyncpg.Connection, bank: str, docs: int, tags=(), us
 def docs_db(pg_url):
     """A big bank of 150 public documents, and a small one with a public, a tagged and a
     user's document; analysed, as autovacuum would."""
-    url = fresh_database(pg_url, "document_plan")
 
-    async def fill_it() -> None:
-        await ensure_vector_extension(url)
-        await migrate(url)
-        conn = await asyncpg.connect(url)
-        try:
-            await _documents(conn, "big", DOCS)
-            await _documents(conn, "small", 1, name="public")
-            await _documents(conn, "small", 1, tags=["team-a"], name="tagged")
-            await _documents(conn, "small", 1, users=["ann"], name="anns")
-            await conn.execute("ANALYZE documents")
-            await conn.execute("ANALYZE chunks")
-        finally:
-            await conn.close()
+    async def fill(conn: asyncpg.Connection) -> None:
+        await _documents(conn, "big", DOCS)
+        await _documents(conn, "small", 1, name="public")
+        await _documents(conn, "small", 1, tags=["team-a"], name="tagged")
+        await _documents(conn, "small", 1, users=["ann"], name="anns")
+        await conn.execute("ANALYZE documents")
+        await conn.execute("ANALYZE chunks")
 
-    asyncio.run(fill_it())
-    return url
+    return migrated_database(pg_url, "document_plan", fill)
 
 
 def _plans(plan: dict):

@@ -7,14 +7,13 @@ the test sets."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from types import SimpleNamespace  # the arm needs only the Runtime's shared pool and sizes
 
 import asyncpg
 import pytest
 
-from hindsight.db.pool import Pools, ensure_vector_extension, migrate
+from hindsight.db.pool import Pools
 from hindsight.db.sql import Q, fill
 from hindsight.engine import sizes as sizes_module
 from hindsight.engine.binder import Binder
@@ -22,7 +21,7 @@ from hindsight.engine.models import RecallRequest
 from hindsight.engine.recall import ARM_LIMIT, request_filters, semantic_ids
 from hindsight.engine.sizes import EXACT_BANK_ROWS, BankSizes, ranks_exactly
 
-from conftest import fresh_database
+from conftest import migrated_database
 
 DIM = 384
 
@@ -56,20 +55,12 @@ async def _add(conn: asyncpg.Connection, bank: str, n: int, seed: float) -> None
 def sized_db(pg_url):
     """A database with a bank of 3,000 memories and one of 12, never analysed: the count of all
     memories the rule reads comes from the statistics system then (recall_bank_sizes)."""
-    url = fresh_database(pg_url, "semantic_plan")
 
-    async def fill_it() -> None:
-        await ensure_vector_extension(url)
-        await migrate(url)
-        conn = await asyncpg.connect(url)
-        try:
-            await _add(conn, "big", 3_000, 0.1)
-            await _add(conn, "small", 12, 0.2)
-        finally:
-            await conn.close()
+    async def fill(conn: asyncpg.Connection) -> None:
+        await _add(conn, "big", 3_000, 0.1)
+        await _add(conn, "small", 12, 0.2)
 
-    asyncio.run(fill_it())
-    return url
+    return migrated_database(pg_url, "semantic_plan", fill)
 
 
 def _index_names(plan: dict):
