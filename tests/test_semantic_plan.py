@@ -19,7 +19,7 @@ from hindsight.engine import sizes as sizes_module
 from hindsight.engine.binder import Binder
 from hindsight.engine.models import RecallRequest
 from hindsight.engine.recall import ARM_LIMIT, request_filters, semantic_ids
-from hindsight.engine.sizes import EXACT_BANK_ROWS, BankSizes, ranks_exactly
+from hindsight.engine.sizes import EXACT_BANK_ROWS, EXACT_READ_ROWS, BankSizes, ranks_exactly
 
 from conftest import migrated_database
 
@@ -63,10 +63,14 @@ def sized_db(pg_url):
     return migrated_database(pg_url, "semantic_plan", fill)
 
 
-def _index_names(plan: dict):
-    yield plan.get("Index Name")
+def _nodes(plan: dict):
+    yield plan
     for child in plan.get("Plans", []):
-        yield from _index_names(child)
+        yield from _nodes(child)
+
+
+def _index_names(plan: dict):
+    return {n.get("Index Name") for n in _nodes(plan)}
 
 
 async def test_the_arm_sorts_the_small_bank_and_walks_the_big_one(sized_db):
@@ -91,7 +95,7 @@ async def test_the_arm_sorts_the_small_bank_and_walks_the_big_one(sized_db):
         assert len(big) == ARM_LIMIT
         async with pools.shared.acquire() as conn:
             prepared = [r[0] for r in await conn.fetch("SELECT statement FROM pg_prepared_statements")]
-        assert sum("OFFSET 0" in s for s in prepared) == 1  # the sort, for the small bank
+        assert sum("FROM memories WHERE bank_id = $1 LIMIT $4" in s for s in prepared) == 1  # the sort
         assert sum("ORDER BY m.embedding <=> $2 LIMIT $3" in s for s in prepared) == 1  # the walk
     finally:
         await pools.close()
@@ -107,20 +111,31 @@ async def test_the_exact_statement_never_walks_the_index(sized_db):
         await register_vector(conn)
         qvec = await conn.fetchval("SELECT embedding FROM memories WHERE bank_id = 'big' LIMIT 1")
         req = RecallRequest(query="x", filter='text like "memory number 1%"')
-        p = Binder("big", qvec, ARM_LIMIT)
-        sql = fill(Q.recall_semantic_exact, filter=request_filters(req).into(p))
-        async with conn.transaction():
-            await conn.execute("SET LOCAL enable_sort = off")
-            await conn.execute("SET LOCAL enable_seqscan = off")
-            plan = json.loads(await conn.fetchval("EXPLAIN (FORMAT JSON) " + sql, *p.values))[0]["Plan"]
-            got = [r[0] for r in await conn.fetch(sql, *p.values)]
-        assert "memories_embedding_hnsw" not in set(_index_names(plan))
+        f = request_filters(req)
+
+        async def run(read: int) -> tuple[list, dict]:
+            p = Binder("big", qvec, ARM_LIMIT, read)
+            sql = fill(Q.recall_semantic_exact, filter=f.into(p))
+            async with conn.transaction():
+                await conn.execute("SET LOCAL enable_sort = off")
+                await conn.execute("SET LOCAL enable_seqscan = off")
+                plan = json.loads(await conn.fetchval("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, *p.values))[0]["Plan"]
+                return [r[0] for r in await conn.fetch(sql, *p.values)], plan
+
+        got, plan = await run(EXACT_READ_ROWS)
+        assert "memories_embedding_hnsw" not in _index_names(plan)
         rows = await conn.fetch(
             "SELECT id, embedding <=> $1 AS d FROM memories WHERE bank_id = 'big' AND text LIKE 'memory number 1%'",
             qvec,
         )
         want = [r["id"] for r in sorted(rows, key=lambda r: r["d"])][:ARM_LIMIT]  # by hand: no index
         assert got == want and len(got) == ARM_LIMIT
+        # A bank past the line since its count was read: no more than the read bound is read,
+        # the filter applying to those (here 500 of the 3,000: ~60 start "memory number 1").
+        got, plan = await run(500)
+        read = [n for n in _nodes(plan) if n.get("Relation Name") == "memories"]
+        assert read and all(n["Actual Rows"] * n["Actual Loops"] <= 500 for n in read)
+        assert set(got) <= {r["id"] for r in rows} and 0 < len(got) <= ARM_LIMIT
     finally:
         await conn.close()
 
@@ -137,13 +152,16 @@ async def test_sizes_are_kept_a_few_seconds_and_for_a_bounded_number_of_banks(si
         assert (await sizes.get("fresh"))[0] == 5  # expired: read again
         monkeypatch.setattr(sizes_module, "TTL_SECONDS", 3600.0)
         monkeypatch.setattr(sizes_module, "MAX_BANKS", 2)
-        await sizes.get("fresh")
         await _add(conn, "fresh", 1, 0.4)
         await sizes.get("small")
-        assert (await sizes.get("fresh"))[0] == 5  # still kept: two banks fit
-        await sizes.get("big")  # a third: the oldest kept ("small") is forgotten
-        await sizes.get("small")  # ...read again, which pushes "fresh" out
-        assert (await sizes.get("fresh"))[0] == 6
+        assert (await sizes.get("fresh"))[0] == 5  # still kept: two banks fit; "fresh" used last
+        await sizes.get("big")  # a third: the least recently used ("small") is forgotten
+        assert (await sizes.get("fresh"))[0] == 5  # ...not "fresh", used since
+        await sizes.get("small")  # read again: now "big" is the least recently used, and goes
+        await sizes.get("big")  # ...read again: "fresh" goes
+        assert (await sizes.get("fresh"))[0] == 6  # read again: its sixth memory counted
+        # A sort is also bounded by what it can read whole (the time arm's window).
+        assert await sizes.sorts("small") and not await sizes.sorts("small", at_most=11)
     finally:
         await conn.close()
         await pools.close()

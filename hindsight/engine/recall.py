@@ -35,6 +35,7 @@ from .filters import MEMORY_FIELDS, compile_filter
 from .memories import COLUMNS, to_memory
 from .models import RecallRequest, RecallResult
 from .relevance import relevance_sql
+from .sizes import EXACT_READ_ROWS
 from .tags import tag_condition
 from .temporal import TimeWindow, find_time_windows
 from .truth import truth_conditions
@@ -133,9 +134,11 @@ async def semantic_ids(rt: Runtime, bank_id: str, qvec, f: Fragment) -> list:
     banks share, or by sorting the bank's own rows when it is small beside the others
     (engine/sizes.py; PostgreSQL's planner prices the walk as if the bank filter cost nothing, and
     walked a bank of 5,000 memories beside one of 100,000 at 16-42 ms)."""
-    statement = Q.recall_semantic_exact if await rt.sizes.sorts(bank_id) else Q.recall_semantic
+    if await rt.sizes.sorts(bank_id):
+        p = Binder(bank_id, qvec, ARM_LIMIT, EXACT_READ_ROWS)
+        return await fetch_ids(rt, fill(Q.recall_semantic_exact, filter=f.into(p)), *p.values)
     p = Binder(bank_id, qvec, ARM_LIMIT)
-    return await fetch_ids(rt, fill(statement, filter=f.into(p)), *p.values)
+    return await fetch_ids(rt, fill(Q.recall_semantic, filter=f.into(p)), *p.values)
 
 
 async def temporal_ids(rt: Runtime, bank_id: str, qvec, f: Fragment, window: TimeWindow) -> list:
@@ -147,7 +150,9 @@ async def temporal_ids(rt: Runtime, bank_id: str, qvec, f: Fragment, window: Tim
     each call"). A walk of the index that stops short is replaced by an exact ranking of the
     window (recall_temporal), which a bank small beside the others gets without the walk
     (engine/sizes.py)."""
-    sort = await rt.sizes.sorts(bank_id)
+    # Only a bank the exact ranking reads whole skips the walk: of a bigger one it would rank
+    # only the first TEMPORAL_EXACT_CAP memories of a wide window.
+    sort = await rt.sizes.sorts(bank_id, at_most=TEMPORAL_EXACT_CAP)
     p = Binder(bank_id, qvec, ARM_LIMIT, window.start, window.end, TEMPORAL_EXACT_CAP, sort)
     return await fetch_ids(rt, fill(Q.recall_temporal, filter=f.into(p)), *p.values, planned=True)
 

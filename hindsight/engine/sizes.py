@@ -7,8 +7,9 @@ a bank of 5,000 memories beside one of 100,000 at 16-42 ms where sorting the ban
 ~5 ms (bench/README.md, "Semantic arm: a small bank beside a big one"; the time arm walked such a
 bank's year for 34 ms, "Time arm: a small bank sorted"). The counts move slowly next to how often
 a bank is recalled, so each bank's are kept for a few seconds: a recall pays no round trip for
-them, and a count seconds old can only pick the slower of two correct plans, never change a
-result.
+them. The two plans do not return quite the same memories: the sort returns the exact nearest,
+the walk (an approximate index) most of them, ~50-59 of 60. So a bank's results can shift a
+little when it, or the other banks, grow across the line; a count seconds old only delays that.
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ import asyncpg
 from ..db.sql import Q
 
 # Sorted when the bank holds at most EXACT_BANK_ROWS memories and rows^2 <= EXACT_SHARE x all.
+# A sort reads at most EXACT_READ_ROWS of the bank's rows, in case it grew past the line since its
+# count was read (an import of 100,000 memories within TTL_SECONDS).
 EXACT_BANK_ROWS = 10_000
+EXACT_READ_ROWS = 2 * EXACT_BANK_ROWS
 EXACT_SHARE = 500
 TTL_SECONDS = 10.0
 # Banks whose counts are kept at once; past this the oldest are forgotten (re-read when asked).
@@ -47,18 +51,19 @@ class BankSizes:
         """(the bank's memories, all banks' memories); the second is PostgreSQL's count
         (recall_bank_sizes), never below the first."""
         now = time.monotonic()
-        kept = self._kept.get(bank_id)
-        if kept is not None and now - kept[0] < TTL_SECONDS:
-            return kept[1], kept[2]
-        async with self.pool.acquire() as conn:
-            row = await conn.fetchrow(Q.recall_bank_sizes, bank_id)
-        bank, every = int(row["bank"]), max(int(row["every"] or 0), int(row["bank"]))
-        self._kept.pop(bank_id, None)  # re-inserted last: the dict's order is the age order
-        if len(self._kept) >= MAX_BANKS:
-            del self._kept[next(iter(self._kept))]
-        self._kept[bank_id] = (now, bank, every)
-        return bank, every
+        kept = self._kept.pop(bank_id, None)  # put back last: the dict's order is the use order
+        if kept is None or now - kept[0] >= TTL_SECONDS:
+            async with self.pool.acquire() as conn:
+                row = await conn.fetchrow(Q.recall_bank_sizes, bank_id)
+            kept = (now, int(row["bank"]), max(int(row["every"] or 0), int(row["bank"])))
+            self._kept.pop(bank_id, None)  # another call's read, made while this one waited
+            if len(self._kept) >= MAX_BANKS:
+                del self._kept[next(iter(self._kept))]  # the least recently used
+        self._kept[bank_id] = kept
+        return kept[1], kept[2]
 
-    async def sorts(self, bank_id: str) -> bool:
-        """Whether recall sorts this bank's rows rather than walk the shared index (ranks_exactly)."""
-        return ranks_exactly(*await self.get(bank_id))
+    async def sorts(self, bank_id: str, at_most: int | None = None) -> bool:
+        """Whether recall sorts this bank's rows rather than walk the shared index (ranks_exactly),
+        and, given `at_most`, the bank holds no more than that (what a sort can read whole)."""
+        bank, every = await self.get(bank_id)
+        return ranks_exactly(bank, every) and (at_most is None or bank <= at_most)

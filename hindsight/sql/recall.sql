@@ -13,10 +13,12 @@ ORDER BY d;
 -- The semantic arm for a bank that is small beside the others (engine/recall.semantic_ids): its
 -- own rows, ranked by distance. A walk of the shared index reads about $3 / (the bank's share of
 -- it) rows to find $3 of the bank's; for 5,000 memories beside 100,000 that was 16-20 ms against
--- ~5 ms for this (bench/README.md, "Semantic arm: a small bank beside a big one"). OFFSET 0 keeps
--- the subquery whole, so the ordering outside it is a sort, never a walk of the index.
-SELECT id FROM (SELECT m.id, m.embedding <=> $2 AS d FROM memories m
-                WHERE m.bank_id = $1 /*filter*/ OFFSET 0) s
+-- ~5 ms for this (bench/README.md, "Semantic arm: a small bank beside a big one"). At most $4 of
+-- its rows are read (the count it was chosen by may be seconds old), the filters after; the
+-- subquery's LIMIT also keeps it whole, so the ordering outside is a sort, never a walk.
+SELECT id FROM (SELECT m.id, m.embedding <=> $2 AS d
+                FROM (SELECT * FROM memories WHERE bank_id = $1 LIMIT $4) m
+                WHERE true /*filter*/) s
 ORDER BY d LIMIT $3;
 
 -- recall_bank_sizes --
