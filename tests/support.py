@@ -117,3 +117,10 @@ def rpc(http, path: str, token: str, method: str = "tools/list", params: dict | 
         json=body,
         headers={"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"},
     )
+
+
+def plan_nodes(plan: dict):
+    """Every node of an EXPLAIN (FORMAT JSON) plan, the root first."""
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from plan_nodes(child)

@@ -17,6 +17,7 @@ from hindsight.db.sql import Q, fill
 from hindsight.engine.binder import Binder
 
 from conftest import migrated_database
+from support import plan_nodes
 
 DIM = 384
 DOCS, PER_DOC = 150, 20
@@ -60,12 +61,6 @@ def docs_db(pg_url):
     return migrated_database(pg_url, "document_plan", fill)
 
 
-def _plans(plan: dict):
-    yield plan
-    for child in plan.get("Plans", []):
-        yield from _plans(child)
-
-
 async def test_the_planner_counts_the_documents_a_caller_may_see(docs_db):
     conn = await asyncpg.connect(docs_db)
     try:
@@ -75,14 +70,14 @@ async def test_the_planner_counts_the_documents_a_caller_may_see(docs_db):
             p = Binder("big", arg, [], "", 10)
             sql = fill(statement, filter="")
             plan = json.loads(await conn.fetchval("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, *p.values))[0]["Plan"]
-            scans = [n for n in _plans(plan) if n.get("Relation Name") == "documents"]
+            scans = [n for n in plan_nodes(plan) if n.get("Relation Name") == "documents"]
             # Documents read as a whole are estimated near what passes (all 150 here), not at a
             # handful: the estimate that made the planner start from them.
             for n in scans:
                 if n["Node Type"] == "Seq Scan":
                     assert n["Plan Rows"] >= DOCS / 3, (statement, n["Plan Rows"])
             # Never a probe of the chunks for each document.
-            loops = [n for n in _plans(plan) if n.get("Relation Name") == "chunks"]
+            loops = [n for n in plan_nodes(plan) if n.get("Relation Name") == "chunks"]
             assert all(n["Actual Loops"] <= 1 for n in loops), [(n["Node Type"], n["Actual Loops"]) for n in loops]
     finally:
         await conn.close()

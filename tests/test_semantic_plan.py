@@ -12,6 +12,7 @@ from types import SimpleNamespace  # the arm needs only the Runtime's shared poo
 
 import asyncpg
 import pytest
+from pgvector.asyncpg import register_vector
 
 from hindsight.db.pool import Pools
 from hindsight.db.sql import Q, fill
@@ -22,6 +23,7 @@ from hindsight.engine.recall import ARM_LIMIT, request_filters, semantic_ids
 from hindsight.engine.sizes import EXACT_BANK_ROWS, EXACT_READ_ROWS, BankSizes, ranks_exactly
 
 from conftest import migrated_database
+from support import plan_nodes
 
 DIM = 384
 
@@ -63,14 +65,8 @@ def sized_db(pg_url):
     return migrated_database(pg_url, "semantic_plan", fill)
 
 
-def _nodes(plan: dict):
-    yield plan
-    for child in plan.get("Plans", []):
-        yield from _nodes(child)
-
-
 def _index_names(plan: dict):
-    return {n.get("Index Name") for n in _nodes(plan)}
+    return {n.get("Index Name") for n in plan_nodes(plan)}
 
 
 async def test_the_arm_sorts_the_small_bank_and_walks_the_big_one(sized_db):
@@ -106,8 +102,6 @@ async def test_the_exact_statement_never_walks_the_index(sized_db):
     the nearest of the bank's rows that pass it, by distance."""
     conn = await asyncpg.connect(sized_db)
     try:
-        from pgvector.asyncpg import register_vector
-
         await register_vector(conn)
         qvec = await conn.fetchval("SELECT embedding FROM memories WHERE bank_id = 'big' LIMIT 1")
         req = RecallRequest(query="x", filter='text like "memory number 1%"')
@@ -133,7 +127,7 @@ async def test_the_exact_statement_never_walks_the_index(sized_db):
         # A bank past the line since its count was read: no more than the read bound is read,
         # the filter applying to those (here 500 of the 3,000: ~60 start "memory number 1").
         got, plan = await run(500)
-        read = [n for n in _nodes(plan) if n.get("Relation Name") == "memories"]
+        read = [n for n in plan_nodes(plan) if n.get("Relation Name") == "memories"]
         assert read and all(n["Actual Rows"] * n["Actual Loops"] <= 500 for n in read)
         assert set(got) <= {r["id"] for r in rows} and 0 < len(got) <= ARM_LIMIT
     finally:

@@ -19,6 +19,8 @@ from hindsight.engine.recall import ARM_LIMIT, TEMPORAL_EXACT_CAP, request_filte
 from hindsight.engine.sizes import BankSizes
 from hindsight.engine.temporal import TimeWindow
 
+from support import plan_nodes
+
 RUNS = 8  # past the five custom plans after which PostgreSQL may switch to a generic one
 
 
@@ -57,12 +59,6 @@ async def test_temporal_arm_never_keeps_a_generic_plan(api, bank, pg_url):
             assert await conn.fetchval("SHOW plan_cache_mode") == "auto"
     finally:
         await pools.close()
-
-
-def _nodes(plan: dict):
-    yield plan
-    for child in plan.get("Plans", []):
-        yield from _nodes(child)
 
 
 async def test_a_walk_that_stops_short_is_replaced_by_the_exact_ranking(api, bank, pg_url):
@@ -108,7 +104,7 @@ async def test_a_walk_that_stops_short_is_replaced_by_the_exact_ranking(api, ban
                         await conn.execute(f"SET LOCAL {k} = {v}")
                     ids = [r[0] for r in await conn.fetch(sql, *p.values)]
                     plan = json.loads(await conn.fetchval("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, *p.values))[0]
-                return ids, {n.get("Index Name"): n for n in _nodes(plan["Plan"])}
+                return ids, {n.get("Index Name"): n for n in plan_nodes(plan["Plan"])}
 
             # Plans that walk the index; and one stopped at once (its first candidates too:
             # pgvector always reads ef_search of them).

@@ -90,4 +90,4 @@ class Runtime:
     queue: Queue
     # Embedding batches saturate the cores; more than two at once only adds queueing.
     cpu_slots: asyncio.Semaphore
-    sizes: BankSizes  # each bank's memory count beside all banks', for recall's semantic arm
+    sizes: BankSizes  # each bank's memory count beside all banks', for recall's semantic and time arms

@@ -27,7 +27,8 @@ EXACT_BANK_ROWS = 10_000
 EXACT_READ_ROWS = 2 * EXACT_BANK_ROWS
 EXACT_SHARE = 500
 TTL_SECONDS = 10.0
-# Banks whose counts are kept at once; past this the oldest are forgotten (re-read when asked).
+# Banks whose counts are kept at once; past this the least recently used are forgotten (re-read
+# when asked).
 MAX_BANKS = 4_096
 
 
