@@ -211,3 +211,45 @@ def test_a_graph_the_rewrites_cannot_read_is_quantised_as_it_is(tmp_path, monkey
     model_dir = write_model(tmp_path / "tiny2", 16)
     emb = load_embedder(model_dir=model_dir, quantize=True)
     assert emb.embed(["a tiny model still embeds"]).shape == (1, 16)
+
+
+async def test_queries_run_on_threads_of_their_own_one_a_core(int8_embedder):
+    """`query` (what recall, reflect and mental models await) gives embed_query's vector; a
+    repeated query is answered from the cache without a thread; however many queries wait, at
+    most one model run a core is under way, on the query threads (not asyncio's default executor,
+    which ran six at once on two cores)."""
+    import asyncio
+    import threading
+
+    from hindsight.metrics import EMBED_TEXTS
+
+    emb = int8_embedder
+    running, peak, seen = 0, 0, set()
+    lock = threading.Lock()
+    run = emb._run
+
+    def counted(texts):
+        nonlocal running, peak
+        with lock:
+            running += 1
+            peak = max(peak, running)
+            seen.add(threading.current_thread().name)
+        try:
+            return run(texts)
+        finally:
+            with lock:
+                running -= 1
+
+    emb._run = counted
+    try:
+        texts = [f"what did Caroline do on day {i} of the trip?" for i in range(4 * emb.workers + 3)]
+        got = await asyncio.gather(*(emb.query(t) for t in texts))
+    finally:
+        del emb._run
+    assert 1 <= peak <= emb.workers, peak
+    assert seen and all(name.startswith("embed-query") for name in seen), seen
+    for t, v in zip(texts, got):
+        assert np.array_equal(v, emb.embed_query(t))
+    before = EMBED_TEXTS.labels("query")._value.get()
+    again = await emb.query(texts[0])
+    assert again is got[0] and EMBED_TEXTS.labels("query")._value.get() == before

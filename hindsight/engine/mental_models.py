@@ -16,7 +16,6 @@ that keeps failing is not asked again every tick). The last N versions are kept.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import uuid
@@ -194,7 +193,7 @@ async def _queue_refresh(rt: Runtime, conn, bank_id: str, model_id: str, reason:
 
 
 async def create_mental_model(rt: Runtime, bank_id: str, req: MentalModelCreate) -> MentalModelOperation:
-    vec = await asyncio.to_thread(rt.embedder.embed_query, req.source_query)
+    vec = await rt.embedder.query(req.source_query)
     async with rt.writes.open(bank_id) as conn:
         await ensure_bank(conn, bank_id)
         if req.mental_model_id:
@@ -283,7 +282,7 @@ async def update_mental_model(rt: Runtime, bank_id: str, model_id: str, req: Men
     """A new source query, tags or size make the content stale: a refresh is queued."""
     check_model_id(model_id)
     fields = req.model_dump(exclude_unset=True, exclude_none=True)
-    vec = await asyncio.to_thread(rt.embedder.embed_query, fields["source_query"]) if "source_query" in fields else None
+    vec = await rt.embedder.query(fields["source_query"]) if "source_query" in fields else None
     async with rt.writes.open(bank_id) as conn:
         r = await conn.fetchrow(
             Q.mental_model_update,

@@ -272,7 +272,7 @@ async def recall(rt: Runtime, bank_id: str, req: RecallRequest) -> RecallResult:
         # because a query runs on one ONNX thread; with two they competed with PostgreSQL.
         arms["keyword"] = asyncio.ensure_future(_timed("keyword", keyword_ids(rt, bank_id, words, f)))
     try:
-        qvec = await asyncio.to_thread(rt.embedder.embed_query, req.query)
+        qvec = await rt.embedder.query(req.query)
     except BaseException:
         for started in arms.values():  # only the keyword arm runs this early
             if isinstance(started, asyncio.Future):

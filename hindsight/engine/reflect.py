@@ -17,7 +17,6 @@ back: it fails and the model keeps its content.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -186,7 +185,7 @@ async def reflect(
             tags_match=req.tags_match,
         ),
     )
-    qvec = await asyncio.to_thread(rt.embedder.embed_query, req.query)
+    qvec = await rt.embedder.query(req.query)
     async with rt.pool.acquire() as conn:
         bank = await conn.fetchrow(Q.bank_profile, bank_id)
         models = await conn.fetch(
