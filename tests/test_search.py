@@ -207,6 +207,21 @@ def test_keyword_arm_weighs_rare_words(api, bank):
     assert len(top) == 13  # the common words still bring the rest, ranked below
 
 
+def test_document_keyword_arm_ranks_pages_holding_more_of_the_words(api, bank):
+    """A page holding the words asked about outranks pages where one of the query's words (a
+    speaker's name) comes many times: ts_rank_cd, which counts every occurrence of any word of an
+    OR query, ranked the chatty pages first."""
+    chatty = [
+        {"name": f"chat-{i}.txt", "text": "\n".join(f"Caroline: line {j} about the weather." for j in range(12))}
+        for i in range(3)
+    ]
+    asked = {"name": "group.txt", "text": "Caroline went to the LGBTQ support group on 7 May."}
+    import_docs(api, bank, files=[*chatty, asked])
+    res = query_docs(api, bank, query="When did Caroline go to the LGBTQ support group?", mode="keyword", strictness=0)
+    assert [r["file_path"] for r in res["results"]][:1] == ["group.txt"]
+    assert len(res["results"]) == 4  # the name alone still finds the others, ranked below
+
+
 async def _lexeme_counts(pg_url, bank):
     import asyncpg
 
