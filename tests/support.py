@@ -20,6 +20,7 @@ BANK_TABLES = {
     "fact_sources",
     "memory_documents",
     "bank_lexemes",
+    "chunk_lexemes",
     "mental_models",
     "mental_model_versions",
     "memory_versions",

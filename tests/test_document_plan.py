@@ -14,7 +14,8 @@ import pytest
 from pgvector.asyncpg import register_vector
 
 from hindsight.db.sql import Q, fill
-from hindsight.engine.binder import Binder
+from hindsight.engine.binder import Binder, Fragment
+from hindsight.engine.rag import Caller, keyword_statement
 
 from conftest import migrated_database
 from support import plan_nodes
@@ -66,10 +67,12 @@ async def test_the_planner_counts_the_documents_a_caller_may_see(docs_db):
     try:
         await register_vector(conn)
         qvec = await conn.fetchval("SELECT embedding FROM chunks WHERE bank_id = 'big' LIMIT 1")
-        for statement, arg in ((Q.chunk_semantic, qvec), (Q.chunk_keyword, "chunk")):
-            p = Binder("big", arg, [], "", 10)
-            sql = fill(statement, filter="")
-            plan = json.loads(await conn.fetchval("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, *p.values))[0]["Plan"]
+        p = Binder("big", qvec, [], "", 10)
+        counts = await conn.fetch(Q.chunk_word_frequencies, "big", ["chunk"])
+        keyword = keyword_statement("big", [list(counts)], Caller(), Fragment())
+        assert keyword is not None
+        for statement, values in ((fill(Q.chunk_semantic, filter=""), p.values), keyword):
+            plan = json.loads(await conn.fetchval("EXPLAIN (ANALYZE, FORMAT JSON) " + statement, *values))[0]["Plan"]
             scans = [n for n in plan_nodes(plan) if n.get("Relation Name") == "documents"]
             # Documents read as a whole are estimated near what passes (all 150 here), not at a
             # handful: the estimate that made the planner start from them.
@@ -91,17 +94,27 @@ async def test_each_caller_sees_the_public_documents_and_their_own(docs_db):
         await register_vector(conn)
         qvec = await conn.fetchval("SELECT embedding FROM chunks WHERE bank_id = 'small' LIMIT 1")
 
+        counts = list(await conn.fetch(Q.chunk_word_frequencies, "small", ["chunk"]))
+
         async def seen(tags: list[str], user: str) -> set[str]:
-            """The documents of the chunks a search of the small bank returns (of any bank)."""
+            """The documents of the chunks a search of the small bank returns (of any bank), the
+            same by either arm."""
             p = Binder("small", qvec, tags, user, 100)
-            ids = [r[0] for r in await conn.fetch(fill(Q.chunk_semantic, filter=""), *p.values)]
-            rows = await conn.fetch(
-                "SELECT DISTINCT d.source_name FROM chunks c JOIN documents d ON d.id = c.document_id"
-                " WHERE c.id = ANY($1::uuid[])",
-                ids,
-            )
-            assert len(ids) == PER_DOC * len(rows)  # every chunk of each document seen, none else
-            return {r[0] for r in rows}
+            keyword = keyword_statement("small", [counts], Caller(session_tags=tags, user_id=user or None), Fragment())
+            assert keyword is not None
+            keyword[1][3] = 100  # $4, the arm's limit: room for every chunk
+            found = set()
+            for statement, values in ((fill(Q.chunk_semantic, filter=""), p.values), keyword):
+                ids = [r["id"] for r in await conn.fetch(statement, *values)]
+                rows = await conn.fetch(
+                    "SELECT DISTINCT d.source_name FROM chunks c JOIN documents d ON d.id = c.document_id"
+                    " WHERE c.id = ANY($1::uuid[])",
+                    ids,
+                )
+                assert len(ids) == PER_DOC * len(rows)  # every chunk of each document seen, none else
+                found.add(frozenset(r[0] for r in rows))
+            assert len(found) == 1, found
+            return set(found.pop())
 
         assert await seen([], "") == {"public1"}
         assert await seen(["team-a"], "") == {"public1", "tagged1"}

@@ -222,20 +222,20 @@ def test_document_keyword_arm_ranks_pages_holding_more_of_the_words(api, bank):
     assert len(res["results"]) == 4  # the name alone still finds the others, ranked below
 
 
-async def _lexeme_counts(pg_url, bank):
+async def _lexeme_counts(pg_url, bank, rows="memories", counts="bank_lexemes"):
     import asyncpg
 
     conn = await asyncpg.connect(pg_url)
     try:
         kept = {
             r["lexeme"]: r["n"]
-            for r in await conn.fetch("SELECT lexeme, n FROM bank_lexemes WHERE bank_id = $1 AND n > 0", bank)
+            for r in await conn.fetch(f"SELECT lexeme, n FROM {counts} WHERE bank_id = $1 AND n > 0", bank)
         }
         recount = {
             r["l"]: r["n"]
             for r in await conn.fetch(
-                "SELECT l, count(*) AS n FROM memories m, unnest(tsvector_to_array(m.tsv)) l WHERE m.bank_id = $1"
-                " GROUP BY l UNION ALL SELECT '', count(*) FROM memories WHERE bank_id = $1 HAVING count(*) > 0",
+                f"SELECT l, count(*) AS n FROM {rows} m, unnest(tsvector_to_array(m.tsv)) l WHERE m.bank_id = $1"
+                f" GROUP BY l UNION ALL SELECT '', count(*) FROM {rows} WHERE bank_id = $1 HAVING count(*) > 0",
                 bank,
             )
         }
@@ -273,3 +273,41 @@ async def test_word_frequencies_follow_every_write(pg_url, server, bank):
         assert kept == recount and kept[""] == 13
         assert (await c.delete(f"/v1/banks/{bank}")).status_code == 200
         assert await _lexeme_counts(pg_url, bank) == ({}, {})
+
+
+async def test_chunk_word_frequencies_follow_every_write(pg_url, server, bank):
+    """chunk_lexemes (document search's word frequencies, migration 014) stays equal to a recount
+    through concurrent imports into one bank, a document replaced with new text, a document
+    deleted and the bank deleted; and the rare word it counts ranks its page first."""
+    import asyncio
+
+    import httpx
+
+    async with httpx.AsyncClient(base_url=server.url, timeout=120) as c:
+
+        async def put(i):
+            files = [
+                {"name": f"notes-{i}-{j}.txt", "text": f"Page {j} of batch {i}: herons nest by the mill pond {j}."}
+                for j in range(3)
+            ]
+            r = await c.post(f"/v1/banks/{bank}/documents", json={"files": files}, params={"wait": True})
+            assert r.status_code == 202 and r.json()["status"] == "succeeded", r.text
+
+        await asyncio.gather(*(put(i) for i in range(6)))
+        kept, recount = await _lexeme_counts(pg_url, bank, "chunks", "chunk_lexemes")
+        assert kept == recount and kept[""] == 18 and kept["heron"] == 18
+        replaced = {"name": "notes-0-0.txt", "text": "The kingfisher came back to the willow."}
+        r = await c.post(f"/v1/banks/{bank}/documents", json={"files": [replaced]}, params={"wait": True})
+        assert r.json()["result"]["files"][0]["status"] == "replaced", r.text
+        kept, recount = await _lexeme_counts(pg_url, bank, "chunks", "chunk_lexemes")
+        assert kept == recount and kept[""] == 18 and kept["heron"] == 17 and kept["kingfish"] == 1
+        r = await c.post(
+            f"/v1/banks/{bank}/documents/query", json={"query": "herons and the kingfisher", "mode": "keyword"}
+        )
+        assert r.status_code == 200 and r.json()["results"][0]["file_path"] == "notes-0-0.txt", r.text
+        doc = r.json()["results"][0]["document_id"]
+        assert (await c.delete(f"/v1/banks/{bank}/documents/{doc}")).status_code in (200, 204)
+        kept, recount = await _lexeme_counts(pg_url, bank, "chunks", "chunk_lexemes")
+        assert kept == recount and kept[""] == 17 and "kingfish" not in kept
+        assert (await c.delete(f"/v1/banks/{bank}")).status_code == 200
+        assert await _lexeme_counts(pg_url, bank, "chunks", "chunk_lexemes") == ({}, {})

@@ -266,43 +266,44 @@ async def ingest(
     async with rt.cpu_slots:
         chunks, pages, vectors = await asyncio.to_thread(cpu)
     doc_id = old["id"] if old is not None else uuid.uuid4()
-    async with rt.pool.acquire() as conn:
-        async with conn.transaction():
-            await conn.execute(Q.document_lock_name, f"doc/{bank_id}/{name}")
-            doc_id = await conn.fetchval(
-                Q.document_upsert,
-                doc_id,
-                bank_id,
-                name,
-                source_type,
-                url,
-                digest,
-                len(data),
-                payload["tags"],
-                payload["allowed_users"],
-                chunk_size,
-                len(chunks),
-                pages,
-            )
-            await conn.execute(Q.document_clear_chunks, bank_id, doc_id)
-            await conn.copy_records_to_table(
-                "chunks",
-                columns=[
-                    "id",
-                    "bank_id",
-                    "document_id",
-                    "position",
-                    "headline",
-                    "text",
-                    "page_start",
-                    "page_end",
-                    "embedding",
-                ],
-                records=[
-                    (uuid.uuid4(), bank_id, doc_id, i, c.headline, c.text, c.page_start, c.page_end, v)
-                    for i, (c, v) in enumerate(zip(chunks, vectors))
-                ],
-            )
+    # The bank's write lock first (rt.writes): replacing chunks updates the bank's lexeme counts
+    # (migration 014), whose row locks must be taken by one writer of the bank at a time.
+    async with rt.writes.open(bank_id) as conn:
+        await conn.execute(Q.document_lock_name, f"doc/{bank_id}/{name}")
+        doc_id = await conn.fetchval(
+            Q.document_upsert,
+            doc_id,
+            bank_id,
+            name,
+            source_type,
+            url,
+            digest,
+            len(data),
+            payload["tags"],
+            payload["allowed_users"],
+            chunk_size,
+            len(chunks),
+            pages,
+        )
+        await conn.execute(Q.document_clear_chunks, bank_id, doc_id)
+        await conn.copy_records_to_table(
+            "chunks",
+            columns=[
+                "id",
+                "bank_id",
+                "document_id",
+                "position",
+                "headline",
+                "text",
+                "page_start",
+                "page_end",
+                "embedding",
+            ],
+            records=[
+                (uuid.uuid4(), bank_id, doc_id, i, c.headline, c.text, c.page_start, c.page_end, v)
+                for i, (c, v) in enumerate(zip(chunks, vectors))
+            ],
+        )
     return FileOutcome(
         name=name,
         status="replaced" if old is not None else "imported",
@@ -398,7 +399,7 @@ async def count_documents(rt: Runtime, bank_ids: list[str]) -> dict[str, int]:
 
 async def delete_document(rt: Runtime, bank_id: str, document_id: str) -> None:
     did = parse_document_id(document_id)
-    async with rt.pool.acquire() as conn:
+    async with rt.writes.open(bank_id) as conn:  # its chunks leave the lexeme counts (migration 014)
         done = await conn.fetchval(Q.document_delete, bank_id, did)
     if done is None:
         raise NotFound(f"document {document_id} does not exist in bank {bank_id!r}", "document_id")

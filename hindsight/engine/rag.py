@@ -24,7 +24,7 @@ from ..db.sql import Q, fill
 from .binder import Binder, Fragment
 from .errors import InvalidArgument
 from .filters import CHUNK_FIELDS, compile_filter
-from .recall import fetch_ids, keyword_query
+from .recall import content_words, fetch_ids, rarest_first, rarity_score, seed_candidates
 from .relevance import MAX_TOP_K as MAX_SEARCH_TOP_K
 from .relevance import SearchOptions, relevance_sql
 from .strict import Strict
@@ -140,6 +140,49 @@ class ChunkHit:
         return list(range(lo, (hi or lo) + 1)) if lo is not None else []
 
 
+def keyword_statement(bank_id: str, counts: list[list], caller: Caller, filt: Fragment) -> tuple[str, list] | None:
+    """The keyword arms of a search's phrases as one statement (chunk_keyword, a branch a phrase
+    the bank holds words of), and its values, from each phrase's rows of chunk_word_frequencies;
+    None when the bank holds none of the words. One statement, not one a phrase: each phrase's
+    text differs, and each was prepared and planned on a round trip of its own."""
+    p = Binder(bank_id, caller.session_tags, caller.user_id, PER_ARM)
+    filters = filt.into(p)
+    branches = []
+    for k, rows in enumerate(counts):
+        present, idf, _ = rarest_first(rows)
+        if present:
+            words, weights = p([w for _, w in present], "text[]"), p(idf, "float8[]")
+            candidates = seed_candidates(Q.chunk_keyword_seed, present, p, filters)
+            branches.append(
+                fill(
+                    Q.chunk_keyword_branch,
+                    phrase=p(k, "int"),
+                    words=words,
+                    candidates=candidates,
+                    score=rarity_score(len(present), weights),
+                )
+            )
+    if not branches:
+        return None
+    return fill(Q.chunk_keyword, branches=" UNION ALL ".join(branches)), p.values
+
+
+async def _keyword_lists(rt: Runtime, bank_id: str, words: list[list[str]], caller: Caller, filt: Fragment) -> list:
+    """Each phrase's keyword arm (chunk ids, best first), from the bank's word frequencies; planned
+    for its words, as recall's keyword arm is (how common they are sets the plan)."""
+    lists: list[list] = [[] for _ in words]
+    wanted = sorted({w for ws in words for w in ws})
+    if not wanted:
+        return lists
+    async with rt.planned.acquire() as conn:
+        counts = {r["w"]: r for r in await conn.fetch(Q.chunk_word_frequencies, bank_id, wanted)}
+        statement = keyword_statement(bank_id, [[counts[w] for w in ws] for ws in words], caller, filt)
+        if statement is not None:
+            for r in await conn.fetch(statement[0], *statement[1]):
+                lists[r["phrase"]].append(r["id"])
+    return lists
+
+
 async def search_chunks(
     rt: Runtime,
     bank_id: str,
@@ -154,23 +197,29 @@ async def search_chunks(
     filt = Fragment()
     compiled = compile_filter(opts.filter, CHUNK_FIELDS, filt)
     filt.sql = f" AND {compiled}" if compiled else ""
-    async with rt.cpu_slots:
-        vectors = await asyncio.to_thread(rt.embedder.embed, phrases)
-    lists: list[tuple[str, Any]] = []
-
-    def search(arm: str, statement: str, query: Any) -> None:
-        p = Binder(bank_id, query, caller.session_tags, caller.user_id, PER_ARM)
-        lists.append((arm, fetch_ids(rt, fill(statement, filter=filt.into(p)), *p.values)))
-
-    for phrase, vec in zip(phrases, vectors):
-        if opts.mode != "keyword":
-            search("semantic", Q.chunk_semantic, vec)
-        tsq = keyword_query(phrase)
-        if tsq and opts.mode != "vector":
-            search("keyword", Q.chunk_keyword, tsq)
+    # The keyword arms need no vectors: they run while the model embeds the phrases.
+    words = [content_words(phrase) if opts.mode != "vector" else [] for phrase in phrases]
+    keyword = asyncio.ensure_future(_keyword_lists(rt, bank_id, words, caller, filt))
+    try:
+        async with rt.cpu_slots:
+            vectors = await asyncio.to_thread(rt.embedder.embed, phrases)
+    except BaseException:
+        keyword.cancel()
+        raise
+    semantic = []
+    if opts.mode != "keyword":
+        for vec in vectors:
+            p = Binder(bank_id, vec, caller.session_tags, caller.user_id, PER_ARM)
+            semantic.append(fetch_ids(rt, fill(Q.chunk_semantic, filter=filt.into(p)), *p.values))
+    by_phrase, *nearest = await asyncio.gather(keyword, *semantic)
+    # Phrase by phrase, semantic then keyword: the order ties of the fused score keep.
+    lists: list[tuple[str, list]] = []
+    for i, ids in enumerate(by_phrase):
+        lists += [("semantic", nearest[i])] if nearest else []
+        lists.append(("keyword", ids))
     scores: dict = {}
     found_by: dict = {}
-    for (arm, _), ids in zip(lists, await asyncio.gather(*(f for _, f in lists))):
+    for arm, ids in lists:
         for rank, cid in enumerate(ids):
             scores[cid] = scores.get(cid, 0.0) + 1.0 / (RRF_K + rank + 1)
             found_by.setdefault(cid, set()).add(arm)

@@ -105,11 +105,6 @@ def content_words(query: str) -> list[str]:
     return latin + cjk.query_grams(query)
 
 
-def keyword_query(query: str) -> str | None:
-    words = content_words(query)
-    return " | ".join(words) if words else None
-
-
 def entity_candidates(query: str) -> list[str]:
     words = [w.lower() for w in _NAME_WORD.findall(cjk.CJK_RUN.sub(" ", query))]
     grams = set()
@@ -182,15 +177,11 @@ async def keyword_ids(rt: Runtime, bank_id: str, words: list[str], f: Fragment) 
     # how common the words are, and took several times as long (bench/README.md, "... a custom
     # plan each call").
     async with rt.planned.acquire() as conn:
-        stats = await conn.fetch(Q.recall_word_frequencies, bank_id, words)
-        present = sorted((r["n"], r["w"]) for r in stats if r["n"] > 0)
+        present, idf, total = rarest_first(await conn.fetch(Q.recall_word_frequencies, bank_id, words))
         if not present:
             return []
-        total = max(stats[0]["total"] or 0, present[-1][0])
-        idf = [math.log(1 + (total - n + 0.5) / (n + 0.5)) for n, _ in present]
         p = Binder(bank_id, [w for _, w in present], idf, ARM_LIMIT)
         filters = f.into(p)
-        score = " + ".join(f"(c.tsv @@ q.tq[{i}])::int * ($3::float8[])[{i}]" for i in range(1, len(present) + 1))
         # The full-text index is shared by all banks: for a small bank next to a big one, reading
         # the big bank's postings costs more than testing the small bank's own rows
         # (bench/README.md, "Keyword arm: seed cap and common seeds").
@@ -199,14 +190,36 @@ async def keyword_ids(rt: Runtime, bank_id: str, words: list[str], f: Fragment) 
             candidates = fill(Q.recall_keyword_own_candidates, match=p(" | ".join(w for _, w in present)))
         else:
             own = ""
-            seeds = [
-                fill(Q.recall_keyword_seed, match=p(match), filter=filters, limit=p(limit))
-                for match, limit in zip(*_seed_matches(present))
-            ]
-            candidates = "(" + " UNION ".join(seeds) + ") c"
-        sql = fill(Q.recall_keyword, own=own, candidates=candidates, score=score)
+            candidates = seed_candidates(Q.recall_keyword_seed, present, p, filters)
+        sql = fill(Q.recall_keyword, own=own, candidates=candidates, score=rarity_score(len(present)))
         rows = await conn.fetch(sql, *p.values)
     return [(r[0], r[1]) for r in rows]
+
+
+def rarest_first(stats: list) -> tuple[list[tuple[int, str]], list[float], int]:
+    """From a word-frequencies statement's rows (w, n, total): the words the bank holds as
+    (count, word), rarest first, each one's inverse document frequency (BM25's idf), and the
+    number of rows counted in all."""
+    present = sorted((r["n"], r["w"]) for r in stats if r["n"] > 0)
+    if not present:
+        return [], [], 0
+    total = max(stats[0]["total"] or 0, present[-1][0])
+    return present, [math.log(1 + (total - n + 0.5) / (n + 0.5)) for n, _ in present], total
+
+
+def rarity_score(words: int, weights: str = "$3::float8[]") -> str:
+    """A candidate `c`'s score: the summed idf (`weights`, a float8[] placeholder) of the words
+    (q.tq, the statement's parsed words) its tsv holds."""
+    return " + ".join(f"(c.tsv @@ q.tq[{i}])::int * ({weights})[{i}]" for i in range(1, words + 1))
+
+
+def seed_candidates(seed: str, present: list[tuple[int, str]], p: Binder, filters: str) -> str:
+    """The candidates `c` (id, tsv) as the union of one statement fragment (`seed`, with /*match*/,
+    /*filter*/ and /*limit*/ slots) a seed query (_seed_matches)."""
+    seeds = [
+        fill(seed, match=p(match), filter=filters, limit=p(limit)) for match, limit in zip(*_seed_matches(present))
+    ]
+    return "(" + " UNION ".join(seeds) + ") c"
 
 
 def _seed_matches(present: list[tuple[int, str]]) -> tuple[list[str], list[int]]:

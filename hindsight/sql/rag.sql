@@ -16,20 +16,42 @@ WHERE c.bank_id = $1
   /*filter*/
 ORDER BY c.embedding <=> $2 LIMIT $5;
 
+-- chunk_word_frequencies --
+-- How many of the bank's chunks hold each word of a search's phrases ($2), and how many chunks it
+-- has in all (the '' lexeme): one index lookup a word in chunk_lexemes (migration 014).
+SELECT u.w, coalesce(b.n, 0) AS n, t.n AS total FROM unnest($2::text[]) u(w)
+LEFT JOIN chunk_lexemes b ON b.bank_id = $1 AND b.lexeme = (tsvector_to_array(to_tsvector('english', u.w)))[1]
+LEFT JOIN chunk_lexemes t ON t.bank_id = $1 AND t.lexeme = '';
+
 -- chunk_keyword --
--- The keyword arm of one phrase: chunks matching its words ($2, a tsquery) that the caller may see;
--- of equal ranks, by id (the cut does not depend on the plan's row order).
--- ts_rank, not ts_rank_cd: of a query's words joined by OR, cover density counts every occurrence
--- of any of them, so a page where a speaker's name comes twenty times outranked the one page
--- holding the rare words asked about; ts_rank gives a word's repeats little more than its first
--- occurrence, so the pages holding more of the words rank first. LoCoMo's conversations as 668
--- chunks, 1,536 questions: evidence in the arm's top 10 0.765 -> 0.907, in the fused top 10
--- 0.790 -> 0.823, at half the cost (bench/README.md, "Documents: the keyword arm's rank").
-SELECT c.id FROM chunks c JOIN documents d ON d.bank_id = c.bank_id AND d.id = c.document_id, to_tsquery('english', $2) q
-WHERE c.bank_id = $1 AND c.tsv @@ q
-  AND ((d.tags = '{}' AND d.allowed_users = '{}') OR d.tags && $3::text[] OR $4::text = ANY(d.allowed_users))
-  /*filter*/
-ORDER BY ts_rank(c.tsv, q, 1) DESC, c.id LIMIT $5;
+-- The keyword arms of a search, one branch (chunk_keyword_branch) a phrase, in one statement:
+-- each phrase's text differs, and as statements of their own each took a round trip to prepare.
+-- Rows: the phrase's index and a chunk id, each phrase's best first.
+SELECT phrase, id FROM (/*branches*/) k ORDER BY phrase, score DESC, len DESC, id;
+
+-- chunk_keyword_branch --
+-- The keyword arm of one phrase (/*phrase*/, its index), as recall's (recall_keyword): the chunks
+-- holding its words (/*words*/, rarest first) that the caller may see, ranked by the summed rarity
+-- (IDF) of the words each holds (/*score*/); candidates from the union of /*candidates*/
+-- (chunk_keyword_seed), the chunks holding the rarest words first. Of equal scores, chunks holding
+-- more distinct words first, then by id (the cut does not depend on the plan's row order).
+-- Before, ts_rank_cd and then ts_rank over every chunk holding any word: blind to rarity (a page
+-- where a speaker's name came twenty times outranked the page holding the rare words asked
+-- about), and ~45 ms a phrase on a bank of 100,000 chunks (bench/README.md, "Documents: the
+-- keyword arm weighs rare words").
+(WITH q AS MATERIALIZED (SELECT array_agg(to_tsquery('english', w) ORDER BY i) AS tq
+                         FROM unnest(/*words*/) WITH ORDINALITY u(w, i))
+ SELECT /*phrase*/ AS phrase, c.id, /*score*/ AS score, length(c.tsv) AS len
+ FROM q, /*candidates*/ ORDER BY score DESC, len DESC, c.id LIMIT $4)
+
+-- chunk_keyword_seed --
+-- Fragment of chunk_keyword_branch: the chunks one seed query (/*match*/) finds that the caller may
+-- see, under the filter, at most /*limit*/ of them.
+(SELECT c.id, strip(c.tsv) AS tsv FROM chunks c JOIN documents d ON d.bank_id = c.bank_id AND d.id = c.document_id
+ WHERE c.bank_id = $1 AND c.tsv @@ to_tsquery('english', /*match*/)
+   AND ((d.tags = '{}' AND d.allowed_users = '{}') OR d.tags && $2::text[] OR $3::text = ANY(d.allowed_users))
+   /*filter*/
+ LIMIT /*limit*/)
 
 -- chunk_details --
 -- The bank's ($1) fused chunks ($2) with their documents and relevance to the phrases.
