@@ -24,8 +24,10 @@ DIM = 384
 DOCS, PER_DOC = 150, 20
 
 
-async def _documents(conn: asyncpg.Connection, bank: str, docs: int, tags=(), users=(), name="doc") -> None:
-    """`docs` documents of PER_DOC chunks with random vectors."""
+async def _documents(
+    conn: asyncpg.Connection, bank: str, docs: int, tags=(), users=(), name="doc", text="chunk", per_doc=PER_DOC
+) -> None:
+    """`docs` documents of `per_doc` chunks ("<text> <position>") with random vectors."""
     await conn.execute("INSERT INTO banks (id) VALUES ($1) ON CONFLICT DO NOTHING", bank)
     await conn.execute(
         "WITH d AS (INSERT INTO documents (id, bank_id, source_name, source_type, content_hash, size_bytes,"
@@ -33,7 +35,7 @@ async def _documents(conn: asyncpg.Connection, bank: str, docs: int, tags=(), us
         "           SELECT gen_random_uuid(), $1, $2 || g, 'text', 'h', 1, 500, $4, $5 FROM generate_series(1, $3) g"
         "           RETURNING id)"
         " INSERT INTO chunks (id, bank_id, document_id, position, text, embedding)"
-        " SELECT gen_random_uuid(), $1, d.id, p, 'chunk ' || p,"
+        " SELECT gen_random_uuid(), $1, d.id, p, $7 || ' ' || p,"
         f"       (SELECT array_agg(random() - 0.5) FROM generate_series(1, {DIM}) WHERE p >= 0)::vector"
         " FROM d, generate_series(0, $6 - 1) p",
         bank,
@@ -41,7 +43,8 @@ async def _documents(conn: asyncpg.Connection, bank: str, docs: int, tags=(), us
         docs,
         list(tags),
         list(users),
-        PER_DOC,
+        per_doc,
+        text,
     )
 
 
@@ -122,5 +125,55 @@ async def test_each_caller_sees_the_public_documents_and_their_own(docs_db):
         assert await seen(["team-b"], "bob") == {"public1"}
         # ...and never another bank's documents ("elsewhere1" is tagged "team-a" for "ann").
         assert await seen(["team-a"], "ann") == {"public1", "tagged1", "anns1"}
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="module")
+def seeds_db(pg_url):
+    """A bank whose rarest query word is only in a tagged document: 3,100 public chunks hold
+    "alpha", 5 chunks of a document tagged "board" hold "beta"."""
+
+    async def fill(conn: asyncpg.Connection) -> None:
+        await _documents(conn, "seeds", 1, name="public", text="alpha report", per_doc=3_100)
+        await _documents(conn, "seeds", 1, tags=["board"], name="board", text="beta secret", per_doc=5)
+        await conn.execute("ANALYZE documents")
+        await conn.execute("ANALYZE chunks")
+
+    return migrated_database(pg_url, "document_seeds", fill)
+
+
+async def test_a_rare_word_the_caller_cannot_see_leaves_the_others_found(seeds_db):
+    """The keyword arm's seeds are the rarest words by the bank's counts, private documents
+    included: "beta" (5 chunks, all in the board's document) is the only seed of "alpha beta".
+    A caller who cannot see them, or whose filter leaves none of them, still gets the chunks
+    holding "alpha", the same as for "alpha" alone; those who see the board's get its chunks first."""
+    conn = await asyncpg.connect(seeds_db)
+    try:
+        counts = {r["w"]: r for r in await conn.fetch(Q.chunk_word_frequencies, "seeds", ["alpha", "beta"])}
+        assert (counts["alpha"]["n"], counts["beta"]["n"]) == (3_100, 5)
+
+        async def found(words: list[str], caller: Caller, where: str = "") -> list[str]:
+            filt = Fragment()
+            filt.sql = where
+            statement = keyword_statement("seeds", [[counts[w] for w in words]], caller, filt)
+            assert statement is not None
+            ids = [r["id"] for r in await conn.fetch(*statement[:1], *statement[1])]
+            rows = await conn.fetch(
+                "SELECT c.id, d.source_name FROM chunks c JOIN documents d ON d.id = c.document_id"
+                " WHERE c.id = ANY($1::uuid[])",
+                ids,
+            )
+            names = {r["id"]: r["source_name"] for r in rows}
+            return [names[i] for i in ids]
+
+        alone = await found(["alpha"], Caller())
+        assert alone == ["public1"] * 30
+        assert await found(["alpha", "beta"], Caller()) == alone
+        board = await found(["alpha", "beta"], Caller(session_tags=["board"]))
+        assert board[:5] == ["board1"] * 5 and board[5:] == ["public1"] * 25
+        # A filter that leaves out the seed's chunks narrows to the rest; it does not empty the arm.
+        narrowed = await found(["alpha", "beta"], Caller(session_tags=["board"]), " AND c.position >= 10")
+        assert narrowed == ["public1"] * 30
     finally:
         await conn.close()

@@ -61,6 +61,15 @@ async def test_keyword_ranking_on_a_large_bank(api, bank, pg_url):
     r = api.post(f"/v1/banks/{bank}/recall", json={"query": "garden", "mode": "keyword", "top_k": 50})
     assert len(r.json()["results"]) == 50 and all("garden" in m["text"] for m in r.json()["results"])
 
+    # Seeds are the rarest words by the bank's counts (greenhouse, garden, weather: 2,402
+    # memories; "note", in all of them, is left out). A filter that passes none of the seeds'
+    # memories leaves the arm the memories holding the word left out, not nothing.
+    logs = [{"content": f"Note {i}: the log was checked.", "tags": ["log"]} for i in range(3)]
+    assert api.post(f"/v1/banks/{bank}/memories", json={"items": logs}).status_code == 200
+    body = {"query": "greenhouse garden weather note", "mode": "keyword", "tags": ["log"], "tags_match": "any_strict"}
+    r = api.post(f"/v1/banks/{bank}/recall", json=body)
+    assert sorted(m["text"] for m in r.json()["results"]) == [f"Note {i}: the log was checked." for i in range(3)]
+
     # The arm runs on the planned pool, whose connections plan every call for its own words (a
     # generic plan cannot see how common they are); the shared pool keeps the server's default.
     pools = await Pools.open(pg_url, 1, 4)  # a planned pool of one connection: every run on it

@@ -24,7 +24,15 @@ from ..db.sql import Q, fill
 from .binder import Binder, Fragment
 from .errors import InvalidArgument
 from .filters import CHUNK_FIELDS, compile_filter
-from .recall import content_words, fetch_ids, rarest_first, rarity_score, seed_candidates
+from .recall import (
+    KEYWORD_SCAN_CAP,
+    content_words,
+    fetch_ids,
+    rarest_first,
+    rarity_score,
+    seed_candidates,
+    seed_words,
+)
 from .relevance import MAX_TOP_K as MAX_SEARCH_TOP_K
 from .relevance import SearchOptions, relevance_sql
 from .strict import Strict
@@ -150,18 +158,22 @@ def keyword_statement(bank_id: str, counts: list[list], caller: Caller, filt: Fr
     branches = []
     for k, rows in enumerate(counts):
         present, idf, _ = rarest_first(rows)
-        if present:
-            words, weights = p([w for _, w in present], "text[]"), p(idf, "float8[]")
-            candidates = seed_candidates(Q.chunk_keyword_seed, present, p, filters)
-            branches.append(
-                fill(
-                    Q.chunk_keyword_branch,
-                    phrase=p(k, "int"),
-                    words=words,
-                    candidates=candidates,
-                    score=rarity_score(len(present), weights),
-                )
+        if not present:
+            continue
+        words, weights = p([w for _, w in present], "text[]"), p(idf, "float8[]")
+        score = rarity_score(len(present), weights)
+        seeds = seed_words(present)
+        left = [w for _, w in present if w not in seeds]
+        wider = ""
+        if left:
+            seed = fill(Q.chunk_keyword_seed, match=p(" | ".join(left)), filter=filters, limit=p(KEYWORD_SCAN_CAP))
+            wider = fill(Q.chunk_keyword_wider, score=score, candidates=f"{seed} c")
+        candidates = seed_candidates(Q.chunk_keyword_seed, present, p, filters)
+        branches.append(
+            fill(
+                Q.chunk_keyword_branch, phrase=p(k, "int"), words=words, candidates=candidates, score=score, wider=wider
             )
+        )
     if not branches:
         return None
     return fill(Q.chunk_keyword, branches=" UNION ALL ".join(branches)), p.values
@@ -170,17 +182,19 @@ def keyword_statement(bank_id: str, counts: list[list], caller: Caller, filt: Fr
 async def _keyword_lists(rt: Runtime, bank_id: str, words: list[list[str]], caller: Caller, filt: Fragment) -> list:
     """Each phrase's keyword arm (chunk ids, best first), from the bank's word frequencies; planned
     for its words, as recall's keyword arm is (how common they are sets the plan)."""
-    lists: list[list] = [[] for _ in words]
     wanted = sorted({w for ws in words for w in ws})
     if not wanted:
-        return lists
+        return [[] for _ in words]
+    # A phrase asked twice (or with the same words) is searched once.
+    distinct = list(dict.fromkeys(tuple(ws) for ws in words))
+    found: list[list] = [[] for _ in distinct]
     async with rt.planned.acquire() as conn:
         counts = {r["w"]: r for r in await conn.fetch(Q.chunk_word_frequencies, bank_id, wanted)}
-        statement = keyword_statement(bank_id, [[counts[w] for w in ws] for ws in words], caller, filt)
+        statement = keyword_statement(bank_id, [[counts[w] for w in ws] for ws in distinct], caller, filt)
         if statement is not None:
             for r in await conn.fetch(statement[0], *statement[1]):
-                lists[r["phrase"]].append(r["id"])
-    return lists
+                found[r["phrase"]].append(r["id"])
+    return [found[distinct.index(tuple(ws))] for ws in words]
 
 
 async def search_chunks(

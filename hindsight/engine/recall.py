@@ -48,6 +48,10 @@ RRF_K = 20
 ARM_LIMIT = 60
 KEYWORD_SCAN_CAP = 3_000
 SEED_FETCH_ALL = 1_000
+# The rarest words of a query the keyword arms rank by: a word beyond them is common and weighs
+# little, and each word is one more test of every candidate (a 2,000-character phrase of 667
+# distinct words took ~1.9 s a statement, growing with the square of the words).
+MAX_QUERY_WORDS = 32
 SMALL_BANK = 2_000
 # When the time arm's walk of the vector index stops short, the window is ranked exactly from at
 # most this many memories mentioned in it and this many that occurred before its end
@@ -182,6 +186,7 @@ async def keyword_ids(rt: Runtime, bank_id: str, words: list[str], f: Fragment) 
             return []
         p = Binder(bank_id, [w for _, w in present], idf, ARM_LIMIT)
         filters = f.into(p)
+        score = rarity_score(len(present))
         # The full-text index is shared by all banks: for a small bank next to a big one, reading
         # the big bank's postings costs more than testing the small bank's own rows
         # (bench/README.md, "Keyword arm: seed cap and common seeds").
@@ -191,19 +196,33 @@ async def keyword_ids(rt: Runtime, bank_id: str, words: list[str], f: Fragment) 
         else:
             own = ""
             candidates = seed_candidates(Q.recall_keyword_seed, present, p, filters)
-        sql = fill(Q.recall_keyword, own=own, candidates=candidates, score=rarity_score(len(present)))
-        rows = await conn.fetch(sql, *p.values)
+        rows = await conn.fetch(fill(Q.recall_keyword, own=own, candidates=candidates, score=score), *p.values)
+        left = [w for _, w in present if w not in seed_words(present)]
+        if not rows and left and total > SMALL_BANK:
+            # Seeds are chosen by the bank's counts, which include the memories the filters (or
+            # what is true now: superseded and invalidated ones) leave out: a rare word held only
+            # by those emptied the arm. Then the words left out are the seeds. Only then: filling
+            # a short list too (as document search does) gave 6 of 308 LoCoMo questions at 100k up
+            # to 43 more memories sharing only a common word, whose fused ranks reach a top 10;
+            # and a second statement only when needed keeps the usual one as it was (as one
+            # statement, +0.2-0.5 ms at 100k; bench/README.md, "Documents: the keyword arm weighs
+            # rare words").
+            p = Binder(bank_id, [w for _, w in present], idf, ARM_LIMIT)
+            filters = f.into(p)
+            wider = fill(Q.recall_keyword_seed, match=p(" | ".join(left)), filter=filters, limit=p(KEYWORD_SCAN_CAP))
+            rows = await conn.fetch(fill(Q.recall_keyword, own="", candidates=f"{wider} c", score=score), *p.values)
     return [(r[0], r[1]) for r in rows]
 
 
 def rarest_first(stats: list) -> tuple[list[tuple[int, str]], list[float], int]:
     """From a word-frequencies statement's rows (w, n, total): the words the bank holds as
-    (count, word), rarest first, each one's inverse document frequency (BM25's idf), and the
-    number of rows counted in all."""
+    (count, word), rarest first (at most MAX_QUERY_WORDS), each one's inverse document frequency
+    (BM25's idf), and the number of rows counted in all."""
     present = sorted((r["n"], r["w"]) for r in stats if r["n"] > 0)
     if not present:
         return [], [], 0
     total = max(stats[0]["total"] or 0, present[-1][0])
+    present = present[:MAX_QUERY_WORDS]
     return present, [math.log(1 + (total - n + 0.5) / (n + 0.5)) for n, _ in present], total
 
 
@@ -222,11 +241,9 @@ def seed_candidates(seed: str, present: list[tuple[int, str]], p: Binder, filter
     return "(" + " UNION ".join(seeds) + ") c"
 
 
-def _seed_matches(present: list[tuple[int, str]]) -> tuple[list[str], list[int]]:
-    """Full-text queries (and row limits) whose union holds every memory that can rank in the
-    keyword arm's top ARM_LIMIT, up to ties, among those holding a seed: the rarest words (present
-    is sorted by count) up to KEYWORD_SCAN_CAP rows. Words are content words (letters and digits,
-    or CJK characters; present in the bank), so they need no quoting inside a tsquery."""
+def seed_words(present: list[tuple[int, str]]) -> list[str]:
+    """The seeds: the rarest words (present is sorted by count) up to KEYWORD_SCAN_CAP rows, at
+    least one."""
     seeds: list[str] = []
     scanned = 0
     for count, w in present:
@@ -234,6 +251,15 @@ def _seed_matches(present: list[tuple[int, str]]) -> tuple[list[str], list[int]]
             break
         seeds.append(w)
         scanned += count
+    return seeds
+
+
+def _seed_matches(present: list[tuple[int, str]]) -> tuple[list[str], list[int]]:
+    """Full-text queries (and row limits) whose union holds every memory that can rank in the
+    keyword arm's top ARM_LIMIT, up to ties, among those holding a seed (seed_words). Words are
+    content words (letters and digits, or CJK characters; present in the bank), so they need no
+    quoting inside a tsquery."""
+    seeds = seed_words(present)
     counts = {w: c for c, w in present}
     small = [s for s in seeds if counts[s] <= SEED_FETCH_ALL]
     matches, limits = ([" | ".join(small)], [KEYWORD_SCAN_CAP]) if small else ([], [])

@@ -30,19 +30,30 @@ LEFT JOIN chunk_lexemes t ON t.bank_id = $1 AND t.lexeme = '';
 SELECT phrase, id FROM (/*branches*/) k ORDER BY phrase, score DESC, len DESC, id;
 
 -- chunk_keyword_branch --
--- The keyword arm of one phrase (/*phrase*/, its index), as recall's (recall_keyword): the chunks
+-- Fragment of chunk_keyword: the keyword arm of one phrase (/*phrase*/, its index), as recall's (recall_keyword): the chunks
 -- holding its words (/*words*/, rarest first) that the caller may see, ranked by the summed rarity
 -- (IDF) of the words each holds (/*score*/); candidates from the union of /*candidates*/
--- (chunk_keyword_seed), the chunks holding the rarest words first. Of equal scores, chunks holding
--- more distinct words first, then by id (the cut does not depend on the plan's row order).
+-- (chunk_keyword_seed), the chunks holding the rarest words first, and, when those give fewer
+-- than the arm's $4 and words were left out, /*wider*/ (chunk_keyword_wider). Of equal scores,
+-- chunks holding more distinct words first, then by id (of a word held by over 1,000 chunks, the
+-- ones holding it alone are any 60 of them: they all score the same).
 -- Before, ts_rank_cd and then ts_rank over every chunk holding any word: blind to rarity (a page
 -- where a speaker's name came twenty times outranked the page holding the rare words asked
 -- about), and ~45 ms a phrase on a bank of 100,000 chunks (bench/README.md, "Documents: the
 -- keyword arm weighs rare words").
 (WITH q AS MATERIALIZED (SELECT array_agg(to_tsquery('english', w) ORDER BY i) AS tq
-                         FROM unnest(/*words*/) WITH ORDINALITY u(w, i))
- SELECT /*phrase*/ AS phrase, c.id, /*score*/ AS score, length(c.tsv) AS len
- FROM q, /*candidates*/ ORDER BY score DESC, len DESC, c.id LIMIT $4)
+                         FROM unnest(/*words*/) WITH ORDINALITY u(w, i)),
+      seeded AS MATERIALIZED (SELECT c.id, /*score*/ AS score, length(c.tsv) AS len
+                              FROM q, /*candidates*/ ORDER BY score DESC, len DESC, c.id LIMIT $4)
+ SELECT /*phrase*/ AS phrase, id, score, len FROM (SELECT * FROM seeded /*wider*/) s
+ ORDER BY score DESC, len DESC, id LIMIT $4)
+
+-- chunk_keyword_wider --
+-- Fragment of chunk_keyword_branch: when the seeds' chunks the caller may see under the filter are
+-- fewer than the arm's $4, those holding the words left out (/*candidates*/): seeds are chosen by
+-- the bank's counts, private documents included, and a rare word only in documents the caller
+-- cannot see emptied the arm, which told them the word was there.
+UNION SELECT c.id, /*score*/, length(c.tsv) FROM q, /*candidates*/ WHERE (SELECT count(*) < $4 FROM seeded)
 
 -- chunk_keyword_seed --
 -- Fragment of chunk_keyword_branch: the chunks one seed query (/*match*/) finds that the caller may
