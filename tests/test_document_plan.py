@@ -132,10 +132,12 @@ async def test_each_caller_sees_the_public_documents_and_their_own(docs_db):
 @pytest.fixture(scope="module")
 def seeds_db(pg_url):
     """A bank whose rarest query word is only in a tagged document: 3,100 public chunks hold
-    "alpha", 5 chunks of a document tagged "board" hold "beta"."""
+    "alpha", 3,100 others "report", 40 both; 5 chunks of a document tagged "board" hold "beta"."""
 
     async def fill(conn: asyncpg.Connection) -> None:
-        await _documents(conn, "seeds", 1, name="public", text="alpha report", per_doc=3_100)
+        await _documents(conn, "seeds", 1, name="alphas", text="alpha note", per_doc=3_100)
+        await _documents(conn, "seeds", 1, name="reports", text="report note", per_doc=3_100)
+        await _documents(conn, "seeds", 1, name="both", text="alpha report", per_doc=40)
         await _documents(conn, "seeds", 1, tags=["board"], name="board", text="beta secret", per_doc=5)
         await conn.execute("ANALYZE documents")
         await conn.execute("ANALYZE chunks")
@@ -145,20 +147,23 @@ def seeds_db(pg_url):
 
 async def test_a_rare_word_the_caller_cannot_see_leaves_the_others_found(seeds_db):
     """The keyword arm's seeds are the rarest words by the bank's counts, private documents
-    included: "beta" (5 chunks, all in the board's document) is the only seed of "alpha beta".
-    A caller who cannot see them, or whose filter leaves none of them, still gets the chunks
-    holding "alpha", the same as for "alpha" alone; those who see the board's get its chunks first."""
+    included: "beta" (5 chunks, all in the board's document) is the only seed of "alpha report
+    beta". A caller who cannot see them, or whose filter leaves none of them, still gets the
+    chunks holding the other words, those holding both first (the words left out are seeded as
+    the first seeds are, not read as any 3,000 chunks holding either); those who see the board's
+    document get its chunks first."""
     conn = await asyncpg.connect(seeds_db)
     try:
-        counts = {r["w"]: r for r in await conn.fetch(Q.chunk_word_frequencies, "seeds", ["alpha", "beta"])}
-        assert (counts["alpha"]["n"], counts["beta"]["n"]) == (3_100, 5)
+        words = ["alpha", "report", "beta"]
+        counts = {r["w"]: r for r in await conn.fetch(Q.chunk_word_frequencies, "seeds", words)}
+        assert [counts[w]["n"] for w in words] == [3_140, 3_140, 5]
 
         async def found(words: list[str], caller: Caller, where: str = "") -> list[str]:
             filt = Fragment()
             filt.sql = where
             statement = keyword_statement("seeds", [[counts[w] for w in words]], caller, filt)
             assert statement is not None
-            ids = [r["id"] for r in await conn.fetch(*statement[:1], *statement[1])]
+            ids = [r["id"] for r in await conn.fetch(statement[0], *statement[1])]
             rows = await conn.fetch(
                 "SELECT c.id, d.source_name FROM chunks c JOIN documents d ON d.id = c.document_id"
                 " WHERE c.id = ANY($1::uuid[])",
@@ -167,13 +172,12 @@ async def test_a_rare_word_the_caller_cannot_see_leaves_the_others_found(seeds_d
             names = {r["id"]: r["source_name"] for r in rows}
             return [names[i] for i in ids]
 
-        alone = await found(["alpha"], Caller())
-        assert alone == ["public1"] * 30
-        assert await found(["alpha", "beta"], Caller()) == alone
-        board = await found(["alpha", "beta"], Caller(session_tags=["board"]))
-        assert board[:5] == ["board1"] * 5 and board[5:] == ["public1"] * 25
+        assert await found(words, Caller()) == ["both1"] * 30
+        board = await found(words, Caller(session_tags=["board"]))
+        assert board == ["board1"] * 5 + ["both1"] * 25
         # A filter that leaves out the seed's chunks narrows to the rest; it does not empty the arm.
-        narrowed = await found(["alpha", "beta"], Caller(session_tags=["board"]), " AND c.position >= 10")
-        assert narrowed == ["public1"] * 30
+        narrowed = await found(words, Caller(session_tags=["board"]), " AND c.position >= 10")
+        assert narrowed == ["both1"] * 30
+        assert set(await found(["alpha"], Caller())) <= {"alphas1", "both1"}
     finally:
         await conn.close()

@@ -138,9 +138,10 @@ async def count_bank(rt: Runtime, bank_id: str) -> BankCounts:
 
 async def delete_bank(rt: Runtime, bank_id: str) -> int:
     """Delete a bank; its rows go by cascade. Writers that hold the bank's write lock are waited
-    for; one that cannot take it (a document import's foreign-key checks lock the bank row after
-    its own rows) may still meet the cascade in the other order, so a deadlock that PostgreSQL
-    resolves against this transaction is retried."""
+    for; one that does not take it (an operation queued, an upload staged for an import, a
+    document's access changed: their foreign-key checks lock the bank row after their own rows)
+    may still meet the cascade in the other order, so a deadlock that PostgreSQL resolves against
+    this transaction is retried."""
     for attempt in range(3):
         try:
             async with rt.writes.open(bank_id) as conn:

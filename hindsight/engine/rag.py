@@ -12,6 +12,7 @@ of the RAG-over-MCP search tools.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import uuid
@@ -24,15 +25,7 @@ from ..db.sql import Q, fill
 from .binder import Binder, Fragment
 from .errors import InvalidArgument
 from .filters import CHUNK_FIELDS, compile_filter
-from .recall import (
-    KEYWORD_SCAN_CAP,
-    content_words,
-    fetch_ids,
-    rarest_first,
-    rarity_score,
-    seed_candidates,
-    seed_words,
-)
+from .recall import content_words, fetch_ids, left_out, rarest_first, rarity_score, seed_candidates
 from .relevance import MAX_TOP_K as MAX_SEARCH_TOP_K
 from .relevance import SearchOptions, relevance_sql
 from .strict import Strict
@@ -162,12 +155,12 @@ def keyword_statement(bank_id: str, counts: list[list], caller: Caller, filt: Fr
             continue
         words, weights = p([w for _, w in present], "text[]"), p(idf, "float8[]")
         score = rarity_score(len(present), weights)
-        seeds = seed_words(present)
-        left = [w for _, w in present if w not in seeds]
+        left = left_out(present)
         wider = ""
         if left:
-            seed = fill(Q.chunk_keyword_seed, match=p(" | ".join(left)), filter=filters, limit=p(KEYWORD_SCAN_CAP))
-            wider = fill(Q.chunk_keyword_wider, score=score, candidates=f"{seed} c")
+            wider = fill(
+                Q.chunk_keyword_wider, score=score, candidates=seed_candidates(Q.chunk_keyword_seed, left, p, filters)
+            )
         candidates = seed_candidates(Q.chunk_keyword_seed, present, p, filters)
         branches.append(
             fill(
@@ -185,7 +178,7 @@ async def _keyword_lists(rt: Runtime, bank_id: str, words: list[list[str]], call
     wanted = sorted({w for ws in words for w in ws})
     if not wanted:
         return [[] for _ in words]
-    # A phrase asked twice (or with the same words) is searched once.
+    # The keyword search of a phrase asked twice (or with the same words, in the same order) runs once.
     distinct = list(dict.fromkeys(tuple(ws) for ws in words))
     found: list[list] = [[] for _ in distinct]
     async with rt.planned.acquire() as conn:
@@ -219,6 +212,8 @@ async def search_chunks(
             vectors = await asyncio.to_thread(rt.embedder.embed, phrases)
     except BaseException:
         keyword.cancel()
+        with contextlib.suppress(BaseException):  # its own error, if it had one, is not this one
+            await keyword
         raise
     semantic = []
     if opts.mode != "keyword":

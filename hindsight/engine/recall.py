@@ -19,6 +19,7 @@ ranking words by rarity was the largest gain, so the keyword arm weighs most.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import re
 from collections.abc import Awaitable
@@ -197,8 +198,8 @@ async def keyword_ids(rt: Runtime, bank_id: str, words: list[str], f: Fragment) 
             own = ""
             candidates = seed_candidates(Q.recall_keyword_seed, present, p, filters)
         rows = await conn.fetch(fill(Q.recall_keyword, own=own, candidates=candidates, score=score), *p.values)
-        left = [w for _, w in present if w not in seed_words(present)]
-        if not rows and left and total > SMALL_BANK:
+        left = left_out(present) if not rows and total > SMALL_BANK else []
+        if left:
             # Seeds are chosen by the bank's counts, which include the memories the filters (or
             # what is true now: superseded and invalidated ones) leave out: a rare word held only
             # by those emptied the arm. Then the words left out are the seeds. Only then: filling
@@ -208,9 +209,8 @@ async def keyword_ids(rt: Runtime, bank_id: str, words: list[str], f: Fragment) 
             # statement, +0.2-0.5 ms at 100k; bench/README.md, "Documents: the keyword arm weighs
             # rare words").
             p = Binder(bank_id, [w for _, w in present], idf, ARM_LIMIT)
-            filters = f.into(p)
-            wider = fill(Q.recall_keyword_seed, match=p(" | ".join(left)), filter=filters, limit=p(KEYWORD_SCAN_CAP))
-            rows = await conn.fetch(fill(Q.recall_keyword, own="", candidates=f"{wider} c", score=score), *p.values)
+            candidates = seed_candidates(Q.recall_keyword_seed, left, p, f.into(p))
+            rows = await conn.fetch(fill(Q.recall_keyword, own="", candidates=candidates, score=score), *p.values)
     return [(r[0], r[1]) for r in rows]
 
 
@@ -252,6 +252,13 @@ def seed_words(present: list[tuple[int, str]]) -> list[str]:
         seeds.append(w)
         scanned += count
     return seeds
+
+
+def left_out(present: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The words (count, word) the seeds leave out, rarest first: seeded in turn when the seeds'
+    rows are too few for the caller (their seeds are chosen by counts of rows it may not see)."""
+    seeds = set(seed_words(present))
+    return [(n, w) for n, w in present if w not in seeds]
 
 
 def _seed_matches(present: list[tuple[int, str]]) -> tuple[list[str], list[int]]:
@@ -316,6 +323,8 @@ async def recall(rt: Runtime, bank_id: str, req: RecallRequest) -> RecallResult:
         for started in arms.values():  # only the keyword arm runs this early
             if isinstance(started, asyncio.Future):
                 started.cancel()
+                with contextlib.suppress(BaseException):  # its own error, if it had one, is not this one
+                    await started
         raise
     if req.mode != "keyword":
         arms["semantic"] = _timed("semantic", semantic_ids(rt, bank_id, qvec, f))

@@ -36,7 +36,7 @@ SELECT phrase, id FROM (/*branches*/) k ORDER BY phrase, score DESC, len DESC, i
 -- (chunk_keyword_seed), the chunks holding the rarest words first, and, when those give fewer
 -- than the arm's $4 and words were left out, /*wider*/ (chunk_keyword_wider). Of equal scores,
 -- chunks holding more distinct words first, then by id (of a word held by over 1,000 chunks, the
--- ones holding it alone are any 60 of them: they all score the same).
+-- ones holding it alone are read as any 60 of them: they all score the same).
 -- Before, ts_rank_cd and then ts_rank over every chunk holding any word: blind to rarity (a page
 -- where a speaker's name came twenty times outranked the page holding the rare words asked
 -- about), and ~45 ms a phrase on a bank of 100,000 chunks (bench/README.md, "Documents: the
@@ -50,7 +50,8 @@ SELECT phrase, id FROM (/*branches*/) k ORDER BY phrase, score DESC, len DESC, i
 
 -- chunk_keyword_wider --
 -- Fragment of chunk_keyword_branch: when the seeds' chunks the caller may see under the filter are
--- fewer than the arm's $4, those holding the words left out (/*candidates*/): seeds are chosen by
+-- fewer than the arm's $4, those holding the words left out (/*candidates*/, seeded as the first
+-- seeds are, so chunks holding several of them come first): seeds are chosen by
 -- the bank's counts, private documents included, and a rare word only in documents the caller
 -- cannot see emptied the arm, which told them the word was there.
 UNION SELECT c.id, /*score*/, length(c.tsv) FROM q, /*candidates*/ WHERE (SELECT count(*) < $4 FROM seeded)
