@@ -33,8 +33,9 @@ async def lock_writes(conn: asyncpg.Connection, bank_id: str) -> None:
     those that write several of its tables at once (mental models with their operations, deleting
     the bank). The memory writers all update the bank's lexeme counts (migration 004) and entity
     counts, the chunk writers its chunk lexeme counts (migration 014); holding this lock first
-    means such row locks are always taken by one writer at a time, so they cannot deadlock. Writers already queue on the bank's memory-count row, so the lock costs
-    little concurrency: the CPU work (splitting, embedding) happens before it is taken."""
+    means such row locks are always taken by one writer at a time, so they cannot deadlock.
+    Writers already queue on the bank's memory-count row, so the lock costs little concurrency:
+    the CPU work (splitting, embedding) happens before it is taken."""
     await conn.execute(Q.bank_lock_writes, f"bank-writes/{bank_id}")
 
 

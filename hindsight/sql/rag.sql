@@ -1,7 +1,8 @@
 -- Document search: rag_search, search_documents and verify_document_access (engine/rag.py).
 -- Access: a caller sees a document that is public (no tags, no allowed users), shares one of its
--- session tags ($3) or is among its allowed users ($4). /*filter*/ holds the request's filter
--- expression, bound after each statement's own parameters.
+-- session tags or is among its allowed users (bound as $3 and $4, or $2 and $3 in the keyword
+-- statement). /*filter*/ holds the request's filter expression, bound after each statement's own
+-- parameters.
 -- "Public" is written as equality with '{}', which PostgreSQL estimates from its statistics:
 -- written as cardinality(...) = 0 it was guessed to pass 0.5% of documents, so searches were
 -- planned from the documents, a probe of the chunks for each: 200 ms for a bank of 2,000 chunks
