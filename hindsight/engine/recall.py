@@ -48,11 +48,7 @@ if TYPE_CHECKING:
 RRF_K = 20
 ARM_LIMIT = 60
 KEYWORD_SCAN_CAP = 3_000
-# A seed held by more memories than this is read as "seed AND another query word" plus any
-# ARM_LIMIT holding it alone (same scores, ties at the cut aside): at 1,000, the keyword arm at
-# 100k read ~10% more rows for the same ranking (bench/README.md, "Keyword arm: fetch fewer seeds
-# whole").
-SEED_FETCH_ALL = 300
+SEED_FETCH_ALL = 1_000
 # The rarest words of a query the keyword arms rank by: a word beyond them is common and weighs
 # little, and each word is one more test of every candidate (a 2,000-character phrase of 667
 # distinct words took ~1.9 s a statement, growing with the square of the words).

@@ -36,7 +36,7 @@ SELECT phrase, id FROM (/*branches*/) k ORDER BY phrase, score DESC, len DESC, i
 -- (IDF) of the words each holds (/*score*/); candidates from the union of /*candidates*/
 -- (chunk_keyword_seed), the chunks holding the rarest words first, and, when those give fewer
 -- than the arm's $4 and words were left out, /*wider*/ (chunk_keyword_wider). Of equal scores,
--- chunks holding more distinct words first, then by id (of a word held by over 300 chunks, the
+-- chunks holding more distinct words first, then by id (of a word held by over 1,000 chunks, the
 -- ones holding it alone are read as any 60 of them: they all score the same).
 -- Before, ts_rank_cd and then ts_rank over every chunk holding any word: blind to rarity (a page
 -- where a speaker's name came twenty times outranked the page holding the rare words asked
