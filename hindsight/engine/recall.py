@@ -48,6 +48,9 @@ if TYPE_CHECKING:
 RRF_K = 20
 ARM_LIMIT = 60
 KEYWORD_SCAN_CAP = 3_000
+# Lower saved ~0.3 ms a keyword arm at 100k, but each seed past it is a full-text AND that decodes
+# every other query word's postings: 32 words, ten of them seeds, took 42 ms instead of 15 at 300
+# (bench/README.md, "Keyword arm: fetch fewer seeds whole (measured, not kept)").
 SEED_FETCH_ALL = 1_000
 # The rarest words of a query the keyword arms rank by: a word beyond them is common and weighs
 # little, and each word is one more test of every candidate (a 2,000-character phrase of 667
