@@ -70,7 +70,7 @@ async def main(args) -> None:
                 row = {"memories": size, **await measure(client, "curve", questions, args.clients, rss)}
                 out["curve"].append(row)
                 print(f"  {size:>9,}: {row}", flush=True)
-        out["server_peak_rss_mb"] = round(rss.peak / 2**20)  # the supervisor's alone with --workers > 1
+        out["server_peak_rss_mb"] = round(rss.peak / 2**20)  # the largest server process (lb.RSS)
         out["cpu_steal_percent"] = steal.percent()
     finally:
         server.stop()

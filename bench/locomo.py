@@ -5,12 +5,14 @@ to --scale memories (synthesised from the LoCoMo turns with perturbed embeddings
     .venv/bin/python bench/locomo.py            # full run (about 15 minutes on 2 cores)
     .venv/bin/python bench/locomo.py --scale 0  # skip the large-bank part
     .venv/bin/python bench/locomo.py --scale 0 --model multilingual  # another embedding model
+    .venv/bin/python bench/locomo.py --workers 2  # served by HINDSIGHT_API_WORKERS=2
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -48,12 +50,20 @@ def pct(xs, p):
 
 
 class RSS:
+    """The peak resident memory of the largest server process: the server itself, or with
+    HINDSIGHT_API_WORKERS each worker (the supervisor that only watches them is smaller)."""
+
     def __init__(self, pid):
         self.proc = psutil.Process(pid)
         self.peak = 0
 
     def sample(self):
-        self.peak = max(self.peak, self.proc.memory_info().rss)
+        procs = [self.proc]
+        with contextlib.suppress(psutil.Error):
+            procs += self.proc.children(recursive=True)
+        for pr in procs:
+            with contextlib.suppress(psutil.Error):  # a worker may be between lives
+                self.peak = max(self.peak, pr.memory_info().rss)
 
 
 def bank_of(record) -> str:
@@ -272,12 +282,13 @@ async def main(args):
         "HINDSIGHT_API_DATABASE_URL": pg_url,
         "HINDSIGHT_API_DB_POOL_MAX": "40",
         "HINDSIGHT_API_LOG_LEVEL": "warning",
+        "HINDSIGHT_API_WORKERS": str(args.workers),
     }
     if args.model:
         env["HINDSIGHT_API_EMBEDDING_MODEL"] = args.model
-    server = Server(env).start()
+    server = Server(env).start(timeout=180)
     rss = RSS(server.proc.pid)
-    out = {"machine": machine(), "date": time.strftime("%Y-%m-%d")}
+    out = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), "workers": args.workers}
     try:
         convs = list(locomo.locomo_conversations())[: args.conversations]
         last_ts = {c["sample_id"]: max(s["timestamp"] for s in c["sessions"] if s["timestamp"]) + "Z" for c in convs}
@@ -387,7 +398,8 @@ async def main(args):
     if args.model:
         out["model"] = args.model
     report(out)
-    save(out, "latest" if not args.model else f"locomo-{args.model}")
+    name = "latest" if not args.model else f"locomo-{args.model}"
+    save(out, name if args.workers == 1 else f"{name}-workers{args.workers}")
 
 
 def save(out, name: str = "latest"):
@@ -402,7 +414,7 @@ def latency(xs: list[float], suffix: str = "") -> dict:
 
 
 def report(out):
-    print("\n== Hindsight LoCoMo benchmark ==", out["machine"], out["date"])
+    print("\n== Hindsight LoCoMo benchmark ==", out["machine"], out["date"], f"workers={out.get('workers', 1)}")
     print(f"retain: {out['retain']['turns_per_s']} turns/s ({out['retain']['turns']} turns)")
     print("evidence recall (hindsight | pure vector):")
     er = out["evidence_recall"]
@@ -423,7 +435,7 @@ def report(out):
                 f"  evidence recall there (n={sc['questions']}): "
                 + "  ".join(f"@{k}: {sc['evidence_recall'][f'r@{k}']:.3f}" for k in KS)
             )
-    print(f"server peak RSS: {out['server_peak_rss_mb']} MB")
+    print(f"server peak RSS (the largest server process): {out['server_peak_rss_mb']} MB")
     if out.get("cpu_steal_percent") is not None:
         print(f"CPU time taken by the hypervisor during the run (steal): {out['cpu_steal_percent']}%")
 
@@ -433,4 +445,5 @@ if __name__ == "__main__":
     ap.add_argument("--scale", type=int, default=100_000, help="grow a bank to this many memories (0: skip)")
     ap.add_argument("--conversations", type=int, default=10)
     ap.add_argument("--model", default="", help="HINDSIGHT_API_EMBEDDING_MODEL (default: the server's default)")
+    ap.add_argument("--workers", type=int, default=1, help="HINDSIGHT_API_WORKERS of the server")
     asyncio.run(main(ap.parse_args()))
