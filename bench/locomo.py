@@ -354,7 +354,7 @@ async def main(args):
 
             out["server_peak_rss_mb"] = round(rss.peak / 2**20)
             report(out)
-            save(out)
+            save(out, result_name(args))  # the LoCoMo part, kept if the 100k part fails
             if args.scale:
                 big = "scale_bank"
                 print(f"growing a bank to {args.scale} memories ...", flush=True)
@@ -398,11 +398,17 @@ async def main(args):
     if args.model:
         out["model"] = args.model
     report(out)
+    save(out, result_name(args))
+
+
+def result_name(args) -> str:
+    """bench/results/<name>.json: latest.json for the default run, another file for another model
+    or number of workers, so a variant never replaces the default's figures."""
     name = "latest" if not args.model else f"locomo-{args.model}"
-    save(out, name if args.workers == 1 else f"{name}-workers{args.workers}")
+    return name if args.workers == 1 else f"{name}-workers{args.workers}"
 
 
-def save(out, name: str = "latest"):
+def save(out, name: str):
     dest = ROOT / "bench" / "results"
     dest.mkdir(exist_ok=True)
     (dest / f"{name}.json").write_text(json.dumps(out, indent=2))
