@@ -291,3 +291,45 @@ def test_bank_default_chunk_size_and_per_import_override(api, bank):
     assert again["status"] == "replaced"  # re-chunked at the bank's new default
     r = api.patch(f"/v1/banks/{bank}", json={"document_chunk_size": 50})
     assert r.status_code == 422 and "document_chunk_size" in r.json()["message"]
+
+
+async def test_unchanged_reimport_never_gives_its_access_to_content_replaced_meanwhile(api, bank, pg_url):
+    """An unchanged re-import reads the document before any lock, then updates its access lists.
+    If another import replaced the content meanwhile (here: a transaction holding the row with a
+    restricted version, committed while the re-import waits on it), the update must not land on
+    the new content: before, the restricted version ended with the re-import's (public) access."""
+    import asyncio
+
+    import asyncpg
+
+    public = "# Handbook\n\nOpening hours are nine to five."
+    assert import_docs(api, bank, files=[{"name": "race.md", "text": public}])["status"] == "succeeded"
+    conn, watch = await asyncpg.connect(pg_url), await asyncpg.connect(pg_url)
+    try:
+        before = await conn.fetchval("SELECT content_hash FROM documents WHERE bank_id = $1", bank)
+        replacing = conn.transaction()
+        await replacing.start()
+        await conn.execute(
+            "UPDATE documents SET content_hash = 'restricted', allowed_users = '{alice}' WHERE bank_id = $1", bank
+        )
+        again = asyncio.ensure_future(
+            asyncio.to_thread(import_docs, api, bank, files=[{"name": "race.md", "text": public}])
+        )
+        waiting = 0
+        for _ in range(600):  # until the re-import waits on the row that transaction holds
+            waiting = await watch.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE documents%'"
+            )
+            if waiting:
+                break
+            await asyncio.sleep(0.05)
+        assert waiting, "the re-import never reached the access update"
+        await replacing.commit()
+        res = (await again)["result"]["files"][0]
+        row = await conn.fetchrow("SELECT content_hash, allowed_users FROM documents WHERE bank_id = $1", bank)
+    finally:
+        await conn.close()
+        await watch.close()
+    # The re-import found other content than it compared, so it imported its own in full.
+    assert res["status"] == "replaced", res
+    assert (row["content_hash"], row["allowed_users"]) == (before, [])

@@ -246,15 +246,12 @@ async def ingest(
             name,
         )
         if old is not None and old["content_hash"] == digest and old["chunk_size"] == chunk_size:
-            # access tags may change without new content
-            await conn.execute(
-                Q.document_set_access,
-                bank_id,
-                old["id"],
-                payload["tags"],
-                payload["allowed_users"],
+            # Access may change without new content, if the content is still this one.
+            chunks = await conn.fetchval(
+                Q.document_set_access, bank_id, old["id"], payload["tags"], payload["allowed_users"], digest, chunk_size
             )
-            return FileOutcome(name=name, status="unchanged", document_id=str(old["id"]), chunks=old["chunk_count"])
+            if chunks is not None:
+                return FileOutcome(name=name, status="unchanged", document_id=str(old["id"]), chunks=chunks)
 
     def cpu():
         blocks, pages = read(name, source_type, data)

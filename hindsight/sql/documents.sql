@@ -10,8 +10,13 @@ SELECT $1, o.id, $3, $4 FROM operations o WHERE o.id = $2 AND o.bank_id = $5;
 SELECT id, content_hash, chunk_size, chunk_count FROM documents WHERE bank_id = $1 AND source_name = $2;
 
 -- document_set_access --
--- An unchanged re-import may still change who sees the document.
-UPDATE documents SET tags = $3, allowed_users = $4 WHERE bank_id = $1 AND id = $2;
+-- An unchanged re-import may still change who sees the document: only while it still holds the
+-- content compared ($5, $6). Read before any lock, the document may be replaced meanwhile; an
+-- unconditional update waited for that import to commit and then gave its new content this
+-- import's access lists (a restricted version made public). No row back: import it in full.
+UPDATE documents SET tags = $3, allowed_users = $4
+WHERE bank_id = $1 AND id = $2 AND content_hash = $5 AND chunk_size = $6
+RETURNING chunk_count;
 
 -- document_lock_name --
 -- One import at a time per source name, to the end of the transaction.
