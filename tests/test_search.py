@@ -311,3 +311,37 @@ async def test_chunk_word_frequencies_follow_every_write(pg_url, server, bank):
         assert kept == recount and kept[""] == 17 and "kingfish" not in kept
         assert (await c.delete(f"/v1/banks/{bank}")).status_code == 200
         assert await _lexeme_counts(pg_url, bank, "chunks", "chunk_lexemes") == ({}, {})
+
+
+async def test_document_search_embeds_on_the_query_path_and_keyword_mode_not_at_all(app, rest, bank):
+    """Phrases go through the embedder's query path (its own threads and cache, as recall's
+    queries), never the batch path imports and retains share: through it a search waited for a
+    CPU slot behind whole documents being embedded. Keyword search needs no vectors at all."""
+    text = "# Falcon X\n\nThe Falcon X router ships with eight ports.\n\n## Reset\n\nHold the button ten seconds."
+    r = await rest.post(
+        f"/v1/banks/{bank}/documents", params={"wait": True}, json={"files": [{"name": "x.md", "text": text}]}
+    )
+    assert r.json()["status"] == "succeeded", r.text
+    embedder = app.engine.rt.embedder
+    calls: list[tuple[str, list]] = []
+    batch, query = embedder.embed, embedder.query
+
+    def spy_batch(texts):
+        calls.append(("batch", list(texts)))
+        return batch(texts)
+
+    async def spy_query(t):
+        calls.append(("query", [t]))
+        return await query(t)
+
+    embedder.embed, embedder.query = spy_batch, spy_query
+    try:
+        phrases = ["how many ports does the router have", "reset the router"]
+        r = await rest.post(f"/v1/banks/{bank}/documents/query", json={"query": phrases[0], "mode": "keyword"})
+        assert r.status_code == 200 and r.json()["results"], r.text
+        assert calls == []
+        r = await rest.post(f"/v1/banks/{bank}/documents/search", json={"search_phrases": phrases})
+        assert r.status_code == 200 and r.json()["segments"], r.text
+        assert sorted(calls) == [("query", [p]) for p in sorted(phrases)]
+    finally:
+        del embedder.embed, embedder.query  # the class's methods again

@@ -2,8 +2,8 @@
 
 Access (documented in docs/documents.md): a document with no access tags and no allowed users is public;
 otherwise the caller sees it when `x-user-id` is among its allowed users or `x-session-tags`
-shares at least one tag with it. Every phrase is embedded in one batch; each phrase's semantic and
-keyword searches run concurrently; all lists are fused with reciprocal rank fusion (a chunk found
+shares at least one tag with it. Every phrase is embedded on the query threads (keyword mode
+embeds nothing); each phrase's semantic and keyword searches run concurrently; all lists are fused with reciprocal rank fusion (a chunk found
 by several phrases and arms rises), deduplicated and cut to `top_k`. `search_documents` is the same
 search with every option of relevance.SearchOptions (mode, threshold, filter), in the result shape
 of the RAG-over-MCP search tools.
@@ -208,8 +208,10 @@ async def search_chunks(
     words = [content_words(phrase) if opts.mode != "vector" else [] for phrase in phrases]
     keyword = asyncio.ensure_future(_keyword_lists(rt, bank_id, words, caller, filt))
     try:
-        async with rt.cpu_slots:
-            vectors = await asyncio.to_thread(rt.embedder.embed, phrases)
+        # On the query threads, as recall's queries (cached, one run a core): through the batch
+        # path a search waited for a CPU slot behind imports embedding whole documents (up to 5 s
+        # in a chaos drill). Keyword search ranks and scores without vectors, so embeds nothing.
+        vectors = [] if opts.mode == "keyword" else await asyncio.gather(*(rt.embedder.query(t) for t in phrases))
     except BaseException:
         keyword.cancel()
         with contextlib.suppress(BaseException):  # its own error, if it had one, is not this one
