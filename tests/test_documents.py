@@ -333,3 +333,22 @@ async def test_unchanged_reimport_never_gives_its_access_to_content_replaced_mea
     # The re-import found other content than it compared, so it imported its own in full.
     assert res["status"] == "replaced", res
     assert (row["content_hash"], row["allowed_users"]) == (before, [])
+
+
+async def test_an_import_whose_upload_is_gone_ends_cancelled_not_failed(app, rest, bank, monkeypatch):
+    """Uploads are stored with their operation and go with it (deleting the bank mid-import takes
+    them): the import then has nothing to read. It ends cancelled, saying why, instead of a
+    TypeError hashing nothing, logged as a failure and retried. Here the upload reads as gone."""
+    from hindsight.db.sql import Q
+
+    monkeypatch.setitem(
+        Q._sql, "document_upload_data", "SELECT NULL::bytea WHERE $1::text IS NOT NULL AND $2::uuid IS NOT NULL"
+    )
+    r = await rest.post(
+        f"/v1/banks/{bank}/documents", params={"wait": True}, json={"files": [{"name": "x.md", "text": "Hi."}]}
+    )
+    assert r.status_code == 202, r.text
+    op = r.json()
+    assert op["status"] == "cancelled", op
+    r = await rest.get(f"/v1/banks/{bank}/operations/{op['operation_id']}")
+    assert "the upload of x.md is gone" in (r.json().get("error") or ""), r.json()

@@ -331,6 +331,9 @@ async def run_import(rt: Runtime, job: Job) -> dict:
         try:
             async with rt.pool.acquire() as conn:
                 data = await conn.fetchval(Q.document_upload_data, job.bank_id, up["id"])
+            if data is None:
+                # Uploads go with their operation: deleting the bank (or the operation) took it.
+                raise ops.Cancelled(f"the upload of {up['name']} is gone: its bank or this import was deleted")
             t = p["types"].get(up["name"]) or detect_type(up["name"], None, data)
             outcomes.append(await ingest(rt, job.bank_id, up["name"], data, t, None, p))
         except UnreadableFile as exc:
