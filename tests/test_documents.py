@@ -229,48 +229,6 @@ async def test_rag_search_and_verify_with_the_official_client(server, api, tagge
         assert gone["has_access"] is False and "deleted" in gone["error"]
 
 
-async def test_a_named_caller_lists_gets_counts_and_deletes_only_documents_it_may_see(server, api, tagged_bank):
-    """x-user-id / x-session-tags name the end user a RAG client acts for: listings, a document's
-    record, the collection counts and deletion follow the rule search applies, and a document it
-    may not see answers as one that does not exist. Without them the caller is the bank's
-    operator (its API key is the boundary) and manages every document."""
-    every = {"sales.txt", "hr.txt", "public.txt", "bob.txt"}
-    listing = api.get(f"/v1/banks/{tagged_bank}/documents").json()["documents"]
-    assert {d["source_name"] for d in listing} == every
-    ids = {d["source_name"]: d["document_id"] for d in listing}
-
-    def listed(**headers) -> set[str]:
-        r = api.get(f"/v1/banks/{tagged_bank}/documents", headers=headers)
-        assert r.status_code == 200, r.text
-        return {d["source_name"] for d in r.json()["documents"]}
-
-    assert listed(**{"x-user-id": "mallory@example.com"}) == {"public.txt"}
-    assert listed(**{"x-user-id": "bob@example.com"}) == {"public.txt", "bob.txt"}
-    assert listed(**{"x-session-tags": '["department:hr"]'}) == {"public.txt", "hr.txt"}
-    mallory = {"x-user-id": "mallory@example.com"}
-    hidden = api.get(f"/v1/banks/{tagged_bank}/documents/{ids['bob.txt']}", headers=mallory)
-    unknown = api.get(f"/v1/banks/{tagged_bank}/documents/00000000-0000-4000-8000-000000000000", headers=mallory)
-    assert hidden.status_code == unknown.status_code == 404
-    assert hidden.json()["message"].replace(ids["bob.txt"], "X") == unknown.json()["message"].replace(
-        "00000000-0000-4000-8000-000000000000", "X"
-    )
-    assert api.delete(f"/v1/banks/{tagged_bank}/documents/{ids['bob.txt']}", headers=mallory).status_code == 404
-    assert api.get(f"/v1/banks/{tagged_bank}/documents/{ids['bob.txt']}").status_code == 200  # still there
-
-    async with mcp_session(f"{server.url}/mcp/{tagged_bank}/", mallory) as c:
-        res = (await c.call_tool("list_documents", {})).structured_content
-        assert {d["source_name"] for d in res["documents"]} == {"public.txt"}
-        with pytest.raises(MCPError):
-            await c.call_tool("get_document", {"doc_id": ids["hr.txt"]})
-    async with mcp_session(f"{server.url}/mcp/", {**mallory, "X-Bank-Id": tagged_bank}) as c:
-        cols = (await c.call_tool("list_collections", {})).structured_content
-        mine = [col for col in cols["collections"] if col["collection_id"] == tagged_bank]
-        assert mine and mine[0]["document_count"] == 1, cols
-    async with mcp_session(f"{server.url}/mcp/{tagged_bank}/") as c:  # the operator
-        res = (await c.call_tool("list_documents", {})).structured_content
-        assert {d["source_name"] for d in res["documents"]} == every
-
-
 def test_cli_documents_import_with_progress_list_search_delete(server, api, bank, tmp_path):
     import subprocess
     import sys

@@ -34,10 +34,9 @@ async def list_documents(
     bank_id: BankId,
     who: Caller,
     eng: EngineDep,
-    request: Request,
     query: DocumentListQuery = Query(),
 ) -> DocumentList:
-    return await eng.list_documents(who, bank_id, query, parse_caller(request.headers))
+    return await eng.list_documents(who, bank_id, query)
 
 
 @router.post("/search", summary="rag_search over the documents (x-user-id / x-session-tags headers filter access)")
@@ -63,12 +62,10 @@ async def query(
 
 
 @router.get("/{document_id}", summary="Get one document")
-async def get_document(document_id: str, bank_id: BankId, who: Caller, eng: EngineDep, request: Request) -> Document:
-    return await eng.get_document(who, bank_id, document_id, parse_caller(request.headers))
+async def get_document(document_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> Document:
+    return await eng.get_document(who, bank_id, document_id)
 
 
 @router.delete("/{document_id}", summary="Delete a document and its chunks")
-async def delete_document(
-    document_id: str, bank_id: BankId, who: Caller, eng: EngineDep, request: Request
-) -> DocumentDeleted:
-    return await eng.delete_document(who, bank_id, document_id, parse_caller(request.headers))
+async def delete_document(document_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> DocumentDeleted:
+    return await eng.delete_document(who, bank_id, document_id)

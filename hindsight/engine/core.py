@@ -382,33 +382,23 @@ class Engine:
         self.require(who, bank_id, write=True)
         return await docs.import_documents(self.rt, bank_id, req, wait)
 
-    # `caller`: the end user a RAG client acts for (x-user-id, x-session-tags), who sees and manages
-    # only the documents search would show it; None or no one named: the bank's operator (rag.access_params).
-    async def list_documents(
-        self, who: Principal, bank_id: str, req: docs.DocumentListQuery, caller: rag.Caller | None = None
-    ) -> docs.DocumentList:
+    async def list_documents(self, who: Principal, bank_id: str, req: docs.DocumentListQuery) -> docs.DocumentList:
         self.require(who, bank_id)
-        return await docs.list_documents(self.rt, bank_id, req, caller)
+        return await docs.list_documents(self.rt, bank_id, req)
 
-    async def get_document(
-        self, who: Principal, bank_id: str, document_id: str, caller: rag.Caller | None = None
-    ) -> docs.Document:
+    async def get_document(self, who: Principal, bank_id: str, document_id: str) -> docs.Document:
         self.require(who, bank_id)
-        return await docs.get_document(self.rt, bank_id, document_id, caller)
+        return await docs.get_document(self.rt, bank_id, document_id)
 
-    async def delete_document(
-        self, who: Principal, bank_id: str, document_id: str, caller: rag.Caller | None = None
-    ) -> docs.DocumentDeleted:
+    async def delete_document(self, who: Principal, bank_id: str, document_id: str) -> docs.DocumentDeleted:
         self.require(who, bank_id, write=True)
-        await docs.delete_document(self.rt, bank_id, document_id, caller)
+        await docs.delete_document(self.rt, bank_id, document_id)
         return docs.DocumentDeleted(deleted=True, document_id=document_id, bank_id=bank_id)
 
-    async def document_counts(
-        self, who: Principal, bank_ids: list[str], caller: rag.Caller | None = None
-    ) -> dict[str, int]:
+    async def document_counts(self, who: Principal, bank_ids: list[str]) -> dict[str, int]:
         """How many documents each of the banks holds, among those `who` may see."""
         visible = who.visible_banks()
-        return await docs.count_documents(self.rt, [b for b in bank_ids if visible is None or b in visible], caller)
+        return await docs.count_documents(self.rt, [b for b in bank_ids if visible is None or b in visible])
 
     async def find_document_bank(self, who: Principal, document_id: str) -> str | None:
         """The bank holding a document id, among the banks `who` may see (ids are UUIDs, unique

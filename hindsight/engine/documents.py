@@ -27,7 +27,6 @@ from . import operations as ops
 from .banks import ensure_bank
 from .errors import InvalidArgument, NotFound, parse_uuid
 from .models import Offset, _clean_tags, confirmation
-from .rag import Caller, access_params
 from .strict import Strict
 
 if TYPE_CHECKING:
@@ -358,9 +357,14 @@ async def run_import(rt: Runtime, job: Job) -> dict:
     }
 
 
-async def list_documents(rt: Runtime, bank_id: str, req: DocumentListQuery, caller: Caller | None) -> DocumentList:
+async def list_documents(rt: Runtime, bank_id: str, req: DocumentListQuery) -> DocumentList:
     async with rt.pool.acquire() as conn:
-        rows = await conn.fetch(Q.document_list, bank_id, req.limit, req.offset, *access_params(caller))
+        rows = await conn.fetch(
+            Q.document_list,
+            bank_id,
+            req.limit,
+            req.offset,
+        )
     return DocumentList(documents=[to_document(r) for r in rows], count=len(rows))
 
 
@@ -368,11 +372,10 @@ def parse_document_id(document_id: str) -> uuid.UUID:
     return parse_uuid(document_id, "document_id", "a document")
 
 
-async def get_document(rt: Runtime, bank_id: str, document_id: str, caller: Caller | None) -> Document:
-    """A document the caller may not see answers as one that does not exist (no hint that it does)."""
+async def get_document(rt: Runtime, bank_id: str, document_id: str) -> Document:
     did = parse_document_id(document_id)
     async with rt.pool.acquire() as conn:
-        r = await conn.fetchrow(Q.document_get, bank_id, did, *access_params(caller))
+        r = await conn.fetchrow(Q.document_get, bank_id, did)
     if r is None:
         raise NotFound(f"document {document_id} does not exist in bank {bank_id!r}", "document_id")
     return to_document(r)
@@ -388,15 +391,15 @@ async def find_document_bank(rt: Runtime, document_id: str, only: set[str] | Non
         )
 
 
-async def count_documents(rt: Runtime, bank_ids: list[str], caller: Caller | None) -> dict[str, int]:
+async def count_documents(rt: Runtime, bank_ids: list[str]) -> dict[str, int]:
     async with rt.pool.acquire() as conn:
-        rows = await conn.fetch(Q.document_counts, bank_ids, *access_params(caller))
+        rows = await conn.fetch(Q.document_counts, bank_ids)
     return {r["bank_id"]: r["n"] for r in rows}
 
 
-async def delete_document(rt: Runtime, bank_id: str, document_id: str, caller: Caller | None) -> None:
+async def delete_document(rt: Runtime, bank_id: str, document_id: str) -> None:
     did = parse_document_id(document_id)
     async with rt.writes.open(bank_id) as conn:  # its chunks leave the lexeme counts (migration 014)
-        done = await conn.fetchval(Q.document_delete, bank_id, did, *access_params(caller))
+        done = await conn.fetchval(Q.document_delete, bank_id, did)
     if done is None:
         raise NotFound(f"document {document_id} does not exist in bank {bank_id!r}", "document_id")

@@ -78,17 +78,6 @@ class Caller(Strict):
     session_tags: list[str] = Field(default_factory=list)
 
 
-def access_params(caller: Caller | None) -> tuple[bool, list[str], str | None]:
-    """(names itself, session tags, user id) for the document statements' access test (sql/
-    documents.sql). A caller that names itself (x-user-id or x-session-tags: the end user a RAG
-    client acts for) sees in listings only the documents search would show it; one that names
-    no one acts as the bank's operator, whose API key is the boundary, and sees every document
-    with its access lists, to manage them."""
-    if caller is None or not (caller.user_id or caller.session_tags):
-        return False, [], None
-    return True, caller.session_tags, caller.user_id
-
-
 def parse_caller(headers) -> Caller:
     """x-user-id and x-session-tags (a JSON array of strings) from the request headers."""
     raw = headers.get("x-session-tags")

@@ -119,7 +119,7 @@ class UrlAdded(BaseModel):
 async def list_collections(call: Call, req: None) -> CollectionList:
     """List the document collections (banks) this API key may access, with document counts."""
     banks = (await call.engine.list_banks(call.who)).banks
-    counts = await call.engine.document_counts(call.who, [b.bank_id for b in banks], call.caller)
+    counts = await call.engine.document_counts(call.who, [b.bank_id for b in banks])
     out = [
         Collection(
             collection_id=b.bank_id,
@@ -174,7 +174,7 @@ async def fetch_and_add_document_from_url(call: Call, req: UrlImport) -> UrlAdde
 async def delete_collection(call: Call, req: CollectionDelete) -> CollectionDeleted:
     """Delete an entire collection (the bank: documents, chunks, memories, mental models).
     Requires `confirm: true` and an admin key. Use with caution."""
-    docs = (await call.engine.document_counts(call.who, [call.bank_id], call.caller)).get(call.bank_id, 0)
+    docs = (await call.engine.document_counts(call.who, [call.bank_id])).get(call.bank_id, 0)
     gone = await call.engine.delete_bank(call.who, call.bank_id)
     return CollectionDeleted(deleted=True, collection_id=call.bank_id, documents=docs, memories=gone.memories_deleted)
 

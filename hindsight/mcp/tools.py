@@ -316,13 +316,13 @@ async def import_documents(call: Call, req: ImportDocumentsRequest) -> ImportAcc
 async def list_documents(call: Call, req: DocumentListQuery) -> DocumentList:
     """List the documents in the bank's knowledge base (name, type, URL, hash, size, tags, chunk
     count), by name."""
-    return await call.engine.list_documents(call.who, call.bank_id, req, call.caller)
+    return await call.engine.list_documents(call.who, call.bank_id, req)
 
 
 @tool(DocumentRef, read_only=True, idempotent=True, collection_alias=True)
 async def get_document(call: Call, req: DocumentRef) -> Document:
     """One document's record, by the id list_documents or import_documents returned."""
-    return await call.engine.get_document(call.who, call.bank_id, req.doc_id, call.caller)
+    return await call.engine.get_document(call.who, call.bank_id, req.doc_id)
 
 
 @tool(DocumentDelete, destructive=True, idempotent=True, collection_alias=True)
@@ -333,7 +333,7 @@ async def delete_document(call: Call, req: DocumentDelete) -> DocumentDeleted:
     bank_id = call.bank_id
     if call.bank_source == "default":
         bank_id = await call.engine.find_document_bank(call.who, req.doc_id) or bank_id
-    return await call.engine.delete_document(call.who, bank_id, req.doc_id, call.caller)
+    return await call.engine.delete_document(call.who, bank_id, req.doc_id)
 
 
 @tool(RagSearchRequest, read_only=True, idempotent=True, top_level_result=True)

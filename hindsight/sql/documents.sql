@@ -62,38 +62,25 @@ DELETE FROM document_uploads u USING operations o
 WHERE o.id = u.operation_id AND o.bank_id = $1 AND u.operation_id = $2;
 
 -- document_list --
--- A page of the bank's documents, by name; for a caller that names itself ($4), those it may see
--- ($5 its session tags, $6 its user id; rag.access_params), by the rule search applies.
+-- A page of the bank's documents, by name.
 SELECT id, bank_id, source_name, source_type, source_url, content_hash, size_bytes, tags, allowed_users,
        chunk_size, chunk_count, page_count, created_at, updated_at
-FROM documents
-WHERE bank_id = $1
-  AND (NOT $4::boolean OR (tags = '{}' AND allowed_users = '{}') OR tags && $5::text[] OR $6::text = ANY(allowed_users))
-ORDER BY source_name LIMIT $2 OFFSET $3;
+FROM documents WHERE bank_id = $1 ORDER BY source_name LIMIT $2 OFFSET $3;
 
 -- document_get --
--- One document of a bank, if the caller may see it (as document_list: $3-$5).
+-- One document of a bank.
 SELECT id, bank_id, source_name, source_type, source_url, content_hash, size_bytes, tags, allowed_users,
        chunk_size, chunk_count, page_count, created_at, updated_at
-FROM documents
-WHERE bank_id = $1 AND id = $2
-  AND (NOT $3::boolean OR (tags = '{}' AND allowed_users = '{}') OR tags && $4::text[] OR $5::text = ANY(allowed_users));
+FROM documents WHERE bank_id = $1 AND id = $2;
 
 -- document_find_bank --
 -- The bank holding a document id, among the banks the key may see ($2; NULL: all).
 SELECT bank_id FROM documents WHERE id = $1 AND ($2::text[] IS NULL OR bank_id = ANY($2::text[]));
 
 -- document_counts --
--- Document counts of the listed banks (the collection tools show them): those the caller may see
--- (as document_list: $2-$4).
-SELECT bank_id, count(*) AS n FROM documents
-WHERE bank_id = ANY($1::text[])
-  AND (NOT $2::boolean OR (tags = '{}' AND allowed_users = '{}') OR tags && $3::text[] OR $4::text = ANY(allowed_users))
-GROUP BY bank_id;
+-- Document counts of the listed banks (the collection tools show them).
+SELECT bank_id, count(*) AS n FROM documents WHERE bank_id = ANY($1::text[]) GROUP BY bank_id;
 
 -- document_delete --
--- Delete a document the caller may see (as document_list: $3-$5); its chunks go by cascade.
-DELETE FROM documents
-WHERE bank_id = $1 AND id = $2
-  AND (NOT $3::boolean OR (tags = '{}' AND allowed_users = '{}') OR tags && $4::text[] OR $5::text = ANY(allowed_users))
-RETURNING id;
+-- Delete a document; its chunks go by cascade.
+DELETE FROM documents WHERE bank_id = $1 AND id = $2 RETURNING id;
