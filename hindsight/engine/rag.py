@@ -3,10 +3,11 @@
 Access (documented in docs/documents.md): a document with no access tags and no allowed users is public;
 otherwise the caller sees it when `x-user-id` is among its allowed users or `x-session-tags`
 shares at least one tag with it. Every phrase is embedded on the query threads (keyword mode
-embeds nothing); each phrase's semantic and keyword searches run concurrently; all lists are fused with reciprocal rank fusion (a chunk found
-by several phrases and arms rises), deduplicated and cut to `top_k`. `search_documents` is the same
-search with every option of relevance.SearchOptions (mode, threshold, filter), in the result shape
-of the RAG-over-MCP search tools.
+embeds nothing); each phrase's semantic and keyword searches run concurrently; all lists are
+fused with reciprocal rank fusion (a chunk found by several phrases and arms rises), deduplicated
+and cut to `top_k`. `search_documents` is the same search with every option of
+relevance.SearchOptions (mode, threshold, filter), in the result shape of the RAG-over-MCP search
+tools.
 """
 
 from __future__ import annotations
@@ -218,10 +219,9 @@ async def search_chunks(
             await keyword
         raise
     semantic = []
-    if opts.mode != "keyword":
-        for vec in vectors:
-            p = Binder(bank_id, vec, caller.session_tags, caller.user_id, PER_ARM)
-            semantic.append(fetch_ids(rt, fill(Q.chunk_semantic, filter=filt.into(p)), *p.values))
+    for vec in vectors:  # none in keyword mode
+        p = Binder(bank_id, vec, caller.session_tags, caller.user_id, PER_ARM)
+        semantic.append(fetch_ids(rt, fill(Q.chunk_semantic, filter=filt.into(p)), *p.values))
     by_phrase, *nearest = await asyncio.gather(keyword, *semantic)
     # Phrase by phrase, semantic then keyword: the order ties of the fused score keep.
     lists: list[tuple[str, list]] = []

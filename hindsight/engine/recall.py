@@ -188,19 +188,25 @@ async def keyword_ids(rt: Runtime, bank_id: str, words: list[str], f: Fragment) 
         present, idf, total = rarest_first(await conn.fetch(Q.recall_word_frequencies, bank_id, words))
         if not present:
             return []
-        p = Binder(bank_id, [w for _, w in present], idf, ARM_LIMIT)
-        filters = f.into(p)
         score = rarity_score(len(present))
+
+        def statement(seeds: list[tuple[int, str]] | None) -> tuple[str, list]:
+            """The arm's statement and values: candidates seeded by `seeds`, or (None) the bank's
+            own rows holding any word."""
+            p = Binder(bank_id, [w for _, w in present], idf, ARM_LIMIT)
+            filters = f.into(p)
+            if seeds is not None:
+                candidates = seed_candidates(Q.recall_keyword_seed, seeds, p, filters)
+                return fill(Q.recall_keyword, own="", candidates=candidates, score=score), p.values
+            own = fill(Q.recall_keyword_own, filter=filters)
+            candidates = fill(Q.recall_keyword_own_candidates, match=p(" | ".join(w for _, w in present)))
+            return fill(Q.recall_keyword, own=own, candidates=candidates, score=score), p.values
+
         # The full-text index is shared by all banks: for a small bank next to a big one, reading
         # the big bank's postings costs more than testing the small bank's own rows
         # (bench/README.md, "Keyword arm: seed cap and common seeds").
-        if total <= SMALL_BANK:
-            own = fill(Q.recall_keyword_own, filter=filters)
-            candidates = fill(Q.recall_keyword_own_candidates, match=p(" | ".join(w for _, w in present)))
-        else:
-            own = ""
-            candidates = seed_candidates(Q.recall_keyword_seed, present, p, filters)
-        rows = await conn.fetch(fill(Q.recall_keyword, own=own, candidates=candidates, score=score), *p.values)
+        sql, values = statement(None if total <= SMALL_BANK else present)
+        rows = await conn.fetch(sql, *values)
         left = left_out(present) if not rows and total > SMALL_BANK else []
         if left:
             # Seeds are chosen by the bank's counts, which include the memories the filters (or
@@ -211,9 +217,8 @@ async def keyword_ids(rt: Runtime, bank_id: str, words: list[str], f: Fragment) 
             # and a second statement only when needed keeps the usual one as it was (as one
             # statement, +0.2-0.5 ms at 100k; bench/README.md, "Documents: the keyword arm weighs
             # rare words").
-            p = Binder(bank_id, [w for _, w in present], idf, ARM_LIMIT)
-            candidates = seed_candidates(Q.recall_keyword_seed, left, p, f.into(p))
-            rows = await conn.fetch(fill(Q.recall_keyword, own="", candidates=candidates, score=score), *p.values)
+            sql, values = statement(left)
+            rows = await conn.fetch(sql, *values)
     return [(r[0], r[1]) for r in rows]
 
 
