@@ -8,6 +8,7 @@ the test sets."""
 from __future__ import annotations
 
 import json
+import math
 from types import SimpleNamespace  # the arm needs only the Runtime's shared pool and sizes
 
 import asyncpg
@@ -19,7 +20,7 @@ from hindsight.db.sql import Q, fill
 from hindsight.engine import sizes as sizes_module
 from hindsight.engine.binder import Binder
 from hindsight.engine.models import RecallRequest
-from hindsight.engine.recall import ARM_LIMIT, request_filters, semantic_ids
+from hindsight.engine.recall import ARM_LIMIT, entity_ids, request_filters, semantic_ids, sorted_arms
 from hindsight.engine.sizes import EXACT_BANK_ROWS, EXACT_READ_ROWS, BankSizes, ranks_exactly
 
 from conftest import migrated_database
@@ -86,13 +87,74 @@ async def test_the_arm_sorts_the_small_bank_and_walks_the_big_one(sized_db):
                     "SELECT id FROM memories WHERE bank_id = 'small' ORDER BY embedding <=> $1, id", qvec
                 )
             ]
-        assert await semantic_ids(rt, "small", qvec, f) == every  # all 12, nearest first
-        big = await semantic_ids(rt, "big", qvec, f)
+        assert await rt.sizes.sorts("small") and not await rt.sizes.sorts("big")
+        assert await semantic_ids(rt, "small", qvec, f, True) == every  # all 12, nearest first
+        big = await semantic_ids(rt, "big", qvec, f, False)
         assert len(big) == ARM_LIMIT
         async with pools.shared.acquire() as conn:
             prepared = [r[0] for r in await conn.fetch("SELECT statement FROM pg_prepared_statements")]
         assert sum("FROM memories WHERE bank_id = $1 LIMIT $4" in s for s in prepared) == 1  # the sort
         assert sum("ORDER BY m.embedding <=> $2 LIMIT $3" in s for s in prepared) == 1  # the walk
+    finally:
+        await pools.close()
+
+
+async def test_a_sorted_bank_ranks_its_entity_arm_by_the_sorts_distances_as_a_walked_one_by_its_own(sized_db):
+    """A sorted bank gets its semantic and entity arms from one statement, the entity arm's ties
+    broken by the distances the sort took (recall_semantic_entity_exact); a walked bank's entity
+    arm reads them itself (recall_entity). Both rank as rarity, then distance, under the filters."""
+    pools = await Pools.open(sized_db, 1, 2)
+    try:
+        rt = SimpleNamespace(pool=pools.shared, sizes=BankSizes(pools.shared))
+        async with pools.shared.acquire() as conn:
+            await conn.execute("DELETE FROM entities WHERE bank_id IN ('small', 'big')")
+            ids = [r[0] for r in await conn.fetch("SELECT id FROM memories WHERE bank_id = 'small' ORDER BY text")]
+            # alice is named in 8 of the 12 memories, bob (rarer, so weighing more) in 2, one with alice.
+            for name, linked in (("alice", ids[:8]), ("bob", ids[7:9])):
+                eid = await conn.fetchval(
+                    "INSERT INTO entities (bank_id, name, canonical, mention_count) VALUES ('small', $1, $1, $2)"
+                    " RETURNING id",
+                    name,
+                    len(linked),
+                )
+                await conn.executemany(
+                    "INSERT INTO memory_entities (entity_id, memory_id) VALUES ($1, $2)", [(eid, m) for m in linked]
+                )
+            qvec = await conn.fetchval("SELECT embedding FROM memories WHERE bank_id = 'small' AND id = $1", ids[11])
+            total = await conn.fetchval("SELECT n FROM bank_lexemes WHERE bank_id = 'small' AND lexeme = ''")
+            dist = {
+                r["id"]: r["d"]
+                for r in await conn.fetch(
+                    "SELECT id, embedding <=> $1 AS d FROM memories WHERE bank_id = 'small'", qvec
+                )
+            }
+        alice, bob = math.log(1 + total / 8), math.log(1 + total / 2)
+        rarity = {m: alice for m in ids[:8]} | {ids[8]: bob} | {ids[7]: alice + bob}
+
+        def expected(keep) -> list:
+            return sorted((m for m in rarity if keep(m)), key=lambda m: (-rarity[m], dist[m]))
+
+        assert await rt.sizes.sorts("small")
+        for req, keep in (
+            (RecallRequest(query="what did Alice tell Bob"), lambda m: True),
+            (RecallRequest(query="what did Alice tell Bob", filter='text like "memory number 1%"'), None),
+        ):
+            f = request_filters(req)
+            if keep is None:
+                async with pools.shared.acquire() as conn:
+                    shown = {
+                        r[0] for r in await conn.fetch("SELECT id FROM memories WHERE text LIKE 'memory number 1%'")
+                    }
+                keep = shown.__contains__
+            semantic, entity = sorted_arms(rt, "small", req.query, qvec, f)
+            got_entity, got_semantic = await entity, await semantic
+            assert got_entity == expected(keep) and len(got_entity) >= 2
+            assert got_semantic == sorted((m for m in dist if keep(m)), key=dist.__getitem__)
+            # The walked bank's statement ranks the same memories alike.
+            assert await entity_ids(rt, "small", req.query, qvec, f) == got_entity
+        # A query naming nobody: the semantic arm alone.
+        semantic, entity = sorted_arms(rt, "small", "what happened", qvec, request_filters(RecallRequest(query="x")))
+        assert await entity == [] and len(await semantic) == 12
     finally:
         await pools.close()
 

@@ -132,16 +132,43 @@ async def fetch_ids(rt: Runtime, sql: str, *params, planned: bool = False) -> li
         return [r[0] for r in await conn.fetch(sql, *params)]
 
 
-async def semantic_ids(rt: Runtime, bank_id: str, qvec, f: Fragment) -> list:
+async def semantic_ids(rt: Runtime, bank_id: str, qvec, f: Fragment, sort: bool) -> list:
     """The semantic arm: the bank's memories nearest the query, by a walk of the HNSW index all
-    banks share, or by sorting the bank's own rows when it is small beside the others
+    banks share, or (`sort`) by sorting the bank's own rows when it is small beside the others
     (engine/sizes.py; PostgreSQL's planner prices the walk as if the bank filter cost nothing, and
     walked a bank of 5,000 memories beside one of 100,000 at 16-42 ms)."""
-    if await rt.sizes.sorts(bank_id):
+    if sort:
         p = Binder(bank_id, qvec, ARM_LIMIT, EXACT_READ_ROWS)
         return await fetch_ids(rt, fill(Q.recall_semantic_exact, filter=f.into(p)), *p.values)
     p = Binder(bank_id, qvec, ARM_LIMIT)
     return await fetch_ids(rt, fill(Q.recall_semantic, filter=f.into(p)), *p.values)
+
+
+def entity_ids(rt: Runtime, bank_id: str, query: str, qvec, f: Fragment) -> Awaitable[list]:
+    """The entity arm (recall_entity) on its own: for a bank that is walked."""
+    p = Binder(bank_id, entity_candidates(query), ARM_LIMIT, qvec)
+    return fetch_ids(rt, fill(Q.recall_entity, filter=f.into(p)), *p.values)
+
+
+def sorted_arms(rt: Runtime, bank_id: str, query: str, qvec, f: Fragment) -> tuple[Awaitable[list], Awaitable[list]]:
+    """The semantic and entity arms of a bank that is sorted, from one statement
+    (recall_semantic_entity_exact): the entity arm breaks its ties by the distances the sort took,
+    instead of reading each linked memory again (bench/README.md, "Semantic and entity arms: one
+    sort for a small bank"). Its time is observed as the semantic arm's."""
+    p = Binder(bank_id, qvec, ARM_LIMIT, EXACT_READ_ROWS, entity_candidates(query))
+    sql = fill(Q.recall_semantic_entity_exact, filter=f.into(p))
+
+    async def both() -> tuple[list, list]:
+        async with rt.pool.acquire() as conn:
+            row = await conn.fetchrow(sql, *p.values)
+        return list(row["semantic"]), list(row["entity"])
+
+    task = asyncio.ensure_future(_timed("semantic", both()))
+
+    async def arm(i: int) -> list:
+        return (await task)[i]
+
+    return arm(0), arm(1)
 
 
 async def temporal_ids(rt: Runtime, bank_id: str, qvec, f: Fragment, window: TimeWindow) -> list:
@@ -327,6 +354,7 @@ async def recall(rt: Runtime, bank_id: str, req: RecallRequest) -> RecallResult:
         arms["keyword"] = asyncio.ensure_future(_timed("keyword", keyword_ids(rt, bank_id, words, f)))
     try:
         qvec = await rt.embedder.query(req.query)
+        sort = req.mode != "keyword" and await rt.sizes.sorts(bank_id)
     except BaseException:
         for started in arms.values():  # only the keyword arm runs this early
             if isinstance(started, asyncio.Future):
@@ -334,11 +362,13 @@ async def recall(rt: Runtime, bank_id: str, req: RecallRequest) -> RecallResult:
                 with contextlib.suppress(BaseException):  # its own error, if it had one, is not this one
                     await started
         raise
-    if req.mode != "keyword":
-        arms["semantic"] = _timed("semantic", semantic_ids(rt, bank_id, qvec, f))
-    if hybrid:
-        p = Binder(bank_id, entity_candidates(req.query), ARM_LIMIT, qvec)
-        arms["entity"] = _timed("entity", fetch_ids(rt, fill(Q.recall_entity, filter=f.into(p)), *p.values))
+    if hybrid and sort:
+        arms["semantic"], arms["entity"] = sorted_arms(rt, bank_id, req.query, qvec, f)
+    else:
+        if req.mode != "keyword":
+            arms["semantic"] = _timed("semantic", semantic_ids(rt, bank_id, qvec, f, sort))
+        if hybrid:
+            arms["entity"] = _timed("entity", entity_ids(rt, bank_id, req.query, qvec, f))
     windows = find_time_windows(req.query, base) if hybrid else []
     if windows:
         arms["temporal"] = _timed("temporal", temporal_ids(rt, bank_id, qvec, f, windows[0]))

@@ -21,6 +21,28 @@ SELECT id FROM (SELECT m.id, m.embedding <=> $2 AS d
                 WHERE true /*filter*/) s
 ORDER BY d LIMIT $3;
 
+-- recall_semantic_entity_exact --
+-- The semantic and entity arms at once for a bank small beside the others, in hybrid mode: the
+-- sort recall_semantic_exact makes takes every row's distance, and the entity arm's ties (a
+-- speaker's name links half the bank's turns, all of equal rarity) are broken by those distances,
+-- where recall_entity read each linked memory's row again through its primary key to take them.
+-- One row: the semantic arm's ids nearest first, the entity arm's by rarity, then distance (equal
+-- distances, a turn said twice, by id).
+-- Rarity as in recall_entity; $5 the query's canonical n-grams (bench/README.md, "Semantic and
+-- entity arms: one sort for a small bank").
+WITH d AS MATERIALIZED (SELECT m.id, m.embedding <=> $2 AS d
+                        FROM (SELECT * FROM memories WHERE bank_id = $1 LIMIT $4) m
+                        WHERE true /*filter*/)
+SELECT ARRAY(SELECT id FROM d ORDER BY d, id LIMIT $3) AS semantic,
+       ARRAY(SELECT s.memory_id
+             FROM (SELECT me.memory_id, sum(ln(1 + (SELECT n FROM bank_lexemes WHERE bank_id = $1 AND lexeme = '')
+                                                / greatest(e.mention_count, 1)::float8)) AS rarity
+                   FROM entities e JOIN memory_entities me ON me.entity_id = e.id
+                   WHERE e.bank_id = $1 AND e.canonical = ANY($5::text[])
+                   GROUP BY me.memory_id) s
+             JOIN d ON d.id = s.memory_id
+             ORDER BY s.rarity DESC, d.d, d.id LIMIT $3) AS entity;
+
 -- recall_bank_sizes --
 -- How many memories the bank holds (its '' lexeme, migration 004) and, as PostgreSQL counts them,
 -- all banks together: the semantic and time arms' choice of plan (engine/sizes.py). The
