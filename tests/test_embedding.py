@@ -253,3 +253,41 @@ async def test_queries_run_on_threads_of_their_own_one_a_core(int8_embedder):
     before = EMBED_TEXTS.labels("query")._value.get()
     again = await emb.query(texts[0])
     assert again is got[0] and EMBED_TEXTS.labels("query")._value.get() == before
+
+
+async def test_a_process_sharing_the_cores_runs_fewer_queries_at_once_but_batches_on_all():
+    """With several server processes (HINDSIGHT_API_WORKERS) each runs queries on its share of the
+    cores, and a retain batch on all of them: one client's batch is embedded by one process, which
+    with its share alone used one core of two."""
+    import asyncio
+    import threading
+
+    emb = load_embedder(quantize=True, workers=4)
+    emb.share_queries(2)
+    assert (emb.workers, emb.query_threads) == (4, 2)
+    running, peak, names = 0, 0, []
+    lock = threading.Lock()
+    run = emb._run
+
+    def counted(texts):
+        nonlocal running, peak
+        with lock:
+            running += 1
+            peak = max(peak, running)
+            names.append(threading.current_thread().name)
+        try:
+            return run(texts)
+        finally:
+            with lock:
+                running -= 1
+
+    emb._run = counted
+    await asyncio.gather(*(emb.query(f"question {i} about the trip") for i in range(12)))
+    assert 1 <= peak <= 2 and all(n.startswith("embed-query") for n in names), (peak, names)
+    peak, names = 0, []
+    vectors = emb.embed([f"turn {i}: we went hiking by the lake" for i in range(40)])
+    assert vectors.shape == (40, emb.dim)
+    used = {n for n in names if n.startswith("embed_")}
+    assert 1 < len(used) <= 4, names  # the batch pool of all four
+    emb.share_queries(8)  # more processes than cores: still one query at a time
+    assert emb.query_threads == 1

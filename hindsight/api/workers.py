@@ -21,7 +21,6 @@ import uvicorn
 
 from .. import logs, malloc
 from ..config import Settings
-from ..cpus import cores
 
 log = logging.getLogger("hindsight")
 
@@ -50,12 +49,12 @@ class Supervisor:
     and gunicorn's process models do. Each is a whole server (engine, operation worker, pool);
     they share the database, where operations are claimed once (SKIP LOCKED) and the embedded
     PostgreSQL is started by the first and stopped by the last (db/embedded.py). The scheduler
-    runs in the first only, and each embeds on its share of the cores. A worker that dies after
-    it served is started again; one that cannot start stops them all."""
+    runs in the first only. Each embeds queries on its share of the cores and a retain batch on all
+    of them (embedding/base.py, share_queries). A worker that dies after it served is started
+    again; one that cannot start stops them all."""
 
     def __init__(self, settings: Settings):
-        threads = settings.embedding_threads or max(1, cores() // settings.workers)
-        self.settings = settings.model_copy(update={"embedding_threads": threads})
+        self.settings = settings
         self.context = multiprocessing.get_context("spawn")
         self.stopping = threading.Event()
         self.processes: list = []

@@ -27,10 +27,22 @@ class BaseEmbedder:
         # Queries get threads of their own, one a core: on asyncio's default executor (cores + 4
         # threads) 16 clients ran six model runs at once on two cores, each with its own scratch
         # memory, for no more throughput; and a query never waits behind a retain's batch.
+        self.query_threads = workers
         self._queries = ThreadPoolExecutor(workers, thread_name_prefix="embed-query")
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
         self.dim = int(self.embed(["dimension probe"])[0].shape[0])
+
+    def share_queries(self, processes: int) -> None:
+        """Query runs at once in this process when `processes` server processes share the cores
+        (HINDSIGHT_API_WORKERS): its share of them, at least one. Batches keep every core: one
+        client's retain is embedded by one process, which with its share alone embedded a batch
+        on one core of two (bench/README.md, "Workers: a batch on every core")."""
+        queries = max(1, self.workers // max(1, processes))
+        if queries != self.query_threads:
+            self._queries.shutdown(wait=False)
+            self.query_threads = queries
+            self._queries = ThreadPoolExecutor(queries, thread_name_prefix="embed-query")
 
     def _run(self, texts: list[str]) -> np.ndarray:
         """L2-normalised float32 rows for a few texts, in order (one model run)."""

@@ -121,6 +121,7 @@ class Engine:
         embedder = await asyncio.to_thread(
             load_embedder, s.embedding_model, s.embedding_model_dir, s.embedding_threads, s.embedding_quantize
         )
+        embedder.share_queries(s.workers)
         log.info("embedding model %s (%d dimensions)", embedder.name, embedder.dim)
         llm = LLM(s, pool)
         self.worker = Worker(s)
