@@ -17,10 +17,18 @@ from pgvector.asyncpg import register_vector
 
 from hindsight.db.pool import Pools
 from hindsight.db.sql import Q, fill
+from hindsight.engine import recall as recall_module
 from hindsight.engine import sizes as sizes_module
 from hindsight.engine.binder import Binder
 from hindsight.engine.models import RecallRequest
-from hindsight.engine.recall import ARM_LIMIT, entity_ids, request_filters, semantic_ids, sorted_arms
+from hindsight.engine.recall import (
+    ARM_LIMIT,
+    entity_candidates,
+    entity_ids,
+    request_filters,
+    semantic_ids,
+    sorted_arms,
+)
 from hindsight.engine.sizes import EXACT_BANK_ROWS, EXACT_READ_ROWS, BankSizes, ranks_exactly
 
 from conftest import migrated_database
@@ -156,6 +164,81 @@ async def test_a_sorted_bank_ranks_its_entity_arm_by_the_sorts_distances_as_a_wa
         semantic, entity = sorted_arms(rt, "small", "what happened", qvec, request_filters(RecallRequest(query="x")))
         assert await entity == [] and len(await semantic) == 12
     finally:
+        await pools.close()
+
+
+async def test_a_walked_banks_entity_arm_reads_rare_entities_and_walks_to_the_common_ones(sized_db, monkeypatch):
+    """On a walked bank the entity arm reads link by link only the named entities whose mentions,
+    rarest first, fit ENTITY_SCAN_CAP (a name in 30,000 memories of a 100k bank cost ~90 ms a
+    recall); their memories rank first, by rarity (the common entities' included) then distance,
+    and the common entities' memories nearest the query follow. Filters apply to both."""
+    monkeypatch.setattr(recall_module, "ENTITY_SCAN_CAP", 500)
+    pools = await Pools.open(sized_db, 1, 3)
+    try:
+        rt = SimpleNamespace(pool=pools.shared, planned=pools.planned, sizes=BankSizes(pools.shared))
+        assert not await rt.sizes.sorts("big")
+        async with pools.shared.acquire() as conn:
+            await conn.execute("DELETE FROM entities WHERE bank_id = 'big'")
+            ids = [r[0] for r in await conn.fetch("SELECT id FROM memories WHERE bank_id = 'big' ORDER BY text")]
+            common, rare = ids[:1500], ids[1490:1500] + ids[2000:2005]  # 10 memories name both
+            for name, linked in (("cassandra", common), ("quill", rare)):
+                eid = await conn.fetchval(
+                    "INSERT INTO entities (bank_id, name, canonical, mention_count) VALUES ('big', $1, $1, $2)"
+                    " RETURNING id",
+                    name,
+                    len(linked),
+                )
+                await conn.executemany(
+                    "INSERT INTO memory_entities (entity_id, memory_id) VALUES ($1, $2)", [(eid, m) for m in linked]
+                )
+            qvec = await conn.fetchval("SELECT embedding FROM memories WHERE id = $1", ids[2999])
+            total = await conn.fetchval("SELECT n FROM bank_lexemes WHERE bank_id = 'big' AND lexeme = ''")
+            dist = {
+                r["id"]: r["d"]
+                for r in await conn.fetch("SELECT id, embedding <=> $1 AS d FROM memories WHERE bank_id = 'big'", qvec)
+            }
+            shown = {r[0] for r in await conn.fetch("SELECT id FROM memories WHERE text LIKE 'memory number 1%'")}
+        rarity = {m: math.log(1 + total / 1500) for m in common}
+        for m in rare:
+            rarity[m] = rarity.get(m, 0.0) + math.log(1 + total / 15)
+        query = "what did Cassandra tell Quill"
+        for req, keep in (
+            (RecallRequest(query=query), lambda m: True),
+            (RecallRequest(query=query, filter='text like "memory number 1%"'), shown.__contains__),
+        ):
+            f = request_filters(req)
+            got = await entity_ids(rt, "big", query, qvec, f)
+            first = sorted((m for m in rare if keep(m)), key=lambda m: (-rarity[m], dist[m]))
+            assert got[: len(first)] == first  # the rare entity's memories, read link by link
+            walked = got[len(first) :]
+            assert len(got) == ARM_LIMIT and len(set(got)) == ARM_LIMIT
+            assert all(m in rarity and keep(m) and m not in first for m in walked)  # the common one's, filtered
+            assert [dist[m] for m in walked] == sorted(dist[m] for m in walked)  # nearest first
+            nearest = sorted((m for m in common if keep(m) and m not in first), key=dist.__getitem__)
+            assert len(set(walked) & set(nearest[: len(walked)])) >= 0.8 * len(walked)  # a walk of the index
+            # Every mention within the cap: the whole ranking read link by link, as exact as a sort.
+            monkeypatch.setattr(recall_module, "ENTITY_SCAN_CAP", 10**6)
+            exact = sorted((m for m in rarity if keep(m)), key=lambda m: (-rarity[m], dist[m]))
+            assert await entity_ids(rt, "big", query, qvec, f) == exact[:ARM_LIMIT]
+            monkeypatch.setattr(recall_module, "ENTITY_SCAN_CAP", 500)
+        # What the first statement reads: the rare entity's links and memories, not the common one's.
+        f = request_filters(RecallRequest(query=query))
+        p = Binder("big", entity_candidates(query), ARM_LIMIT, qvec, 500)
+        async with pools.shared.acquire() as conn:
+            plan = json.loads(
+                await conn.fetchval(
+                    "EXPLAIN (ANALYZE, FORMAT JSON) " + fill(Q.recall_entity, filter=f.into(p)), *p.values
+                )
+            )[0]["Plan"]
+        read = [n for n in plan_nodes(plan) if n.get("Relation Name") in ("memories", "memory_entities")]
+        assert read and sum(n["Actual Rows"] * n["Actual Loops"] for n in read) < 100  # 1,500 mention Cassandra
+        # A query naming only the common entity walks at once; naming nobody reads nothing.
+        only = await entity_ids(rt, "big", "what did Cassandra say", qvec, request_filters(RecallRequest(query="x")))
+        assert len(only) == ARM_LIMIT and set(only) <= set(common)
+        assert await entity_ids(rt, "big", "what happened", qvec, request_filters(RecallRequest(query="x"))) == []
+    finally:
+        async with pools.shared.acquire() as conn:
+            await conn.execute("DELETE FROM entities WHERE bank_id = 'big'")
         await pools.close()
 
 

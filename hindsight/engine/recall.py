@@ -5,7 +5,8 @@
   of the words a memory holds (frequencies kept per bank in bank_lexemes);
 - entity: memories linked to entities named in the query (any 1-3 word n-gram matched against
   canonical names, so "melanie" finds "Melanie"), ranked by the rarity of the entities they
-  share (a speaker named in half the bank counts for little), then similarity;
+  share (a speaker named in half the bank counts for little), then similarity; an entity too
+  common to read link by link (ENTITY_SCAN_CAP) contributes its memories nearest the query;
 - temporal: memories whose occurred window or mention time falls in a window parsed from the
   query ("last May", "in 2023"), ordered by similarity.
 Fusion is weighted reciprocal rank fusion; the top hits then bring their neighbouring units (same
@@ -22,6 +23,7 @@ import asyncio
 import contextlib
 import math
 import re
+import time
 from collections.abc import Awaitable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -48,6 +50,9 @@ if TYPE_CHECKING:
 RRF_K = 20
 ARM_LIMIT = 60
 KEYWORD_SCAN_CAP = 3_000
+# The entity arm reads the links of the named entities, rarest first, up to this many mentions; a
+# commoner entity's memories come from a walk of the vector index (recall_entity_walk).
+ENTITY_SCAN_CAP = 3_000
 # Lower saved ~0.3 ms a keyword arm at 100k, but each seed past it is a full-text AND that decodes
 # every other query word's postings: 32 words, ten of them seeds, took 42 ms instead of 15 at 300
 # (bench/README.md, "Keyword arm: fetch fewer seeds whole (measured, not kept)").
@@ -144,26 +149,38 @@ async def semantic_ids(rt: Runtime, bank_id: str, qvec, f: Fragment, sort: bool)
     return await fetch_ids(rt, fill(Q.recall_semantic, filter=f.into(p)), *p.values)
 
 
-def entity_ids(rt: Runtime, bank_id: str, query: str, qvec, f: Fragment) -> Awaitable[list]:
-    """The entity arm (recall_entity) on its own: for a bank that is walked."""
-    p = Binder(bank_id, entity_candidates(query), ARM_LIMIT, qvec)
-    return fetch_ids(rt, fill(Q.recall_entity, filter=f.into(p)), *p.values)
+async def entity_ids(rt: Runtime, bank_id: str, query: str, qvec, f: Fragment) -> list:
+    """The entity arm of a bank that is walked: the memories of the named entities rarest first
+    up to ENTITY_SCAN_CAP mentions, ranked (recall_entity); when they are fewer than ARM_LIMIT, the
+    memories of the commoner ones nearest the query after them (recall_entity_walk)."""
+    p = Binder(bank_id, entity_candidates(query), ARM_LIMIT, qvec, ENTITY_SCAN_CAP)
+    async with rt.pool.acquire() as conn:
+        row = await conn.fetchrow(fill(Q.recall_entity, filter=f.into(p)), *p.values)
+    ids, common = list(row["ids"]), list(row["common"])
+    if len(ids) >= ARM_LIMIT or not common:
+        return ids
+    p = Binder(bank_id, common, ARM_LIMIT - len(ids), qvec, ids)
+    return ids + await fetch_ids(rt, fill(Q.recall_entity_walk, filter=f.into(p)), *p.values, planned=True)
 
 
 def sorted_arms(rt: Runtime, bank_id: str, query: str, qvec, f: Fragment) -> tuple[Awaitable[list], Awaitable[list]]:
     """The semantic and entity arms of a bank that is sorted, from one statement
     (recall_semantic_entity_exact): the entity arm breaks its ties by the distances the sort took,
     instead of reading each linked memory again (bench/README.md, "Semantic and entity arms: one
-    sort for a small bank"). Its time is observed as the semantic arm's."""
+    sort for a small bank"). The statement's time is observed as each arm's."""
     p = Binder(bank_id, qvec, ARM_LIMIT, EXACT_READ_ROWS, entity_candidates(query))
     sql = fill(Q.recall_semantic_entity_exact, filter=f.into(p))
 
     async def both() -> tuple[list, list]:
+        start = time.perf_counter()
         async with rt.pool.acquire() as conn:
             row = await conn.fetchrow(sql, *p.values)
+        took = time.perf_counter() - start
+        for arm in ("semantic", "entity"):
+            RECALL_ARM_SECONDS.labels(arm).observe(took)
         return list(row["semantic"]), list(row["entity"])
 
-    task = asyncio.ensure_future(_timed("semantic", both()))
+    task = asyncio.ensure_future(both())
 
     async def arm(i: int) -> list:
         return (await task)[i]

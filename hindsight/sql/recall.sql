@@ -53,19 +53,45 @@ SELECT coalesce((SELECT n FROM bank_lexemes WHERE bank_id = $1 AND lexeme = ''),
                 (SELECT reltuples::bigint FROM pg_class WHERE oid = 'memories'::regclass)) AS every;
 
 -- recall_entity --
--- The entity arm: memories mentioning the entities the query names ($2, canonical n-grams), ranked
--- by how rare those entities are in the bank, then by closeness to the query vector ($4).
+-- The entity arm of a bank that is walked: memories mentioning the entities the query names ($2,
+-- canonical n-grams), ranked by how rare those entities are in the bank (summed over the named
+-- entities a memory mentions), then by closeness to the query vector ($4). Only the entities
+-- whose mentions, rarest first, add up to $5 are read link by link: a name in 30,000 of a bank's
+-- memories made the arm read and sort all of them (~90 ms at 100k; bench/README.md, "Entity arm:
+-- a name in every memory"). The rest (`common`, returned) still add their rarity to the memories
+-- read, and recall_entity_walk finds their memories nearest the query when these are too few.
 -- Rarity is summed over the links alone, then joined to the memories: grouping the joined rows
 -- sorted each memory's whole row, vector included (bench/README.md, "Entity arm: group the links").
-SELECT m.id FROM (SELECT me.memory_id, sum(ln(1 + (SELECT n FROM bank_lexemes WHERE bank_id = $1 AND lexeme = '')
-                                              / greatest(e.mention_count, 1)::float8)) AS rarity
-                  FROM entities e JOIN memory_entities me ON me.entity_id = e.id
-                  WHERE e.bank_id = $1 AND e.canonical = ANY($2::text[])
-                  GROUP BY me.memory_id) s
-JOIN memories m ON m.id = s.memory_id
-WHERE m.bank_id = $1 /*filter*/
-ORDER BY s.rarity DESC, m.embedding <=> $4
-LIMIT $3;
+WITH named AS MATERIALIZED (
+         SELECT e.id, ln(1 + (SELECT n FROM bank_lexemes WHERE bank_id = $1 AND lexeme = '')
+                             / greatest(e.mention_count, 1)::float8) AS rarity,
+                sum(greatest(e.mention_count, 1)) OVER (ORDER BY e.mention_count, e.id) <= $5 AS seed
+         FROM entities e WHERE e.bank_id = $1 AND e.canonical = ANY($2::text[])),
+     s AS (SELECT me.memory_id, sum(n.rarity) AS rarity
+           FROM memory_entities me JOIN named n ON n.id = me.entity_id AND n.seed
+           GROUP BY me.memory_id)
+SELECT ARRAY(SELECT m.id FROM s JOIN memories m ON m.id = s.memory_id
+             WHERE m.bank_id = $1 /*filter*/
+             ORDER BY s.rarity + CASE WHEN (SELECT bool_or(NOT seed) FROM named)
+                                      THEN coalesce((SELECT sum(n.rarity) FROM memory_entities me
+                                                     JOIN named n ON n.id = me.entity_id AND NOT n.seed
+                                                     WHERE me.memory_id = m.id), 0)
+                                      ELSE 0 END DESC,
+                      m.embedding <=> $4, m.id LIMIT $3) AS ids,
+       ARRAY(SELECT id FROM named WHERE NOT seed) AS common;
+
+-- recall_entity_walk --
+-- The entity arm's memories of entities too common to read link by link ($2, entity ids of this
+-- bank from recall_entity), nearest the query vector ($4) first, by a walk of the vector index
+-- that tests each memory's links; not those recall_entity returned ($5). On the planned pool, whose
+-- connections stop a walk at a bounded number of rows (db/pool.py): an entity rare in the index
+-- returns fewer, never a long walk.
+SELECT id FROM (SELECT m.id, m.embedding <=> $4 AS d FROM memories m
+                WHERE m.bank_id = $1 AND m.id <> ALL($5::uuid[])
+                  AND EXISTS (SELECT 1 FROM memory_entities me WHERE me.memory_id = m.id AND me.entity_id = ANY($2::bigint[]))
+                  /*filter*/
+                ORDER BY m.embedding <=> $4 LIMIT $3) s
+ORDER BY d;
 
 -- recall_temporal --
 -- The temporal arm: memories that occurred or were mentioned within the query's window [$4, $5),
