@@ -213,41 +213,53 @@ def test_a_graph_the_rewrites_cannot_read_is_quantised_as_it_is(tmp_path, monkey
     assert emb.embed(["a tiny model still embeds"]).shape == (1, 16)
 
 
+class Runs:
+    """Counts an embedder's model runs while installed (`with Runs(emb) as runs:`): the most under
+    way at once, and the threads they ran on."""
+
+    def __init__(self, emb):
+        import threading
+
+        self.emb, self.lock, self.running, self.peak, self.threads = emb, threading.Lock(), 0, 0, []
+
+    def __enter__(self):
+        import threading
+
+        run = self.emb._run
+
+        def counted(texts):
+            with self.lock:
+                self.running += 1
+                self.peak = max(self.peak, self.running)
+                self.threads.append(threading.current_thread().name)
+            try:
+                return run(texts)
+            finally:
+                with self.lock:
+                    self.running -= 1
+
+        self.emb._run = counted
+        return self
+
+    def __exit__(self, *exc):
+        del self.emb._run
+
+
 async def test_queries_run_on_threads_of_their_own_one_a_core(int8_embedder):
     """`query` (what recall, reflect and mental models await) gives embed_query's vector; a
     repeated query is answered from the cache without a thread; however many queries wait, at
     most one model run a core is under way, on the query threads (not asyncio's default executor,
     which ran six at once on two cores)."""
     import asyncio
-    import threading
 
     from hindsight.metrics import EMBED_TEXTS
 
     emb = int8_embedder
-    running, peak, seen = 0, 0, set()
-    lock = threading.Lock()
-    run = emb._run
-
-    def counted(texts):
-        nonlocal running, peak
-        with lock:
-            running += 1
-            peak = max(peak, running)
-            seen.add(threading.current_thread().name)
-        try:
-            return run(texts)
-        finally:
-            with lock:
-                running -= 1
-
-    emb._run = counted
-    try:
+    with Runs(emb) as runs:
         texts = [f"what did Caroline do on day {i} of the trip?" for i in range(4 * emb.workers + 3)]
         got = await asyncio.gather(*(emb.query(t) for t in texts))
-    finally:
-        del emb._run
-    assert 1 <= peak <= emb.workers, peak
-    assert seen and all(name.startswith("embed-query") for name in seen), seen
+    assert 1 <= runs.peak <= emb.workers, runs.peak
+    assert runs.threads and all(name.startswith("embed-query") for name in runs.threads), runs.threads
     for t, v in zip(texts, got):
         assert np.array_equal(v, emb.embed_query(t))
     before = EMBED_TEXTS.labels("query")._value.get()
@@ -260,34 +272,17 @@ async def test_a_process_sharing_the_cores_runs_fewer_queries_at_once_but_batche
     cores, and a retain batch on all of them: one client's batch is embedded by one process, which
     with its share alone used one core of two."""
     import asyncio
-    import threading
 
     emb = load_embedder(quantize=True, workers=4)
     emb.share_queries(2)
     assert (emb.workers, emb.query_threads) == (4, 2)
-    running, peak, names = 0, 0, []
-    lock = threading.Lock()
-    run = emb._run
-
-    def counted(texts):
-        nonlocal running, peak
-        with lock:
-            running += 1
-            peak = max(peak, running)
-            names.append(threading.current_thread().name)
-        try:
-            return run(texts)
-        finally:
-            with lock:
-                running -= 1
-
-    emb._run = counted
-    await asyncio.gather(*(emb.query(f"question {i} about the trip") for i in range(12)))
-    assert 1 <= peak <= 2 and all(n.startswith("embed-query") for n in names), (peak, names)
-    peak, names = 0, []
-    vectors = emb.embed([f"turn {i}: we went hiking by the lake" for i in range(40)])
+    with Runs(emb) as runs:
+        await asyncio.gather(*(emb.query(f"question {i} about the trip") for i in range(12)))
+    assert 1 <= runs.peak <= 2 and all(n.startswith("embed-query") for n in runs.threads), runs.threads
+    with Runs(emb) as runs:
+        vectors = emb.embed([f"turn {i}: we went hiking by the lake" for i in range(40)])
     assert vectors.shape == (40, emb.dim)
-    used = {n for n in names if n.startswith("embed_")}
-    assert 1 < len(used) <= 4, names  # the batch pool of all four
+    used = {n for n in runs.threads if n.startswith("embed_")}
+    assert 1 < len(used) <= 4, runs.threads  # the batch pool of all four
     emb.share_queries(8)  # more processes than cores: still one query at a time
     assert emb.query_threads == 1

@@ -62,6 +62,26 @@ async def _add(conn: asyncpg.Connection, bank: str, n: int, seed: float) -> None
     )
 
 
+async def _name(conn: asyncpg.Connection, bank: str, named: dict) -> None:
+    """The bank's entities: each name mentioned by the memories given (its links and count)."""
+    await conn.execute("DELETE FROM entities WHERE bank_id = $1", bank)
+    for name, linked in named.items():
+        eid = await conn.fetchval(
+            "INSERT INTO entities (bank_id, name, canonical, mention_count) VALUES ($1, $2, $2, $3) RETURNING id",
+            bank,
+            name,
+            len(linked),
+        )
+        await conn.executemany(
+            "INSERT INTO memory_entities (entity_id, memory_id) VALUES ($1, $2)", [(eid, m) for m in linked]
+        )
+
+
+async def _distances(conn: asyncpg.Connection, bank: str, qvec) -> dict:
+    rows = await conn.fetch("SELECT id, embedding <=> $2 AS d FROM memories WHERE bank_id = $1", bank, qvec)
+    return {r["id"]: r["d"] for r in rows}
+
+
 @pytest.fixture(scope="module")
 def sized_db(pg_url):
     """A database with a bank of 3,000 memories and one of 12, never analysed: the count of all
@@ -115,27 +135,12 @@ async def test_a_sorted_bank_ranks_its_entity_arm_by_the_sorts_distances_as_a_wa
     try:
         rt = SimpleNamespace(pool=pools.shared, sizes=BankSizes(pools.shared))
         async with pools.shared.acquire() as conn:
-            await conn.execute("DELETE FROM entities WHERE bank_id IN ('small', 'big')")
             ids = [r[0] for r in await conn.fetch("SELECT id FROM memories WHERE bank_id = 'small' ORDER BY text")]
             # alice is named in 8 of the 12 memories, bob (rarer, so weighing more) in 2, one with alice.
-            for name, linked in (("alice", ids[:8]), ("bob", ids[7:9])):
-                eid = await conn.fetchval(
-                    "INSERT INTO entities (bank_id, name, canonical, mention_count) VALUES ('small', $1, $1, $2)"
-                    " RETURNING id",
-                    name,
-                    len(linked),
-                )
-                await conn.executemany(
-                    "INSERT INTO memory_entities (entity_id, memory_id) VALUES ($1, $2)", [(eid, m) for m in linked]
-                )
+            await _name(conn, "small", {"alice": ids[:8], "bob": ids[7:9]})
             qvec = await conn.fetchval("SELECT embedding FROM memories WHERE bank_id = 'small' AND id = $1", ids[11])
             total = await conn.fetchval("SELECT n FROM bank_lexemes WHERE bank_id = 'small' AND lexeme = ''")
-            dist = {
-                r["id"]: r["d"]
-                for r in await conn.fetch(
-                    "SELECT id, embedding <=> $1 AS d FROM memories WHERE bank_id = 'small'", qvec
-                )
-            }
+            dist = await _distances(conn, "small", qvec)
         alice, bob = math.log(1 + total / 8), math.log(1 + total / 2)
         rarity = {m: alice for m in ids[:8]} | {ids[8]: bob} | {ids[7]: alice + bob}
 
@@ -178,25 +183,12 @@ async def test_a_walked_banks_entity_arm_reads_rare_entities_and_walks_to_the_co
         rt = SimpleNamespace(pool=pools.shared, planned=pools.planned, sizes=BankSizes(pools.shared))
         assert not await rt.sizes.sorts("big")
         async with pools.shared.acquire() as conn:
-            await conn.execute("DELETE FROM entities WHERE bank_id = 'big'")
             ids = [r[0] for r in await conn.fetch("SELECT id FROM memories WHERE bank_id = 'big' ORDER BY text")]
             common, rare = ids[:1500], ids[1490:1500] + ids[2000:2005]  # 10 memories name both
-            for name, linked in (("cassandra", common), ("quill", rare)):
-                eid = await conn.fetchval(
-                    "INSERT INTO entities (bank_id, name, canonical, mention_count) VALUES ('big', $1, $1, $2)"
-                    " RETURNING id",
-                    name,
-                    len(linked),
-                )
-                await conn.executemany(
-                    "INSERT INTO memory_entities (entity_id, memory_id) VALUES ($1, $2)", [(eid, m) for m in linked]
-                )
+            await _name(conn, "big", {"cassandra": common, "quill": rare})
             qvec = await conn.fetchval("SELECT embedding FROM memories WHERE id = $1", ids[2999])
             total = await conn.fetchval("SELECT n FROM bank_lexemes WHERE bank_id = 'big' AND lexeme = ''")
-            dist = {
-                r["id"]: r["d"]
-                for r in await conn.fetch("SELECT id, embedding <=> $1 AS d FROM memories WHERE bank_id = 'big'", qvec)
-            }
+            dist = await _distances(conn, "big", qvec)
             shown = {r[0] for r in await conn.fetch("SELECT id FROM memories WHERE text LIKE 'memory number 1%'")}
         rarity = {m: math.log(1 + total / 1500) for m in common}
         for m in rare:
