@@ -257,6 +257,44 @@ async def synthesize(pg_url, bank, n, src_banks, start: int = 0):
 VARIANT = re.compile(r" \(variant \d+\)$")
 
 
+async def link_entities(pg_url, bank, src_banks) -> int:
+    """Give each synthesised memory of `bank` the entity links of the turns it varies, as retain
+    would have written them (`--entity-links`): without them the entity arm, which reads a common
+    entity's memories differently (bench/README.md, "Entity arm: a name in every memory"), never
+    runs on the 100k bank. Returns the links made."""
+    conn = await asyncpg.connect(pg_url)
+    try:
+        await conn.execute(
+            "INSERT INTO entities (bank_id, name, canonical, kind, mention_count)"
+            " SELECT $1, min(name), canonical, min(kind), 0 FROM entities WHERE bank_id = ANY($2::text[])"
+            " GROUP BY canonical ON CONFLICT (bank_id, canonical) DO NOTHING",
+            bank,
+            src_banks,
+        )
+        await conn.execute(
+            "INSERT INTO memory_entities (entity_id, memory_id)"
+            " SELECT DISTINCT se.id, m.id FROM memories m"
+            " JOIN memories l ON l.bank_id = ANY($2::text[]) AND l.text = regexp_replace(m.text, ' \\(variant \\d+\\)$', '')"
+            " JOIN memory_entities le ON le.memory_id = l.id JOIN entities e ON e.id = le.entity_id"
+            " JOIN entities se ON se.bank_id = $1 AND se.canonical = e.canonical"
+            " WHERE m.bank_id = $1 ON CONFLICT DO NOTHING",
+            bank,
+            src_banks,
+        )
+        await conn.execute(
+            "UPDATE entities e SET mention_count = (SELECT count(*) FROM memory_entities me WHERE me.entity_id = e.id)"
+            " WHERE e.bank_id = $1",
+            bank,
+        )
+        await conn.execute("ANALYZE entities")
+        await conn.execute("ANALYZE memory_entities")
+        return await conn.fetchval(
+            "SELECT count(*) FROM memory_entities me JOIN entities e ON e.id = me.entity_id WHERE e.bank_id = $1", bank
+        )
+    finally:
+        await conn.close()
+
+
 async def turns_by_text(pg_url) -> dict:
     """(LoCoMo bank, turn text) -> the turn ids with that text."""
     conn = await asyncpg.connect(pg_url)
@@ -359,6 +397,10 @@ async def main(args):
                 big = "scale_bank"
                 print(f"growing a bank to {args.scale} memories ...", flush=True)
                 await synthesize(pg_url, big, args.scale, [bank_of(c) for c in convs])
+                links = 0
+                if args.entity_links:
+                    links = await link_entities(pg_url, big, [bank_of(c) for c in convs])
+                    print(f"  {links} entity links, as its turns have", flush=True)
                 picked = questions[:: max(1, len(questions) // 300)]
                 sample = [(big, q["question"], None) for q in picked]
                 for b, qq, w in sample[:20]:  # warm caches
@@ -380,6 +422,7 @@ async def main(args):
                 qps, clat = await concurrent(client, [j for j in sample for _ in VARIANTS], 16, rss)
                 out["scale"] = {
                     "memories": args.scale,
+                    "entity_links": links,
                     "sequential_ms": {"p50": round(pct(slat, 50) * 1000, 1), "p95": round(pct(slat, 95) * 1000, 1)},
                     "evidence_recall": {f"r@{k}": round(statistics.mean(big_hits[k]), 3) for k in KS},
                     "questions": len(picked),
@@ -403,8 +446,10 @@ async def main(args):
 
 def result_name(args) -> str:
     """bench/results/<name>.json: latest.json for the default run, another file for another model
-    or number of workers, so a variant never replaces the default's figures."""
+    or number of workers, or with entity links, so a variant never replaces the default's figures."""
     name = "latest" if not args.model else f"locomo-{args.model}"
+    if getattr(args, "entity_links", False):
+        name += "-entity-links"
     return name if args.workers == 1 else f"{name}-workers{args.workers}"
 
 
@@ -452,4 +497,7 @@ if __name__ == "__main__":
     ap.add_argument("--conversations", type=int, default=10)
     ap.add_argument("--model", default="", help="HINDSIGHT_API_EMBEDDING_MODEL (default: the server's default)")
     ap.add_argument("--workers", type=int, default=1, help="HINDSIGHT_API_WORKERS of the server")
+    ap.add_argument(
+        "--entity-links", action="store_true", help="give the 100k bank's memories their turns' entity links"
+    )
     asyncio.run(main(ap.parse_args()))
