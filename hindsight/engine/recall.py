@@ -51,8 +51,11 @@ RRF_K = 20
 ARM_LIMIT = 60
 KEYWORD_SCAN_CAP = 3_000
 # The entity arm reads the links of the named entities, rarest first, up to this many mentions; a
-# commoner entity's memories come from a walk of the vector index (recall_entity_walk).
-ENTITY_SCAN_CAP = 3_000
+# commoner entity's memories come from a walk of the vector index (recall_entity_walk). At 3,000
+# the entities just under it made the arm's tail (mean 2.4 ms, median 0.8, at 100k with links);
+# 1,000 took ~14% off PostgreSQL's time a recall for the same R@10 and R@5 (bench/README.md,
+# "Entity arm: a name in every memory").
+ENTITY_SCAN_CAP = 1_000
 # Lower saved ~0.3 ms a keyword arm at 100k, but each seed past it is a full-text AND that decodes
 # every other query word's postings: 32 words, ten of them seeds, took 42 ms instead of 15 at 300
 # (bench/README.md, "Keyword arm: fetch fewer seeds whole (measured, not kept)").

@@ -56,10 +56,11 @@ SELECT coalesce((SELECT n FROM bank_lexemes WHERE bank_id = $1 AND lexeme = ''),
 -- The entity arm of a bank that is walked: memories mentioning the entities the query names ($2,
 -- canonical n-grams), ranked by how rare those entities are in the bank (summed over the named
 -- entities a memory mentions), then by closeness to the query vector ($4). Only the entities
--- whose mentions, rarest first, add up to $5 are read link by link: a name in 30,000 of a bank's
--- memories made the arm read and sort all of them (~90 ms at 100k; bench/README.md, "Entity arm:
--- a name in every memory"). The rest (`common`, returned) still add their rarity to the memories
--- read, and recall_entity_walk finds their memories nearest the query when these are too few.
+-- whose mentions, rarest first, add up to $5 (engine/recall.ENTITY_SCAN_CAP) are read link by
+-- link: a name in 30,000 of a bank's memories made the arm read and sort all of them (~90 ms at
+-- 100k; bench/README.md, "Entity arm: a name in every memory"). The rest (`common`, returned)
+-- still add their rarity to the memories read, and recall_entity_walk finds their memories
+-- nearest the query when these are too few.
 -- Rarity is summed over the links alone, then joined to the memories: grouping the joined rows
 -- sorted each memory's whole row, vector included (bench/README.md, "Entity arm: group the links").
 WITH named AS MATERIALIZED (
