@@ -219,7 +219,9 @@ async def test_a_walked_banks_entity_arm_reads_rare_entities_and_walks_to_the_co
         async with pools.shared.acquire() as conn:
             plan = json.loads(
                 await conn.fetchval(
-                    "EXPLAIN (ANALYZE, FORMAT JSON) " + fill(Q.recall_entity, filter=f.into(p)), *p.values
+                    "EXPLAIN (ANALYZE, FORMAT JSON) "
+                    + fill(Q.recall_entity, filter=f.into(p), rarity=Q.recall_entity_rarity),
+                    *p.values,
                 )
             )[0]["Plan"]
         read = [n for n in plan_nodes(plan) if n.get("Relation Name") in ("memories", "memory_entities")]

@@ -157,8 +157,9 @@ async def entity_ids(rt: Runtime, bank_id: str, query: str, qvec, f: Fragment) -
     up to ENTITY_SCAN_CAP mentions, ranked (recall_entity); when they are fewer than ARM_LIMIT, the
     memories of the commoner ones nearest the query after them (recall_entity_walk)."""
     p = Binder(bank_id, entity_candidates(query), ARM_LIMIT, qvec, ENTITY_SCAN_CAP)
+    sql = fill(Q.recall_entity, filter=f.into(p), rarity=Q.recall_entity_rarity)
     async with rt.pool.acquire() as conn:
-        row = await conn.fetchrow(fill(Q.recall_entity, filter=f.into(p)), *p.values)
+        row = await conn.fetchrow(sql, *p.values)
     ids, common = list(row["ids"]), list(row["common"])
     if len(ids) >= ARM_LIMIT or not common:
         return ids
@@ -172,18 +173,14 @@ def sorted_arms(rt: Runtime, bank_id: str, query: str, qvec, f: Fragment) -> tup
     instead of reading each linked memory again (bench/README.md, "Semantic and entity arms: one
     sort for a small bank"). The statement's time is observed as each arm's."""
     p = Binder(bank_id, qvec, ARM_LIMIT, EXACT_READ_ROWS, entity_candidates(query))
-    sql = fill(Q.recall_semantic_entity_exact, filter=f.into(p))
+    sql = fill(Q.recall_semantic_entity_exact, filter=f.into(p), rarity=Q.recall_entity_rarity)
 
     async def both() -> tuple[list, list]:
-        start = time.perf_counter()
         async with rt.pool.acquire() as conn:
             row = await conn.fetchrow(sql, *p.values)
-        took = time.perf_counter() - start
-        for arm in ("semantic", "entity"):
-            RECALL_ARM_SECONDS.labels(arm).observe(took)
         return list(row["semantic"]), list(row["entity"])
 
-    task = asyncio.ensure_future(both())
+    task = asyncio.ensure_future(_timed(("semantic", "entity"), both()))
 
     async def arm(i: int) -> list:
         return (await task)[i]
@@ -352,10 +349,16 @@ def _ranks(hits: list) -> list[tuple]:
     return [(sum(span[score]) / 2, mid) for mid, score in hits]
 
 
-async def _timed(arm: str, query):
-    """One arm's query, its time observed for /metrics (hindsight_recall_arm_seconds)."""
-    with RECALL_ARM_SECONDS.labels(arm).time():
+async def _timed(arms: str | tuple[str, ...], query):
+    """One arm's query (or one statement serving several arms), its time observed for each arm in
+    /metrics (hindsight_recall_arm_seconds)."""
+    start = time.perf_counter()
+    try:
         return await query
+    finally:
+        took = time.perf_counter() - start
+        for arm in (arms,) if isinstance(arms, str) else arms:
+            RECALL_ARM_SECONDS.labels(arm).observe(took)
 
 
 async def recall(rt: Runtime, bank_id: str, req: RecallRequest) -> RecallResult:

@@ -28,15 +28,14 @@ ORDER BY d LIMIT $3;
 -- where recall_entity read each linked memory's row again through its primary key to take them.
 -- One row: the semantic arm's ids nearest first, the entity arm's by rarity, then distance (equal
 -- distances, a turn said twice, by id).
--- Rarity as in recall_entity; $5 the query's canonical n-grams (bench/README.md, "Semantic and
--- entity arms: one sort for a small bank").
+-- Rarity as in recall_entity (recall_entity_rarity); $5 the query's canonical n-grams
+-- (bench/README.md, "Semantic and entity arms: one sort for a small bank").
 WITH d AS MATERIALIZED (SELECT m.id, m.embedding <=> $2 AS d
                         FROM (SELECT * FROM memories WHERE bank_id = $1 LIMIT $4) m
                         WHERE true /*filter*/)
 SELECT ARRAY(SELECT id FROM d ORDER BY d, id LIMIT $3) AS semantic,
        ARRAY(SELECT s.memory_id
-             FROM (SELECT me.memory_id, sum(ln(1 + (SELECT n FROM bank_lexemes WHERE bank_id = $1 AND lexeme = '')
-                                                / greatest(e.mention_count, 1)::float8)) AS rarity
+             FROM (SELECT me.memory_id, sum(/*rarity*/) AS rarity
                    FROM entities e JOIN memory_entities me ON me.entity_id = e.id
                    WHERE e.bank_id = $1 AND e.canonical = ANY($5::text[])
                    GROUP BY me.memory_id) s
@@ -52,6 +51,12 @@ SELECT coalesce((SELECT n FROM bank_lexemes WHERE bank_id = $1 AND lexeme = ''),
        greatest(pg_stat_get_live_tuples('memories'::regclass),
                 (SELECT reltuples::bigint FROM pg_class WHERE oid = 'memories'::regclass)) AS every;
 
+-- recall_entity_rarity --
+-- Fragment: how rare an entity `e` is in the bank ($1), the entity arm's ranking (recall_entity,
+-- recall_semantic_entity_exact): ln(1 + the bank's memories / the entity's mentions), so a speaker
+-- named in half the bank counts for little.
+ln(1 + (SELECT n FROM bank_lexemes WHERE bank_id = $1 AND lexeme = '') / greatest(e.mention_count, 1)::float8)
+
 -- recall_entity --
 -- The entity arm of a bank that is walked: memories mentioning the entities the query names ($2,
 -- canonical n-grams), ranked by how rare those entities are in the bank (summed over the named
@@ -64,8 +69,7 @@ SELECT coalesce((SELECT n FROM bank_lexemes WHERE bank_id = $1 AND lexeme = ''),
 -- Rarity is summed over the links alone, then joined to the memories: grouping the joined rows
 -- sorted each memory's whole row, vector included (bench/README.md, "Entity arm: group the links").
 WITH named AS MATERIALIZED (
-         SELECT e.id, ln(1 + (SELECT n FROM bank_lexemes WHERE bank_id = $1 AND lexeme = '')
-                             / greatest(e.mention_count, 1)::float8) AS rarity,
+         SELECT e.id, /*rarity*/ AS rarity,
                 sum(greatest(e.mention_count, 1)) OVER (ORDER BY e.mention_count, e.id) <= $5 AS seed
          FROM entities e WHERE e.bank_id = $1 AND e.canonical = ANY($2::text[])),
      s AS (SELECT me.memory_id, sum(n.rarity) AS rarity
