@@ -17,8 +17,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import httpx
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import locomo as lb  # noqa: E402  (bench/locomo.py: data, timing and reporting helpers)
 
@@ -43,8 +41,7 @@ async def main(args) -> None:
     pg = lb.EmbeddedPostgres(tmp, cleanup="delete")
     pg_url = pg.start()
     env = {
-        "HINDSIGHT_API_DATABASE_URL": pg_url,
-        "HINDSIGHT_API_DB_POOL_MAX": "40",
+        "HINDSIGHT_API_DATABASE_URL": pg_url,  # the pool as served, as bench/locomo.py
         "HINDSIGHT_API_LOG_LEVEL": "warning",
         "HINDSIGHT_API_WORKERS": str(args.workers),
     }
@@ -57,9 +54,7 @@ async def main(args) -> None:
         questions = [q["question"] for q in lb.locomo.locomo_questions() if q["category"] in lb.CATS and q["evidence"]][
             :: max(1, 1986 // args.queries)
         ][: args.queries]
-        async with httpx.AsyncClient(
-            base_url=server.url, timeout=300, limits=httpx.Limits(max_connections=64)
-        ) as client:
+        async with lb.Client(server.url) as client:
             print(f"retaining the LoCoMo turns the bank is grown from ({len(convs)} conversations) ...", flush=True)
             await lb.retain_all(client, convs, rss)
             have = 0

@@ -24,8 +24,8 @@ import uuid
 from collections import defaultdict
 from pathlib import Path
 
+import aiohttp
 import asyncpg
-import httpx
 import numpy as np
 import psutil
 from pgvector.asyncpg import register_vector
@@ -87,6 +87,45 @@ def turn_items(conv):
                 }
             )
         yield [{k: v for k, v in it.items() if v is not None} for it in items]
+
+
+class Reply:
+    """A response as the benchmarks read it (httpx's names, which the other scripts' clients have)."""
+
+    def __init__(self, status_code: int, content: bytes):
+        self.status_code, self.content = status_code, content
+
+    def raise_for_status(self) -> None:
+        if self.status_code >= 400:
+            raise RuntimeError(f"HTTP {self.status_code}: {self.content[:500]!r}")
+
+    def json(self):
+        return json.loads(self.content)
+
+
+class Client:
+    """The benchmark's HTTP client: aiohttp, the transport of hindsight-client (Hindsight's own
+    Python client), on up to 64 kept-alive connections. The driver shares the two cores with the
+    server: httpx (its HTTP/1.1 parser is Python) took 1.4-1.5 ms of the driver's CPU a recall,
+    this 0.7-0.8 (bench/README.md, "The benchmark's client and pool")."""
+
+    def __init__(self, base_url: str, timeout: float = 300):
+        self.base_url, self.timeout = base_url, timeout
+
+    async def __aenter__(self) -> Client:
+        self.session = aiohttp.ClientSession(
+            self.base_url,
+            connector=aiohttp.TCPConnector(limit=64),
+            timeout=aiohttp.ClientTimeout(total=self.timeout),
+        )
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.session.close()
+
+    async def post(self, path: str, json) -> Reply:
+        async with self.session.post(path, json=json) as r:
+            return Reply(r.status, await r.read())
 
 
 async def retain_all(client, convs, rss):
@@ -318,7 +357,9 @@ async def main(args):
     pg_url = pg.start()
     env = {
         "HINDSIGHT_API_DATABASE_URL": pg_url,
-        "HINDSIGHT_API_DB_POOL_MAX": "40",
+        # the database pool as served (HINDSIGHT_API_DB_POOL_MAX 10); 40, set here until
+        # 2026-11-26, cost PostgreSQL ~6% more CPU a recall (bench/README.md, "The benchmark's
+        # client and pool")
         "HINDSIGHT_API_LOG_LEVEL": "warning",
         "HINDSIGHT_API_WORKERS": str(args.workers),
     }
@@ -335,9 +376,7 @@ async def main(args):
             for q in locomo.locomo_questions()
             if q["sample_id"] in last_ts and q["category"] in CATS and q["evidence"]
         ]
-        async with httpx.AsyncClient(
-            base_url=server.url, timeout=300, limits=httpx.Limits(max_connections=64)
-        ) as client:
+        async with Client(server.url) as client:
             print(f"retaining {sum(len(c['turns']) for c in convs)} turns ...", flush=True)
             n, dt = await retain_all(client, convs, rss)
             out["retain"] = {"turns": n, "seconds": round(dt, 1), "turns_per_s": round(n / dt, 1)}
