@@ -106,7 +106,7 @@ class Reply:
 class Client:
     """The benchmark's HTTP client: aiohttp, the transport of hindsight-client (Hindsight's own
     Python client), on up to 64 kept-alive connections. The driver shares the two cores with the
-    server: httpx (its HTTP/1.1 parser is Python) took 1.4-1.5 ms of the driver's CPU a recall,
+    server: httpx (its HTTP/1.1 parser is Python) took 1.4-1.7 ms of the driver's CPU a recall,
     this 0.7-0.8 (bench/README.md, "The benchmark's client and pool")."""
 
     def __init__(self, base_url: str, timeout: float = 300):
