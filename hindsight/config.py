@@ -83,6 +83,16 @@ class Settings(BaseSettings):
             " statement for its own parameters (recall's keyword and time arms)."
         ),
     )
+    db_backend_nice: int = Field(
+        10,
+        ge=0,
+        le=19,
+        description=(
+            "Nice value given to the PostgreSQL backends that serve the server's connections, when they run on this"
+            " machine (reached by a unix socket, as the embedded PostgreSQL is), so that on a busy CPU they give way"
+            " to the server that feeds them; 0 leaves them as they are. See docs/running.md."
+        ),
+    )
     mcp_enabled: bool = Field(True, description="Serve MCP under /mcp; false makes /mcp a 404.")
     metrics_admin_only: bool = Field(
         False,

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
 from pgvector.asyncpg import register_vector
 
+from .priority import lower_priority
 from .sql import Q
 
 log = logging.getLogger("hindsight.db")
@@ -38,8 +39,12 @@ async def _no_reset(conn: asyncpg.Connection) -> None:
     back), so there is nothing to reset."""
 
 
-async def _init_connection(conn: asyncpg.Connection) -> None:
-    await register_vector(conn)
+def _connection_setup(backend_nice: int) -> Callable[[asyncpg.Connection], Awaitable[None]]:
+    async def init(conn: asyncpg.Connection) -> None:
+        await register_vector(conn)
+        lower_priority(conn, backend_nice)
+
+    return init
 
 
 async def ensure_vector_extension(url: str, update: bool = False) -> None:
@@ -125,16 +130,19 @@ def _connect_args(planned: bool) -> dict:
     return {"server_settings": _SETTINGS}
 
 
-async def create_pool(url: str, min_size: int, max_size: int, planned: bool = False) -> asyncpg.Pool:
+async def create_pool(
+    url: str, min_size: int, max_size: int, planned: bool = False, backend_nice: int = 0
+) -> asyncpg.Pool:
     """A pool of connections opened with our session settings; `planned`: they plan every
     statement for its own parameters (the statements on other connections keep PostgreSQL's
-    choice, a generic plan once it is as good, which saves planning them every call)."""
+    choice, a generic plan once it is as good, which saves planning them every call).
+    `backend_nice`: the priority a local backend yields to the server at (db/priority.py)."""
     logging.getLogger("asyncpg.pool").addFilter(_one_line)
     return await asyncpg.create_pool(
         url,
         min_size=min_size,
         max_size=max_size,
-        init=_init_connection,
+        init=_connection_setup(backend_nice),
         reset=_no_reset,
         **_connect_args(planned),
     )
@@ -162,11 +170,11 @@ class Pools:
     planned: asyncpg.Pool
 
     @classmethod
-    async def open(cls, url: str, min_size: int, max_size: int) -> Pools:
+    async def open(cls, url: str, min_size: int, max_size: int, backend_nice: int = 0) -> Pools:
         shared_min, shared_max, planned_min, planned_max = sizes(min_size, max_size)
-        shared = await create_pool(url, shared_min, shared_max)
+        shared = await create_pool(url, shared_min, shared_max, backend_nice=backend_nice)
         try:
-            planned = await create_pool(url, planned_min, planned_max, planned=True)
+            planned = await create_pool(url, planned_min, planned_max, planned=True, backend_nice=backend_nice)
         except BaseException:
             await shared.close()
             raise

@@ -112,7 +112,7 @@ class Engine:
         applied = await migrate(url)
         if applied:
             log.info("migrations applied: %s", ", ".join(applied))
-        self.pools = pools = await Pools.open(url, s.db_pool_min, s.db_pool_max)
+        self.pools = pools = await Pools.open(url, s.db_pool_min, s.db_pool_max, s.db_backend_nice)
         pool = pools.shared
         self.database_url = url
         if self.embedded is not None:
