@@ -89,7 +89,7 @@ class Settings(BaseSettings):
         le=19,
         description=(
             "Nice value given to the PostgreSQL backends that serve the server's connections, when they run on this"
-            " machine (reached by a unix socket, as the embedded PostgreSQL is), so that on a busy CPU they give way"
+            " machine (reached by a unix socket on Linux, as the embedded PostgreSQL is), so that on a busy CPU they give way"
             " to the server that feeds them; 0 leaves them as they are. See docs/running.md."
         ),
     )
