@@ -1,7 +1,7 @@
 """CPU per text of the embedding model's variants, one thread, runs alternated text by text so a
 shared machine's drift hits every variant alike; cosine to the float model for each.
 
-    .venv/bin/python bench/embedder.py [--texts 800]
+    .venv/bin/python bench/embedder.py [--texts 800] [--cpu avx2]
 
 Variants: the float model (int8 weights folded to float32), int8 as quantised from the exported
 graph with ONNX Runtime's default fusions (how the server ran before graph.py), and int8 as the
@@ -23,6 +23,7 @@ import onnxruntime as ort
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cpumask  # noqa: E402
 import locomo  # noqa: E402
 
 from hindsight.embedding.fold import fold  # noqa: E402
@@ -72,7 +73,7 @@ def main(args):
     shutil.rmtree(tmp)
     ref = np.array(vecs["float"])
     tokens = np.mean([ids.shape[1] for ids in encoded])
-    print(machine())
+    print(cpumask.describe(machine()))
     print(f"{len(texts)} LoCoMo turns, {tokens:.1f} tokens on average, one thread, runs alternated")
     for name in names:
         cos = (np.array(vecs[name]) * ref).sum(1)
@@ -85,4 +86,7 @@ def main(args):
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--texts", type=int, default=800)
-    main(p.parse_args())
+    cpumask.add_argument(p)
+    args = p.parse_args()
+    cpumask.reexec(args.cpu)
+    main(args)

@@ -6,6 +6,7 @@ to --scale memories (synthesised from the LoCoMo turns with perturbed embeddings
     .venv/bin/python bench/locomo.py --scale 0  # skip the large-bank part
     .venv/bin/python bench/locomo.py --scale 0 --model multilingual  # another embedding model
     .venv/bin/python bench/locomo.py --workers 2  # served by HINDSIGHT_API_WORKERS=2
+    .venv/bin/python bench/locomo.py --cpu avx2   # server and PostgreSQL as on an AVX2-only CPU
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ from hindsight.testing import Server, machine  # noqa: E402
 LOCOMO = Path(os.environ.get("LOCOMO_DIR", ROOT.parent / "shared" / "bench" / "locomo"))
 sys.path.insert(0, str(LOCOMO))
 import load as locomo  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+import cpumask  # noqa: E402
 
 KS = (5, 10, 20)
 CATS = ("single-hop", "multi-hop", "temporal", "open-domain")
@@ -350,6 +354,7 @@ async def turns_by_text(pg_url) -> dict:
 
 
 async def main(args):
+    cpumask.apply(args.cpu)  # before PostgreSQL and the server start
     steal = Steal()
     tmp = Path(tempfile.mkdtemp(prefix="hindsight-bench-"))
     # The same embedded PostgreSQL, settings included, as `hindsight serve` starts.
@@ -367,7 +372,7 @@ async def main(args):
         env["HINDSIGHT_API_EMBEDDING_MODEL"] = args.model
     server = Server(env).start(timeout=180)
     rss = RSS(server.proc.pid)
-    out = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), "workers": args.workers}
+    out = {"machine": cpumask.describe(machine()), "date": time.strftime("%Y-%m-%d"), "workers": args.workers}
     try:
         convs = list(locomo.locomo_conversations())[: args.conversations]
         last_ts = {c["sample_id"]: max(s["timestamp"] for s in c["sessions"] if s["timestamp"]) + "Z" for c in convs}
@@ -487,6 +492,8 @@ def result_name(args) -> str:
     """bench/results/<name>.json: latest.json for the default run, another file for another model
     or number of workers, or with entity links, so a variant never replaces the default's figures."""
     name = "latest" if not args.model else f"locomo-{args.model}"
+    if getattr(args, "cpu", "native") != "native":
+        name += f"-{args.cpu}"
     if getattr(args, "entity_links", False):
         name += "-entity-links"
     return name if args.workers == 1 else f"{name}-workers{args.workers}"
@@ -539,4 +546,5 @@ if __name__ == "__main__":
     ap.add_argument(
         "--entity-links", action="store_true", help="give the 100k bank's memories their turns' entity links"
     )
+    cpumask.add_argument(ap)
     asyncio.run(main(ap.parse_args()))

@@ -1,0 +1,125 @@
+/* Runs a program as if its CPU had AVX2 but no AVX-512, AVX-VNNI or AMX: the issue-27 retain bar is
+ * for an AVX2-only CPU (an AMD EPYC before Zen 4), and ONNX Runtime, numpy and PostgreSQL choose
+ * their kernels from CPUID. Loaded with LD_PRELOAD by bench/cpumask.py.
+ *
+ * How: Linux's CPUID faulting (arch_prctl ARCH_SET_CPUID, x86 CPUs with the cpuid_fault flag,
+ * KVM guests included) makes the CPUID instruction raise SIGSEGV in this process. The handler runs
+ * the real CPUID with faulting briefly off, clears the feature bits below from the answer, and
+ * steps over the instruction. The setting is per thread and inherited by threads and forks (a
+ * PostgreSQL backend), reset by execve, where LD_PRELOAD loads this again.
+ *
+ * Not masked: XGETBV (it can't be trapped; code that asks CPUID first, as ONNX Runtime's MLAS,
+ * numpy and glibc do, never reaches it for AVX-512), and glibc's own choice of string functions,
+ * made in ld.so before any constructor runs (bench/cpumask.py sets GLIBC_TUNABLES for that).
+ *
+ * A program's own SIGSEGV handler (Python's faulthandler) is kept and called for every fault that
+ * is not a CPUID: sigaction() and signal() for SIGSEGV are answered from a saved copy here.
+ */
+#define _GNU_SOURCE
+#include <asm/prctl.h>
+#include <dlfcn.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+
+static sigaction_fn real_sigaction;
+static struct sigaction program_segv; /* what the program believes its SIGSEGV action is */
+static volatile sig_atomic_t active;
+
+/* CPUID.(EAX=7,ECX=0).EBX: AVX512F, DQ, IFMA, PF, ER, CD, BW, VL */
+#define L7_EBX ((1u << 16) | (1u << 17) | (1u << 21) | (1u << 26) | (1u << 27) | (1u << 28) | (1u << 30) | (1u << 31))
+/* .ECX: AVX512_VBMI, VBMI2, VNNI, BITALG, VPOPCNTDQ */
+#define L7_ECX ((1u << 1) | (1u << 6) | (1u << 11) | (1u << 12) | (1u << 14))
+/* .EDX: AVX512_4VNNIW, 4FMAPS, VP2INTERSECT, AVX10 (19), AMX_BF16, AVX512_FP16, AMX_TILE, AMX_INT8 */
+#define L7_EDX ((1u << 2) | (1u << 3) | (1u << 8) | (1u << 19) | (1u << 22) | (1u << 23) | (1u << 24) | (1u << 25))
+/* CPUID.(EAX=7,ECX=1).EAX: AVX_VNNI, AVX512_BF16, AMX_FP16, AVX_IFMA; .EDX: AVX_VNNI_INT8,
+ * AVX_NE_CONVERT, AMX_COMPLEX, AVX_VNNI_INT16 */
+#define L71_EAX ((1u << 4) | (1u << 5) | (1u << 21) | (1u << 23))
+#define L71_EDX ((1u << 4) | (1u << 5) | (1u << 8) | (1u << 10))
+/* CPUID.(EAX=0xD,ECX=0).EAX, the XSAVE state the CPU supports: opmask, ZMM_Hi256, Hi16_ZMM,
+ * XTILECFG, XTILEDATA */
+#define LD_EAX ((1u << 5) | (1u << 6) | (1u << 7) | (1u << 17) | (1u << 18))
+
+static long set_cpuid(int enabled) { return syscall(SYS_arch_prctl, ARCH_SET_CPUID, enabled); }
+
+static void masked_cpuid(unsigned leaf, unsigned sub, unsigned r[4]) {
+  set_cpuid(1);
+  __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(sub));
+  set_cpuid(0);
+  if (leaf == 7 && sub == 0) {
+    r[1] &= ~L7_EBX;
+    r[2] &= ~L7_ECX;
+    r[3] &= ~L7_EDX;
+  } else if (leaf == 7 && sub == 1) {
+    r[0] &= ~L71_EAX;
+    r[3] &= ~L71_EDX;
+  } else if (leaf == 0xd && sub == 0) {
+    r[0] &= ~LD_EAX;
+  } else if (leaf == 0x1d || leaf == 0x1e || leaf == 0x24) { /* AMX tile and AVX10 leaves */
+    r[0] = r[1] = r[2] = r[3] = 0;
+  }
+}
+
+static void on_segv(int sig, siginfo_t *info, void *context) {
+  ucontext_t *uc = context;
+  greg_t *g = uc->uc_mcontext.gregs;
+  const unsigned char *ip = (const unsigned char *)g[REG_RIP];
+  if (info->si_code == SI_KERNEL && ip[0] == 0x0f && ip[1] == 0xa2) {
+    unsigned r[4];
+    masked_cpuid((unsigned)g[REG_RAX], (unsigned)g[REG_RCX], r);
+    g[REG_RAX] = r[0];
+    g[REG_RBX] = r[1];
+    g[REG_RCX] = r[2];
+    g[REG_RDX] = r[3];
+    g[REG_RIP] += 2;
+    return;
+  }
+  /* A real fault: the program's handler, or the default action when the instruction runs again. */
+  if ((program_segv.sa_flags & SA_SIGINFO) && program_segv.sa_sigaction) {
+    program_segv.sa_sigaction(sig, info, context);
+  } else if (program_segv.sa_handler != SIG_DFL && program_segv.sa_handler != SIG_IGN) {
+    program_segv.sa_handler(sig);
+  } else {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    real_sigaction(SIGSEGV, &dfl, NULL);
+  }
+}
+
+int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+  if (!real_sigaction) real_sigaction = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
+  if (sig != SIGSEGV || !active) return real_sigaction(sig, act, old);
+  if (old) *old = program_segv;
+  if (act) program_segv = *act;
+  return 0;
+}
+
+sighandler_t signal(int sig, sighandler_t handler) {
+  struct sigaction act, old;
+  memset(&act, 0, sizeof act);
+  act.sa_handler = handler;
+  act.sa_flags = SA_RESTART;
+  sigemptyset(&act.sa_mask);
+  if (sigaction(sig, &act, &old) != 0) return SIG_ERR;
+  return old.sa_handler;
+}
+
+__attribute__((constructor)) static void mask_cpuid(void) {
+  struct sigaction act;
+  real_sigaction = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
+  memset(&act, 0, sizeof act);
+  act.sa_sigaction = on_segv;
+  act.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+  sigemptyset(&act.sa_mask);
+  if (real_sigaction(SIGSEGV, &act, &program_segv) != 0) return;
+  if (set_cpuid(0) != 0) { /* no CPUID faulting here: leave the program as it was */
+    real_sigaction(SIGSEGV, &program_segv, NULL);
+    return;
+  }
+  active = 1;
+}
