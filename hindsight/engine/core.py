@@ -13,6 +13,7 @@ import time
 import asyncpg
 
 from ..config import Settings
+from ..db import hugepages
 from ..db.embedded import EmbeddedPostgres
 from ..db.pool import DatabaseError, Pools, ensure_vector_extension, migrate, redact
 from ..db.selfcheck import self_check
@@ -109,6 +110,8 @@ class Engine:
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             raise DatabaseError(f"cannot connect to the {self.database_label}: {exc}") from None
         await self_check(url, self.database_label, self.embedded.log_file if self.embedded else None)
+        if self.embedded is not None:
+            await hugepages.report(url)
         applied = await migrate(url)
         if applied:
             log.info("migrations applied: %s", ", ".join(applied))
