@@ -6,13 +6,15 @@ own choices. It needs CPUID faulting (the `cpuid_fault` flag in /proc/cpuinfo: I
 guests on them); elsewhere it refuses rather than print AVX-512 figures as AVX2 ones.
 
 The figures are the AVX2 kernels on this CPU's cores, clock and caches, which are not an EPYC's:
-read them beside a real AVX2-only machine's (bench/README.md says which is which).
+read them beside a real AVX2-only machine's (bench/README.md, "AVX2 retain, measured by masking CPUID").
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -35,6 +37,44 @@ class MaskError(RuntimeError):
     pass
 
 
+def _build() -> Path:
+    """The shim, compiled once per source into a folder of ours that others can read but not
+    write: the embedded PostgreSQL runs as its own user when the benchmark runs as root, and a
+    library another user could have put in place must never be loaded."""
+    if not shutil.which("gcc"):
+        raise MaskError("gcc is needed to build bench/cpu/avx2_only.c")
+    source = SOURCE.read_bytes()
+    folder = Path(tempfile.gettempdir()) / f"hindsight-cpumask-{os.getuid()}"
+    folder.mkdir(exist_ok=True)
+    lib = folder / f"avx2-only-{hashlib.sha256(source).hexdigest()[:12]}.so"
+    for path in (folder, lib):
+        if path.exists():
+            st = path.lstat()
+            if st.st_uid != os.getuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or stat.S_ISLNK(st.st_mode):
+                raise MaskError(f"{path} is not this user's alone to write; remove it")
+    folder.chmod(0o755)  # readable by the embedded PostgreSQL's own user
+    if not lib.exists():
+        part = folder / f".build-{os.getpid()}.so"
+        subprocess.run(
+            ["gcc", "-O2", "-shared", "-fPIC", "-o", str(part), str(SOURCE), "-ldl", "-lpthread"], check=True
+        )
+        part.chmod(0o755)
+        part.replace(lib)
+    return lib
+
+
+def check_loaded(pids: list[int]) -> None:
+    """Each process (the server, the postmaster) has the shim mapped: an LD_PRELOAD that ld.so
+    could not open is skipped with a line on stderr, and the run would be AVX-512 under an AVX2
+    label."""
+    if os.environ.get(_MASKED) != "avx2":
+        return
+    for pid in pids:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+        if "hindsight-cpumask-" not in maps:
+            raise MaskError(f"process {pid} runs without the CPUID mask")
+
+
 def avx2_env() -> dict[str, str]:
     """Environment that makes a process (and the processes it forks or execs) see an AVX2-only
     CPU; raises MaskError when this machine can't be made to."""
@@ -43,15 +83,11 @@ def avx2_env() -> dict[str, str]:
         raise MaskError("this CPU has no AVX2")
     if " cpuid_fault" not in flags:
         raise MaskError("this CPU (or its hypervisor) has no CPUID faulting (cpuid_fault), so CPUID can't be masked")
-    source = SOURCE.read_bytes()
-    lib = Path(tempfile.gettempdir()) / f"hindsight-avx2-only-{hashlib.sha256(source).hexdigest()[:12]}.so"
-    if not lib.exists():
-        part = lib.with_suffix(f".{os.getpid()}.tmp")
-        subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", str(part), str(SOURCE), "-ldl"], check=True)
-        part.replace(lib)
+    lib = _build()
     tunables = os.environ.get("GLIBC_TUNABLES", "")
     hidden = ",".join(f"-{name}" for name in _GLIBC_HIDDEN.split(","))
     env = {
+        "HINDSIGHT_CPUMASK_REQUIRED": "1",  # a process that can't be masked stops (avx2_only.c)
         "LD_PRELOAD": " ".join(filter(None, [str(lib), os.environ.get("LD_PRELOAD", "")])),
         "GLIBC_TUNABLES": ":".join(filter(None, [tunables, f"glibc.cpu.hwcaps={hidden}"])),
     }

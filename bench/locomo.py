@@ -371,8 +371,10 @@ async def main(args):
     if args.model:
         env["HINDSIGHT_API_EMBEDDING_MODEL"] = args.model
     server = Server(env).start(timeout=180)
+    cpumask.check_loaded([server.proc.pid, pg.pid])
     rss = RSS(server.proc.pid)
     out = {"machine": cpumask.describe(machine()), "date": time.strftime("%Y-%m-%d"), "workers": args.workers}
+    out["huge_pages"] = await huge_pages_status(pg_url)
     try:
         convs = list(locomo.locomo_conversations())[: args.conversations]
         last_ts = {c["sample_id"]: max(s["timestamp"] for s in c["sessions"] if s["timestamp"]) + "Z" for c in convs}
@@ -488,6 +490,16 @@ async def main(args):
     save(out, result_name(args))
 
 
+async def huge_pages_status(pg_url: str) -> str:
+    """Whether the database's buffer cache is on huge pages ("on" / "off"), which changes its CPU
+    a recall (docs/running.md, "Huge pages")."""
+    conn = await asyncpg.connect(pg_url)
+    try:
+        return await conn.fetchval("SELECT current_setting('huge_pages_status', true)") or "unknown"
+    finally:
+        await conn.close()
+
+
 def result_name(args) -> str:
     """bench/results/<name>.json: latest.json for the default run, another file for another model
     or number of workers, or with entity links, so a variant never replaces the default's figures."""
@@ -511,7 +523,13 @@ def latency(xs: list[float], suffix: str = "") -> dict:
 
 
 def report(out):
-    print("\n== Hindsight LoCoMo benchmark ==", out["machine"], out["date"], f"workers={out.get('workers', 1)}")
+    print(
+        "\n== Hindsight LoCoMo benchmark ==",
+        out["machine"],
+        out["date"],
+        f"workers={out.get('workers', 1)}",
+        f"huge pages {out.get('huge_pages', 'unknown')}",
+    )
     print(f"retain: {out['retain']['turns_per_s']} turns/s ({out['retain']['turns']} turns)")
     print("evidence recall (hindsight | pure vector):")
     er = out["evidence_recall"]

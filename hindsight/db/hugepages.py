@@ -1,16 +1,17 @@
-"""Whether the embedded PostgreSQL's buffer cache sits on huge pages, said once at start-up.
+"""Whether the embedded PostgreSQL's buffer cache sits on huge pages, said at start-up.
 
 A recall on a large bank touches ~1,000 pages of the buffer cache at random (the keyword arm's
-candidate rows, the vector index's neighbours, the details), and on 4 kB pages nearly each touch
+candidate rows, the vector index's neighbours, the details), and on regular pages nearly each touch
 is a TLB miss as well as a cache miss; in a virtual machine a TLB miss walks two page tables. With
 the buffer cache on 2 MB pages PostgreSQL spent 7-9% less CPU a recall on a 100,000-memory bank,
-and one server process served 4% more recalls a second (bench/README.md, "Huge pages for the
+and one server process served ~4% more recalls a second (bench/README.md, "Huge pages for the
 buffer cache").
 
 PostgreSQL uses them by itself (`huge_pages = try`, its default) when the kernel has enough
 reserved, which takes root (`sysctl vm.nr_hugepages`), so the server cannot and does not do it:
 it says how many pages would do (PostgreSQL computes that: shared_memory_size_in_huge_pages), on
 Linux, for the embedded PostgreSQL it started. An external PostgreSQL is its operator's to tune.
+Each server process says it (HINDSIGHT_API_WORKERS), at INFO.
 """
 
 from __future__ import annotations
@@ -25,9 +26,31 @@ from .sql import Q
 log = logging.getLogger("hindsight.db")
 
 
+def advice(status: str | None, setting: str | None, needed: str | None, size: str | None) -> str | None:
+    """The start-up line for PostgreSQL's huge_pages_status, huge_pages, the huge pages its
+    shared memory would take and that memory's size; None when there is nothing to say (no status
+    before PostgreSQL 17, "unknown", huge pages turned off by the operator, or a kernel without
+    them: -1 pages)."""
+    if status == "on":
+        return f"the embedded PostgreSQL's shared memory ({size}, mostly its buffer cache) is on huge pages"
+    try:
+        pages = int(needed or "")
+    except ValueError:
+        return None
+    if status != "off" or setting != "try" or pages <= 0:
+        return None
+    return (
+        f"the embedded PostgreSQL's shared memory ({size}, mostly its buffer cache) is on regular pages: "
+        f"{pages} huge pages more in the machine's pool (as root: raise vm.nr_hugepages by {pages}, then "
+        "restart every hindsight process on this data directory, which share one PostgreSQL) cut its CPU "
+        "a recall on a large bank by 7-9% (docs/running.md, 'Huge pages')"
+    )
+
+
 async def report(url: str) -> str | None:
-    """Log whether the buffer cache is on huge pages; returns PostgreSQL's `huge_pages_status`
-    ("on", "off", or None when it does not say: before PostgreSQL 17, or the check failed)."""
+    """Log whether the shared memory is on huge pages; returns PostgreSQL's `huge_pages_status`
+    ("on", "off", "unknown"), or None when it was not read (not Linux, PostgreSQL before 17, or
+    the statement failed: this is advice, never a reason to fail start-up)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -36,19 +59,10 @@ async def report(url: str) -> str | None:
             row = await conn.fetchrow(Q.huge_pages_status)
         finally:
             await conn.close()
-    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-        log.debug("huge pages status not read: %s", exc)
+        line = advice(row["status"], row["setting"], row["needed"], row["size"])
+    except Exception as exc:  # advice only: never a reason to fail start-up
+        log.debug("huge pages status not read: %s: %s", type(exc).__name__, exc)
         return None
-    status, needed, size = row["status"], row["needed"], row["size"]
-    if status == "on":
-        log.info("the embedded PostgreSQL's buffer cache (%s) is on huge pages", size)
-    elif status == "off" and needed and needed.isdigit() and int(needed) > 0:
-        log.info(
-            "the embedded PostgreSQL's buffer cache (%s) is on 4 kB pages: reserving %s huge pages "
-            "(as root: sysctl vm.nr_hugepages=%s, before the server starts) cuts its CPU a recall on a "
-            "large bank by 7-9%% (docs/running.md, 'Huge pages')",
-            size,
-            needed,
-            needed,
-        )
-    return status
+    if line:
+        log.info("%s", line)
+    return row["status"]

@@ -64,8 +64,9 @@ SET LOCAL enable_seqscan = off;
 SELECT id FROM hindsight_self_check ORDER BY v <=> $1 LIMIT 1;
 
 -- huge_pages_status --
--- Whether the buffer cache sits on huge pages, and how many the server would need for it
--- (PostgreSQL 17+; db/hugepages.py).
+-- Whether PostgreSQL's shared memory (mostly its buffer cache) sits on huge pages (PostgreSQL 17+),
+-- whether it may (huge_pages), and how many it would take (PostgreSQL 15+; db/hugepages.py).
 SELECT current_setting('huge_pages_status', true) AS status,
+       current_setting('huge_pages', true) AS setting,
        current_setting('shared_memory_size_in_huge_pages', true) AS needed,
        current_setting('shared_memory_size', true) AS size;
