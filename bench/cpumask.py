@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 SOURCE = Path(__file__).resolve().parent / "cpu" / "avx2_only.c"
+_MASKED = "HINDSIGHT_BENCH_CPU_MASKED"  # set in a masked process's environment: what describe() reads
 # glibc 2.33+ names for its x86 feature checks; names a glibc does not know are ignored
 _GLIBC_HIDDEN = (
     "AVX512F,AVX512CD,AVX512BW,AVX512DQ,AVX512VL,AVX512ER,AVX512PF,AVX512_VNNI,AVX512_BF16,AVX512_FP16,"
@@ -87,6 +88,7 @@ def avx2_env() -> dict[str, str]:
     tunables = os.environ.get("GLIBC_TUNABLES", "")
     hidden = ",".join(f"-{name}" for name in _GLIBC_HIDDEN.split(","))
     env = {
+        _MASKED: "avx2",
         "HINDSIGHT_CPUMASK_REQUIRED": "1",  # a process that can't be masked stops (avx2_only.c)
         "LD_PRELOAD": " ".join(filter(None, [str(lib), os.environ.get("LD_PRELOAD", "")])),
         "GLIBC_TUNABLES": ":".join(filter(None, [tunables, f"glibc.cpu.hwcaps={hidden}"])),
@@ -99,24 +101,19 @@ def avx2_env() -> dict[str, str]:
     return env
 
 
-_MASKED = "HINDSIGHT_BENCH_CPU_MASKED"
-
-
 def apply(cpu: str) -> None:
     """For a benchmark that measures child processes (the server and its PostgreSQL): they start
     with the mask from os.environ; this process, the driver, is already running and stays as it
     is. `cpu` is the `--cpu` argument: "native" does nothing."""
     if cpu == "avx2":
         os.environ.update(avx2_env())
-        os.environ[_MASKED] = "avx2"
 
 
 def reexec(cpu: str) -> None:
     """For a benchmark that measures its own process (bench/embedder.py): starts it again under
     the mask, once."""
     if cpu == "avx2" and os.environ.get(_MASKED) != "avx2":
-        env = os.environ | avx2_env() | {_MASKED: "avx2"}
-        os.execve(sys.executable, [sys.executable, *sys.argv], env)
+        os.execve(sys.executable, [sys.executable, *sys.argv], os.environ | avx2_env())
 
 
 def describe(machine: str) -> str:

@@ -34,6 +34,7 @@ from pgvector.asyncpg import register_vector
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from hindsight.db.embedded import EmbeddedPostgres  # noqa: E402
+from hindsight.db.sql import Q  # noqa: E402
 from hindsight.embedding import load_embedder  # noqa: E402
 from hindsight.engine.retain import COPY_COLUMNS  # noqa: E402
 from hindsight.testing import Server, machine  # noqa: E402
@@ -495,7 +496,7 @@ async def huge_pages_status(pg_url: str) -> str:
     a recall (docs/running.md, "Huge pages")."""
     conn = await asyncpg.connect(pg_url)
     try:
-        return await conn.fetchval("SELECT current_setting('huge_pages_status', true)") or "unknown"
+        return (await conn.fetchrow(Q.huge_pages_status))["status"] or "unknown"
     finally:
         await conn.close()
 
