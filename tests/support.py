@@ -15,6 +15,7 @@ from conftest import wait_for
 BANK_TABLES = {
     "banks",
     "memories",
+    "memory_terms",
     "entities",
     "memory_entities",
     "fact_sources",

@@ -43,6 +43,20 @@ async def test_keyword_ranking_on_a_large_bank(api, bank, pg_url):
     # Then only memories with both common words, which outscore the weather-only ones.
     assert len(got) == 50 and all("garden" in t and "weather" in t for t in got[4:]), got[4:8]
 
+    # A filter every memory passes but that names a column memory_terms lacks (migration 015)
+    # sends the arm to `memories`: the same ranking from either table.
+    r = api.post(
+        f"/v1/banks/{bank}/recall",
+        json={
+            "query": "garden hose greenhouse weather",
+            "mode": "keyword",
+            "top_k": 50,
+            "max_tokens": 32_000,
+            "filter": 'context = "general"',
+        },
+    )
+    assert [m["text"] for m in r.json()["results"]] == got
+
     # The filters apply to every candidate query of the large-bank path.
     r = api.post(
         f"/v1/banks/{bank}/recall",

@@ -234,15 +234,17 @@ async def keyword_ids(rt: Runtime, bank_id: str, words: list[str], f: Fragment) 
             return []
         score = rarity_score(len(present))
 
+        table = keyword_rows(f)
+
         def statement(seeds: list[tuple[int, str]] | None) -> tuple[str, list]:
             """The arm's statement and values: candidates seeded by `seeds`, or (None) the bank's
             own rows holding any word."""
             p = Binder(bank_id, [w for _, w in present], idf, ARM_LIMIT)
             filters = f.into(p)
             if seeds is not None:
-                candidates = seed_candidates(Q.recall_keyword_seed, seeds, p, filters)
+                candidates = seed_candidates(Q.recall_keyword_seed, seeds, p, filters, rows=table)
                 return fill(Q.recall_keyword, own="", candidates=candidates, score=score), p.values
-            own = fill(Q.recall_keyword_own, filter=filters)
+            own = fill(Q.recall_keyword_own, rows=table, filter=filters)
             candidates = fill(Q.recall_keyword_own_candidates, match=p(" | ".join(w for _, w in present)))
             return fill(Q.recall_keyword, own=own, candidates=candidates, score=score), p.values
 
@@ -266,6 +268,22 @@ async def keyword_ids(rt: Runtime, bank_id: str, words: list[str], f: Fragment) 
     return [(r[0], r[1]) for r in rows]
 
 
+# The columns of memory_terms (migration 015), the keyword arm's narrow copy of each memory.
+TERM_COLUMNS = frozenset(
+    "bank_id id kind tags superseded invalidated_at valid_from valid_to occurred_start occurred_end"
+    " mentioned_at created_at tsv".split()
+)
+_COLUMN = re.compile(r"\bm\.([a-z_]+)")
+
+
+def keyword_rows(f: Fragment) -> str:
+    """The table the keyword arm reads as `m`: memory_terms, whose ~0.2 KB rows cost a third less
+    to read than the ~2 KB of memories (bench/README.md, "Keyword arm: a narrow table of its own"),
+    when the request's filters name only its columns; memories when one names another (context,
+    text, document_id, metadata)."""
+    return "memory_terms" if set(_COLUMN.findall(f.sql)) <= TERM_COLUMNS else "memories"
+
+
 def rarest_first(stats: list) -> tuple[list[tuple[int, str]], list[float], int]:
     """From a word-frequencies statement's rows (w, n, total): the words the bank holds as
     (count, word), rarest first (at most MAX_QUERY_WORDS), each one's inverse document frequency
@@ -284,11 +302,12 @@ def rarity_score(words: int, weights: str = "$3::float8[]") -> str:
     return " + ".join(f"(c.tsv @@ q.tq[{i}])::int * ({weights})[{i}]" for i in range(1, words + 1))
 
 
-def seed_candidates(seed: str, present: list[tuple[int, str]], p: Binder, filters: str) -> str:
+def seed_candidates(seed: str, present: list[tuple[int, str]], p: Binder, filters: str, **parts: str) -> str:
     """The candidates `c` (id, tsv) as the union of one statement fragment (`seed`, with /*match*/,
-    /*filter*/ and /*limit*/ slots) a seed query (_seed_matches)."""
+    /*filter*/ and /*limit*/ slots, and any others in `parts`) a seed query (_seed_matches)."""
     seeds = [
-        fill(seed, match=p(match), filter=filters, limit=p(limit)) for match, limit in zip(*_seed_matches(present))
+        fill(seed, match=p(match), filter=filters, limit=p(limit), **parts)
+        for match, limit in zip(*_seed_matches(present))
     ]
     return "(" + " UNION ".join(seeds) + ") c"
 

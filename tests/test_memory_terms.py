@@ -1,0 +1,135 @@
+"""memory_terms (migration 015), the keyword arm's narrow copy of each memory: it stays equal to
+`memories` through every way memories are written, and the arm ranks the same whichever of the
+two tables it reads."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import httpx
+import pytest
+
+from hindsight.engine.models import RecallRequest
+from hindsight.engine.recall import keyword_rows, request_filters
+
+COLUMNS = (
+    "bank_id, id, kind, tags, superseded, invalidated_at, valid_from, valid_to, occurred_start, occurred_end,"
+    " mentioned_at, created_at, tsv::text"
+)
+
+
+async def _copies(pg_url: str, banks: list[str]) -> list[list[tuple]]:
+    conn = await asyncpg.connect(pg_url)
+    try:
+        out = []
+        for table in ("memories", "memory_terms"):
+            sql = f"SELECT {COLUMNS} FROM {table} WHERE bank_id = ANY($1::text[]) ORDER BY bank_id, id"
+            out.append([tuple(r) for r in await conn.fetch(sql, banks)])
+        return out
+    finally:
+        await conn.close()
+
+
+async def _same(pg_url: str, *banks: str) -> int:
+    kept, copied = await _copies(pg_url, list(banks))
+    assert copied == kept
+    return len(kept)
+
+
+async def test_memory_terms_follow_every_write(pg_url, server, bank):
+    other = bank + "_copy"
+    async with httpx.AsyncClient(base_url=server.url, timeout=120) as c:
+
+        async def put(i):
+            items = [
+                {"content": f"Round {i}: the heron nested by pond {j}.", "document_id": f"d{j % 2}", "tags": [f"t{j}"]}
+                for j in range(4)
+            ] + [{"content": f"Loose note {i} about herons.", "timestamp": f"2024-03-0{i % 9 + 1}T10:00:00Z"}]
+            r = await c.post(f"/v1/banks/{bank}/memories", json={"items": items})
+            assert r.status_code == 200, r.text
+
+        await asyncio.gather(*(put(i) for i in range(6)))  # documents replaced concurrently
+        assert await _same(pg_url, bank) > 0
+        listed = (await c.get(f"/v1/banks/{bank}/memories", params={"limit": 100})).json()["memories"]
+        first, second, third = (m["id"] for m in listed[:3])
+
+        # Edits of every column the copy keeps, and of one it doesn't.
+        r = await c.patch(
+            f"/v1/banks/{bank}/memories/{first}",
+            json={
+                "text": "The heron moved to the quarry lake.",
+                "type": "experience",
+                "tags": ["moved"],
+                "occurred_start": "2024-05-01T00:00:00Z",
+                "occurred_end": "2024-05-02T00:00:00Z",
+                "valid_from": "2024-05-01T00:00:00Z",
+                "context": "field notes",
+            },
+        )
+        assert r.status_code == 200, r.text
+        await _same(pg_url, bank)
+        r = await c.post(f"/v1/banks/{bank}/memories/{second}/invalidate", json={"reason": "wrong pond"})
+        assert r.status_code == 200, r.text
+        r = await c.post(
+            f"/v1/banks/{bank}/memories", json={"content": "The heron left the pond in June.", "supersedes": [third]}
+        )
+        assert r.status_code == 200, r.text
+        await _same(pg_url, bank)
+        assert (await c.delete(f"/v1/banks/{bank}/memories/{first}")).status_code == 200
+        await _same(pg_url, bank)
+
+        # The keyword arm sees the edit: the new word finds it, the replaced one no longer does.
+        listed = (await c.get(f"/v1/banks/{bank}/memories", params={"limit": 100})).json()["memories"]
+        target = next(m["id"] for m in listed if m["id"] not in (first, second, third))
+        r = await c.patch(f"/v1/banks/{bank}/memories/{target}", json={"text": "A kingfisher by the weir."})
+        assert r.status_code == 200, r.text
+        r = await c.post(f"/v1/banks/{bank}/recall", json={"query": "kingfisher", "mode": "keyword"})
+        assert [m["id"] for m in r.json()["results"]] == [target]
+        r = await c.post(f"/v1/banks/{bank}/recall", json={"query": "quarry", "mode": "keyword"})
+        assert r.json()["results"] == []  # the edited memory that said it was deleted
+
+        # An export imported into another bank, and both banks deleted.
+        before = await _same(pg_url, bank)
+        exported = await c.get(f"/v1/banks/{bank}/export")
+        assert exported.status_code == 200
+        r = await c.post(f"/v1/banks/{other}/import", content=exported.content)
+        assert r.status_code == 200, r.text
+        assert await _same(pg_url, bank, other) == 2 * before
+        for b in (bank, other):
+            assert (await c.delete(f"/v1/banks/{b}")).status_code == 200
+        assert await _same(pg_url, bank, other) == 0
+
+
+@pytest.mark.parametrize(
+    "request_fields,table",
+    [
+        ({}, "memory_terms"),
+        ({"include_superseded": True}, "memory_terms"),
+        ({"as_of": "2024-01-01T00:00:00Z"}, "memory_terms"),
+        ({"tags": ["a"], "tags_match": "all_strict", "types": ["world"]}, "memory_terms"),
+        ({"filter": 'entities contains "anna" and mentioned_at < "2024-01-01"'}, "memory_terms"),
+        ({"filter": 'occurred_start > "2024-01-01" or created_at < "2020-01-01"'}, "memory_terms"),
+        ({"filter": 'context = "general"'}, "memories"),
+        ({"filter": 'metadata.speaker = "Anna"'}, "memories"),
+        ({"filter": 'text contains "pond"'}, "memories"),
+        ({"filter": 'document_id = "d1" or tags contains "a"'}, "memories"),
+    ],
+)
+def test_keyword_arm_reads_the_narrow_table_when_the_filters_allow(request_fields, table):
+    assert keyword_rows(request_filters(RecallRequest(query="pond heron", **request_fields))) == table
+
+
+def test_keyword_arm_ranks_alike_from_either_table(api, bank):
+    """A filter every memory passes (context = "general") sends the arm to `memories`; without it,
+    to memory_terms: same hits, same scores, on a small bank (its own rows) as on a large one."""
+    items = [{"content": f"Note {i}: the heron waded in pond {i % 7} by the mill."} for i in range(40)]
+    items += [{"content": "The mill wheel turned slowly."}, {"content": "Herons nest near the mill pond."}]
+    assert api.post(f"/v1/banks/{bank}/memories", json={"items": items}).status_code == 200
+    for query in ("heron mill pond", "wheel", "pond 3 nest"):
+        body = {"query": query, "mode": "keyword", "top_k": 30, "max_tokens": 32_000}
+        plain = api.post(f"/v1/banks/{bank}/recall", json=body).json()["results"]
+        filtered = api.post(f"/v1/banks/{bank}/recall", json={**body, "filter": 'context = "general"'}).json()
+        assert plain and [(m["id"], m["relevance"]) for m in plain] == [
+            (m["id"], m["relevance"]) for m in filtered["results"]
+        ]
