@@ -133,3 +133,43 @@ def test_keyword_arm_ranks_alike_from_either_table(api, bank):
         assert plain and [(m["id"], m["relevance"]) for m in plain] == [
             (m["id"], m["relevance"]) for m in filtered["results"]
         ]
+
+
+async def test_migration_copies_the_memories_already_stored(pg_url):
+    """A database at migration 014 with memories in it gets them all in memory_terms."""
+    from hindsight.db.pool import MIGRATIONS_DIR, migrate
+    from hindsight.db.sql import Q
+
+    admin = await asyncpg.connect(pg_url)
+    name = "upgrade_015"
+    await admin.execute(f"DROP DATABASE IF EXISTS {name}")
+    await admin.execute(f"CREATE DATABASE {name}")
+    url = pg_url.replace("/postgres?", f"/{name}?")
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(Q.migration_table)
+        for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
+            version = int(path.name.split("_", 1)[0])
+            if version < 15:
+                await conn.execute(path.read_text())
+                await conn.execute(Q.migration_record, version, path.name)
+        await conn.execute("INSERT INTO banks (id) VALUES ('old'), ('older')")
+        await conn.execute(
+            "INSERT INTO memories (id, bank_id, text, kind, embedding, source_id, tags, mentioned_at, superseded)"
+            " SELECT gen_random_uuid(), CASE WHEN i % 3 = 0 THEN 'old' ELSE 'older' END, 'Heron number ' || i || ' 黄山',"
+            " 'world', array_fill(0.1, ARRAY[384])::vector, 's' || i, ARRAY['t' || (i % 2)], now(), i % 5 = 0"
+            " FROM generate_series(1, 50) i"
+        )
+        assert await migrate(url) == ["015_memory_terms.sql"]
+        kept, copied = await _copies(url, ["old", "older"])
+        assert len(kept) == 50 and copied == kept
+        # and from here the triggers keep it
+        await conn.execute("DELETE FROM memories WHERE bank_id = 'old'")
+        await conn.execute("UPDATE memories SET text = 'Egret', tags = '{}' WHERE bank_id = 'older' AND superseded")
+        kept, copied = await _copies(url, ["old", "older"])
+        assert len(kept) == 34 and copied == kept
+        assert await conn.fetchval("SELECT count(*) FROM memory_terms WHERE tsv @@ 'egret'") == 7
+    finally:
+        await conn.close()
+        await admin.execute(f"DROP DATABASE {name}")
+        await admin.close()
