@@ -3,16 +3,24 @@
 -- word and the truth filters. A memory's row is ~2 KB (its vector stays in the row, migration
 -- 013), three to four to a page, and the tsvector and truth columns sit after the vector, so
 -- each candidate cost a page of its own in a 243 MB table. Here each memory's words and the
--- columns recall filters on most are ~0.2 KB, ~26 to a page (30 MB at 100,000 memories): the arm
--- on the 100,000-memory bank took 2.1 instead of 3.0 ms for the same 256 LoCoMo questions, with
--- identical results (bench/README.md, "Keyword arm: a narrow table of its own"). Putting the
+-- columns recall filters on most take ~0.3 KB, ~22 to a page (37 MB at 100,000 memories): the
+-- arm on the 100,000-memory bank took 2.1 instead of 3.0 ms for the same 256 LoCoMo questions,
+-- with the same lists (bench/README.md, "Keyword arm: a narrow table of its own"). Putting the
 -- same columns first in `memories` gained half as much and meant rewriting the table.
 -- The keyword arm reads this table when a request's filters name only its columns (the usual
 -- case: what is true now, tags, types, entities, times); a filter on another column (context,
 -- text, document, metadata) reads `memories` as before, through its own full-text index.
--- Triggers keep it equal to `memories` on every path that writes memories (COPY on retain and
--- import, curation's updates, deletes, cascades from a deleted bank). Rows are written in the
--- same transaction as the memory, so a recall never sees one without the other.
+-- Triggers keep it equal to `memories` on every path that writes memories (COPY on retain,
+-- inserts on import, curation's updates, deletes, cascades from a deleted bank). Rows are
+-- written in the same transaction as the memory, so a recall never sees one without the other.
+-- Writers are held off while the copy is made (another process on the same database may still
+-- run the code before this migration), so no write falls between the copy and the triggers.
+-- fillfactor 90 leaves room on each page for an update (a raw unit marked superseded when its
+-- facts are extracted) to stay on its page, without touching the indexes.
+-- A later migration that rewrites `memories` without firing triggers (a new generated tsv, as
+-- 010 did) must refresh this copy in the same migration.
+
+LOCK TABLE memories IN SHARE ROW EXCLUSIVE MODE;
 
 CREATE TABLE memory_terms (
     bank_id        text NOT NULL,
@@ -27,16 +35,16 @@ CREATE TABLE memory_terms (
     occurred_end   timestamptz,
     mentioned_at   timestamptz,
     created_at     timestamptz NOT NULL,
-    tsv            tsvector NOT NULL,
-    PRIMARY KEY (bank_id, id)
-);
+    tsv            tsvector NOT NULL
+) WITH (fillfactor = 90);
 
+-- A bank's rows together, oldest first, as retain appends them; the indexes built after the copy.
 INSERT INTO memory_terms
 SELECT bank_id, id, kind, tags, superseded, invalidated_at, valid_from, valid_to, occurred_start, occurred_end,
        mentioned_at, created_at, tsv
 FROM memories ORDER BY bank_id, created_at;
+ALTER TABLE memory_terms ADD PRIMARY KEY (bank_id, id);
 CREATE INDEX memory_terms_tsv ON memory_terms USING gin (tsv) WITH (gin_pending_list_limit = 256);
-
 CREATE FUNCTION memory_terms_add() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO memory_terms

@@ -5,13 +5,17 @@ two tables it reads."""
 from __future__ import annotations
 
 import asyncio
+import re
 
 import asyncpg
 import httpx
 import pytest
 
+from hindsight.engine.filters import MEMORY_FIELDS
 from hindsight.engine.models import RecallRequest
-from hindsight.engine.recall import keyword_rows, request_filters
+from hindsight.engine.recall import TERM_COLUMNS, keyword_rows, request_filters
+
+from conftest import fresh_database
 
 COLUMNS = (
     "bank_id, id, kind, tags, superseded, invalidated_at, valid_from, valid_to, occurred_start, occurred_end,"
@@ -88,6 +92,14 @@ async def test_memory_terms_follow_every_write(pg_url, server, bank):
         assert [m["id"] for m in r.json()["results"]] == [target]
         r = await c.post(f"/v1/banks/{bank}/recall", json={"query": "quarry", "mode": "keyword"})
         assert r.json()["results"] == []  # the edited memory that said it was deleted
+        conn = await asyncpg.connect(pg_url)
+        try:
+            assert (
+                await conn.fetchval("SELECT count(*) FROM memory_terms WHERE bank_id = $1 AND tsv @@ 'quarry'", bank)
+                == 0
+            )
+        finally:
+            await conn.close()
 
         # An export imported into another bank, and both banks deleted.
         before = await _same(pg_url, bank)
@@ -122,7 +134,8 @@ def test_keyword_arm_reads_the_narrow_table_when_the_filters_allow(request_field
 
 def test_keyword_arm_ranks_alike_from_either_table(api, bank):
     """A filter every memory passes (context = "general") sends the arm to `memories`; without it,
-    to memory_terms: same hits, same scores, on a small bank (its own rows) as on a large one."""
+    to memory_terms: same hits, same scores, on a small bank (its own rows; a large bank's seeds
+    are compared in tests/test_keyword_large_bank.py)."""
     items = [{"content": f"Note {i}: the heron waded in pond {i % 7} by the mill."} for i in range(40)]
     items += [{"content": "The mill wheel turned slowly."}, {"content": "Herons nest near the mill pond."}]
     assert api.post(f"/v1/banks/{bank}/memories", json={"items": items}).status_code == 200
@@ -135,16 +148,16 @@ def test_keyword_arm_ranks_alike_from_either_table(api, bank):
         ]
 
 
-async def test_migration_copies_the_memories_already_stored(pg_url):
-    """A database at migration 014 with memories in it gets them all in memory_terms."""
+def test_migration_copies_the_memories_already_stored(pg_url):
+    """A database at migration 014 with memories in it gets them all in memory_terms, and the
+    triggers keep the copy from there."""
+    asyncio.run(_upgrade(fresh_database(pg_url, "upgrade_015")))
+
+
+async def _upgrade(url: str) -> None:
     from hindsight.db.pool import MIGRATIONS_DIR, migrate
     from hindsight.db.sql import Q
 
-    admin = await asyncpg.connect(pg_url)
-    name = "upgrade_015"
-    await admin.execute(f"DROP DATABASE IF EXISTS {name}")
-    await admin.execute(f"CREATE DATABASE {name}")
-    url = pg_url.replace("/postgres?", f"/{name}?")
     conn = await asyncpg.connect(url)
     try:
         await conn.execute(Q.migration_table)
@@ -163,13 +176,80 @@ async def test_migration_copies_the_memories_already_stored(pg_url):
         assert await migrate(url) == ["015_memory_terms.sql"]
         kept, copied = await _copies(url, ["old", "older"])
         assert len(kept) == 50 and copied == kept
-        # and from here the triggers keep it
         await conn.execute("DELETE FROM memories WHERE bank_id = 'old'")
         await conn.execute("UPDATE memories SET text = 'Egret', tags = '{}' WHERE bank_id = 'older' AND superseded")
         kept, copied = await _copies(url, ["old", "older"])
         assert len(kept) == 34 and copied == kept
         assert await conn.fetchval("SELECT count(*) FROM memory_terms WHERE tsv @@ 'egret'") == 7
+        await conn.execute("TRUNCATE memories CASCADE")
+        assert await conn.fetchval("SELECT count(*) FROM memory_terms") == 0
     finally:
         await conn.close()
-        await admin.execute(f"DROP DATABASE {name}")
-        await admin.close()
+
+
+async def test_term_columns_are_the_tables(pg_url):
+    """keyword_rows sends a filter to memory_terms when it names only TERM_COLUMNS: they must be
+    the table's columns, and each a column of memories of the same type."""
+    conn = await asyncpg.connect(pg_url)
+    try:
+        cols = {
+            t: {
+                r[0]: r[1]
+                for r in await conn.fetch(
+                    "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute"
+                    " WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped",
+                    t,
+                )
+            }
+            for t in ("memories", "memory_terms")
+        }
+    finally:
+        await conn.close()
+    assert set(cols["memory_terms"]) == TERM_COLUMNS
+    assert all(cols["memories"][c] == kind for c, kind in cols["memory_terms"].items())
+
+
+def test_every_memory_filter_field_is_a_column_of_m():
+    """keyword_rows reads the filter's columns as `m.<column>`: a field written another way could
+    send a filter to memory_terms that names a column it lacks."""
+    assert all(re.fullmatch(r"m\.[a-z_]+", f.sql) for f in MEMORY_FIELDS.values())
+
+
+def test_llm_extraction_supersedes_raw_units_in_the_copy(llm_api, bank, pg_url):
+    """Extraction marks the raw unit superseded (a row update of memories): the copy follows, and
+    the keyword arm returns the facts, not the raw unit."""
+    raw = "Melanie went to the Louvre in Paris yesterday. She loved the paintings."
+    r = llm_api.post(
+        f"/v1/banks/{bank}/memories",
+        json={"content": raw, "timestamp": "2023-05-08T13:00:00Z"},
+        params={"wait": True},
+    )
+    assert r.status_code == 200 and r.json()["extraction"] == "succeeded", r.text
+    url = pg_url.replace("/postgres?", "/llm_main?", 1)  # the llm_server's database (conftest)
+    kept, copied = asyncio.run(_copies(url, [bank]))
+    assert copied == kept and [row[4] for row in kept].count(True) == 1  # the raw unit, superseded
+    r = llm_api.post(f"/v1/banks/{bank}/recall", json={"query": "Louvre paintings", "mode": "keyword"})
+    texts = [m["text"] for m in r.json()["results"]]
+    assert len(texts) == 2 and raw not in texts, texts
+
+
+async def test_a_stale_copy_never_brings_back_what_the_filters_leave_out(pg_url, server, bank):
+    """The details statement checks every hit against the memory itself: were memory_terms ever to
+    fall behind (it is kept in the memory's own transaction, so only a bug could do it), an
+    invalidated memory would still stay out of recall."""
+    async with httpx.AsyncClient(base_url=server.url, timeout=60) as c:
+        r = await c.post(f"/v1/banks/{bank}/memories", json={"content": "The otter den is under the willow."})
+        mid = r.json()["memory_ids"][0]
+        assert (await c.post(f"/v1/banks/{bank}/memories/{mid}/invalidate", json={})).status_code == 200
+        conn = await asyncpg.connect(pg_url)
+        try:
+            await conn.execute(
+                "UPDATE memory_terms SET invalidated_at = NULL WHERE bank_id = $1 AND id = $2", bank, mid
+            )
+            r = await c.post(f"/v1/banks/{bank}/recall", json={"query": "otter willow", "mode": "keyword"})
+            assert r.status_code == 200 and r.json()["results"] == []
+        finally:
+            await conn.execute(
+                "UPDATE memory_terms SET invalidated_at = now() WHERE bank_id = $1 AND id = $2", bank, mid
+            )
+            await conn.close()

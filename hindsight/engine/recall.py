@@ -277,7 +277,7 @@ _COLUMN = re.compile(r"\bm\.([a-z_]+)")
 
 
 def keyword_rows(f: Fragment) -> str:
-    """The table the keyword arm reads as `m`: memory_terms, whose ~0.2 KB rows cost a third less
+    """The table the keyword arm reads as `m`: memory_terms, whose ~0.3 KB rows cost a quarter less
     to read than the ~2 KB of memories (bench/README.md, "Keyword arm: a narrow table of its own"),
     when the request's filters name only its columns; memories when one names another (context,
     text, document_id, metadata)."""

@@ -173,7 +173,7 @@ SELECT c.id, /*score*/ AS score FROM q, /*candidates*/ ORDER BY score DESC, leng
 -- recall_keyword_seed --
 -- Fragment of recall_keyword for a large bank: the memories one seed query (/*match*/) finds under
 -- the filters, at most /*limit*/ of them; the candidates are the union of these. /*rows*/ as in
--- recall_keyword_own: memory_terms, ~0.2 KB a row, costs ~0.9 ms less a recall at 100,000 memories
+-- recall_keyword_own: memory_terms, ~0.3 KB a row, costs ~0.6 ms less a recall at 100,000 memories
 -- than the ~2 KB rows of memories (migration 015).
 (SELECT m.id, m.tsv FROM /*rows*/ m WHERE m.bank_id = $1 AND m.tsv @@ to_tsquery('english', /*match*/) /*filter*/
  LIMIT /*limit*/)
@@ -183,9 +183,10 @@ SELECT c.id, /*score*/ AS score FROM q, /*candidates*/ ORDER BY score DESC, leng
 -- best of them ($3, a few of $2); hits and neighbours are united by id, so each row is read once.
 -- Only the parents' positions are looked up before: reading every hit's for that read each hit's
 -- row twice (~0.15 ms of ~1 ms; bench/README.md, "Details: the parents' rows alone").
+-- The filters apply to every row returned, the arms' hits too: a hit the keyword arm found in
+-- memory_terms (migration 015), or one edited since its arm ran, is checked on the memory itself.
 WITH parents AS (SELECT m.source_id, m.position FROM memories m WHERE m.bank_id = $1 AND m.id = ANY($3::uuid[])),
      nb AS (SELECT m.id FROM memories m JOIN parents p ON m.bank_id = $1 AND m.source_id = p.source_id
-                AND m.position IN (p.position - 1, p.position + 1)
-            WHERE true /*filter*/)
+                AND m.position IN (p.position - 1, p.position + 1))
 SELECT /*columns*/, /*relevance*/ AS relevance FROM memories m
-WHERE m.bank_id = $1 AND m.id IN (SELECT unnest($2::uuid[]) UNION SELECT id FROM nb);
+WHERE m.bank_id = $1 AND m.id IN (SELECT unnest($2::uuid[]) UNION SELECT id FROM nb) /*filter*/;

@@ -56,6 +56,7 @@ ACROSS_BANKS = {
 # goes there, or a fixed name), so that their own text is still checked; other slots are dropped.
 STAND_INS = {
     "table": "memories",
+    "rows": "memory_terms",  # the keyword arm's rows (engine/recall.keyword_rows), or memories
     "columns": "id",
     "candidates": Q.recall_keyword_own_candidates,
     "own": Q.recall_keyword_own,
@@ -175,7 +176,9 @@ def test_fragments_name_the_bank_where_they_read_memories():
     """Fragments are not statements; those reading a bank-owned table must carry the bank too."""
     for name in Q.names():
         sql = getattr(Q, name)
-        if Q.reasons[name].startswith("Fragment") and " FROM memories" in sql:
+        if Q.reasons[name].startswith("Fragment") and any(
+            f" FROM {t}" in sql for t in ("memories", "memory_terms", "/*rows*/")
+        ):
             assert "bank_id = $1" in sql, name
 
 
