@@ -155,17 +155,11 @@ def test_migration_copies_the_memories_already_stored(pg_url):
 
 
 async def _upgrade(url: str) -> None:
-    from hindsight.db.pool import MIGRATIONS_DIR, migrate
-    from hindsight.db.sql import Q
+    from hindsight.db.pool import migrate
 
+    assert (await migrate(url, until=14))[-1] == "014_chunk_lexemes.sql"
     conn = await asyncpg.connect(url)
     try:
-        await conn.execute(Q.migration_table)
-        for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
-            version = int(path.name.split("_", 1)[0])
-            if version < 15:
-                await conn.execute(path.read_text())
-                await conn.execute(Q.migration_record, version, path.name)
         await conn.execute("INSERT INTO banks (id) VALUES ('old'), ('older')")
         await conn.execute(
             "INSERT INTO memories (id, bank_id, text, kind, embedding, source_id, tags, mentioned_at, superseded)"

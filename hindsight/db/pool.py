@@ -74,9 +74,10 @@ async def ensure_vector_extension(url: str, update: bool = False) -> None:
         await conn.close()
 
 
-async def migrate(url: str) -> list[str]:
+async def migrate(url: str, until: int | None = None) -> list[str]:
     """Apply pending migrations, one transaction each, under a session advisory lock so that
-    several processes starting together apply each migration once."""
+    several processes starting together apply each migration once; `until`, the last version to
+    apply (a test of a later migration on data written before it)."""
     conn = await asyncpg.connect(url)
     applied_now: list[str] = []
     try:
@@ -85,7 +86,7 @@ async def migrate(url: str) -> list[str]:
         done = {r["version"] for r in await conn.fetch(Q.migrations_applied)}
         for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
             version = int(path.name.split("_", 1)[0])
-            if version in done:
+            if version in done or (until is not None and version > until):
                 continue
             async with conn.transaction():
                 await conn.execute(path.read_text())
