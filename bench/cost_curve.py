@@ -20,6 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import locomo as lb  # noqa: E402  (bench/locomo.py: data, timing and reporting helpers)
 
+from hindsight.engine.sizes import TTL_SECONDS  # noqa: E402
+
 
 async def measure(client, bank: str, questions: list[str], clients: int, rss) -> dict:
     for q in questions[:20]:  # warm the caches the way a serving bank is warm
@@ -57,14 +59,22 @@ async def main(args) -> None:
         async with lb.Client(server.url) as client:
             print(f"retaining the LoCoMo turns the bank is grown from ({len(convs)} conversations) ...", flush=True)
             await lb.retain_all(client, convs, rss)
+            vectors = await lb.Fresh.embedded(client) if args.workers == 1 else None
             have = 0
             for size in sizes:
                 print(f"growing the bank to {size} memories ...", flush=True)
                 await lb.synthesize(pg_url, "curve", size, [lb.bank_of(c) for c in convs], start=have)
                 have = size
+                # The server keeps a bank's size for TTL_SECONDS (engine/sizes.py) to choose between
+                # sorting its rows and walking the index; grown by COPY in less than that, the bank
+                # would be ranked by its old size's plan for the first recalls.
+                await asyncio.sleep(TTL_SECONDS)
                 row = {"memories": size, **await measure(client, "curve", questions, args.clients, rss)}
                 out["curve"].append(row)
                 print(f"  {size:>9,}: {row}", flush=True)
+            after = await lb.Fresh.embedded(client)
+            if vectors is not None and after is not None:  # every recall should have embedded its query
+                out["query_vectors"] = {"recalls": lb.FRESH.recalls, "computed": after - vectors}
         out["server_peak_rss_mb"] = round(rss.peak / 2**20)  # the largest server process (lb.RSS)
         out["cpu_steal_percent"] = steal.percent()
     finally:
@@ -76,6 +86,9 @@ async def main(args) -> None:
         c = row[f"clients_{args.clients}"]
         seq = row["sequential"]
         print(f"{row['memories']:>10,} {seq['ms_p50']:>8} {seq['ms_p95']:>8} {c['per_s']:>14} {c['ms_p95']:>8}")
+    if "query_vectors" in out:
+        qv = out["query_vectors"]
+        print(f"query vectors computed by the server: {qv['computed']:.0f} for {qv['recalls']} recalls")
     print(f"CPU time taken by the hypervisor during the run (steal): {out['cpu_steal_percent']}%")
     name = "cost_curve" + ("" if args.workers == 1 else f"-workers{args.workers}")
     if max(sizes) > 100_000:

@@ -132,6 +132,10 @@ class Client:
         async with self.session.post(path, json=json) as r:
             return Reply(r.status, await r.read())
 
+    async def get(self, path: str) -> Reply:
+        async with self.session.get(path) as r:
+            return Reply(r.status, await r.read())
+
 
 async def retain_all(client, convs, rss):
     n, t0 = 0, time.perf_counter()
@@ -151,9 +155,42 @@ async def retain_all(client, convs, rss):
     return n, time.perf_counter() - t0
 
 
+class Fresh:
+    """Query texts the server has not seen. It keeps the last 1,024 query vectors (agents re-ask),
+    and the benchmarks ask each question more than once (a warm-up, the sequential pass, the
+    concurrent phases, the next bank size), so a repeat would leave the model out of the figure.
+    A text already sent goes again with trailing spaces, which neither the model's tokenizer nor
+    the keyword arm sees: the same vector and results, and a cache miss. `embedded` (from the
+    server's /metrics) checks it: every recall sent computed its query vector."""
+
+    def __init__(self):
+        self.sent: dict[str, int] = defaultdict(int)
+        self.recalls = 0
+
+    def __call__(self, q: str) -> str:
+        n = self.sent[q]
+        self.sent[q] += 1
+        self.recalls += 1
+        return q + " " * n
+
+    @staticmethod
+    async def embedded(client) -> float | None:
+        """Query vectors the server has computed (one process; a worker's own count with several)."""
+        r = await client.get("/metrics")
+        m = re.search(r'^hindsight_embedded_texts_total\{call="query"\} (\S+)$', r.content.decode(), re.M)
+        if r.status_code != 200:
+            return None
+        return float(m.group(1)) if m else 0.0  # the series appears with the first query
+
+
+FRESH = Fresh()
+
+
 async def timed_recall(client, bank, q, when, field=lambda m: m["metadata"].get("turn_id")):
     t0 = time.perf_counter()
-    r = await client.post(f"/v1/banks/{bank}/recall", json={"query": q, "max_tokens": 4096, "query_timestamp": when})
+    r = await client.post(
+        f"/v1/banks/{bank}/recall", json={"query": FRESH(q), "max_tokens": 4096, "query_timestamp": when}
+    )
     r.raise_for_status()
     return time.perf_counter() - t0, [field(m) for m in r.json()["results"]]
 
@@ -215,9 +252,8 @@ class CpuSplit:
         return out
 
 
-# The concurrent phases re-ask questions the sequential pass asked; the server caches query
-# embeddings, which would leave the model out of the throughput. The model is uncased, so a case
-# variant gets the same vector and results but misses the cache: each job gets its own variant.
+# Each concurrent job asks its question in one of three cases, as different clients would; the
+# model is uncased, so the vector and results are the same (and Fresh makes each a cache miss).
 VARIANTS = (str.lower, str.upper, str.title)
 
 
@@ -391,6 +427,7 @@ async def main(args):
             n, dt = await retain_all(client, convs, rss)
             out["retain"] = {"turns": n, "seconds": round(dt, 1), "turns_per_s": round(n / dt, 1)}
             print(f"  {n} turns in {dt:.1f}s = {n / dt:.0f} turns/s", flush=True)
+            vectors = await Fresh.embedded(client) if args.workers == 1 else None
 
             embedder = load_embedder(args.model or "minilm")
             pool = await asyncpg.create_pool(pg_url, min_size=1, max_size=4, init=register_vector)
@@ -482,6 +519,9 @@ async def main(args):
                         **cpu.per_call(len(clat)),
                     },
                 }
+            after = await Fresh.embedded(client)
+            if vectors is not None and after is not None:  # every recall should have embedded its query
+                out["query_vectors"] = {"recalls": FRESH.recalls, "computed": after - vectors}
         out["server_peak_rss_mb"] = round(rss.peak / 2**20)
         out["cpu_steal_percent"] = steal.percent()
     finally:
@@ -553,6 +593,12 @@ def report(out):
                 f"  evidence recall there (n={sc['questions']}): "
                 + "  ".join(f"@{k}: {sc['evidence_recall'][f'r@{k}']:.3f}" for k in KS)
             )
+    if "query_vectors" in out:
+        qv = out["query_vectors"]
+        hits = qv["recalls"] - qv["computed"]
+        print(
+            f"query vectors computed by the server: {qv['computed']:.0f} for {qv['recalls']} recalls ({hits:.0f} cache hits)"
+        )
     print(f"server peak RSS (the largest server process): {out['server_peak_rss_mb']} MB")
     if out.get("cpu_steal_percent") is not None:
         print(f"CPU time taken by the hypervisor during the run (steal): {out['cpu_steal_percent']}%")

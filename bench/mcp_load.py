@@ -35,7 +35,10 @@ async def client_loop(url: str, texts: list[str], questions: list[str], until: f
             i = 0
             while time.perf_counter() < until:
                 tool = "retain" if i % 3 == 2 else "recall"
-                args = {"content": rng.choice(texts)} if tool == "retain" else {"query": rng.choice(questions)}
+                # lb.FRESH: a question asked again is a new text for the server's query cache
+                args = (
+                    {"content": rng.choice(texts)} if tool == "retain" else {"query": lb.FRESH(rng.choice(questions))}
+                )
                 t0 = time.perf_counter()
                 try:
                     r = await c.call_tool(tool, args)
@@ -94,7 +97,12 @@ async def main(args) -> None:
                 (await rest.post(f"/v1/banks/load_{b}/memories", json={"items": items})).raise_for_status()
         cpu = lb.CpuSplit(server.proc.pid)
         for n in (int(x) for x in args.clients.split(",")):
-            row = await phase(server.url, n, args.seconds, texts, questions, cpu)
+            async with lb.Client(server.url) as rest:
+                vectors, sent = await lb.Fresh.embedded(rest), lb.FRESH.recalls
+                row = await phase(server.url, n, args.seconds, texts, questions, cpu)
+                after = await lb.Fresh.embedded(rest)
+            if args.workers == 1 and vectors is not None and after is not None:  # no recall hit the cache
+                row["query_vectors"] = {"recalls": lb.FRESH.recalls - sent, "computed": after - vectors}
             out["phases"].append(row)
             print(f"  {n} clients: {row}", flush=True)
         out["cpu_steal_percent"] = steal.percent()
