@@ -3,6 +3,8 @@ HTTP shapes clients send (argument validation is in tests/contract/test_mcp_tool
 
 from __future__ import annotations
 
+import json
+
 import httpx
 
 from conftest import Server, mcp_session
@@ -61,6 +63,48 @@ async def test_single_bank_surface(server, bank):
         r = await c.call_tool("recall", {"query": "What are the user's programming language preferences?"})
         assert r.structured_content["results"][0]["text"].startswith("User prefers Python")
         assert "User prefers Python" in r.content[0].text
+
+
+def _nulls(value, path="") -> list[str]:
+    if value is None:
+        return [path]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _nulls(v, f"{path}.{k}")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _nulls(v, f"{path}[{i}]")]
+    return []
+
+
+async def test_recall_result_is_lean(server, bank):
+    """recall over MCP leaves out null fields and writes its text block as compact JSON; the
+    official client checks the result against the output schema on every call, and REST keeps
+    the full shape with the same memories."""
+    items = [
+        {"content": "Ann moved to Lisbon for the new job", "timestamp": "2026-03-02T10:00:00Z"},
+        {"content": "Ann's sister Bea visited Lisbon in May", "document_id": "diary-1", "tags": ["family"]},
+        {"content": "Ann ran a half marathon in Lisbon", "metadata": {"source": "chat"}},
+    ]
+    with httpx.Client(base_url=server.url) as c:
+        assert c.post(f"/v1/banks/{bank}/memories", json={"items": items}).status_code == 200
+        rest = c.post(f"/v1/banks/{bank}/recall", json={"query": "What did Ann do in Lisbon?"}).json()
+    assert len(rest["results"]) == 3 and _nulls(rest["results"])  # REST: every field, nulls too
+    for url, args in ((f"/mcp/{bank}/", {}), ("/mcp/", {"bank_id": bank})):
+        async with mcp_session(f"{server.url}{url}") as c:
+            r = await c.call_tool("recall", {"query": "What did Ann do in Lisbon?", **args})
+        assert not r.is_error
+        data = r.structured_content
+        assert _nulls(data) == []
+        assert json.loads(r.content[0].text) == data
+        assert "\n" not in r.content[0].text and '", "' not in r.content[0].text
+        assert [m["id"] for m in data["results"]] == [m["id"] for m in rest["results"]]
+        for full, lean in zip(rest["results"], data["results"]):
+            assert lean == {k: v for k, v in full.items() if v is not None}
+        by_text = {m["text"]: m for m in data["results"]}
+        assert by_text["Ann's sister Bea visited Lisbon in May"]["document_id"] == "diary-1"
+        assert by_text["Ann's sister Bea visited Lisbon in May"]["tags"] == ["family"]
+        assert by_text["Ann moved to Lisbon for the new job"]["mentioned_at"].startswith("2026-03-02")
+        assert by_text["Ann ran a half marathon in Lisbon"]["metadata"] == {"source": "chat"}
+        assert "invalidated_at" not in by_text["Ann ran a half marathon in Lisbon"]
 
 
 async def test_multi_bank_surface_and_resolution(server, bank):

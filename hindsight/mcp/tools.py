@@ -101,6 +101,7 @@ class ToolDef:
     top_level_result: bool = False
     collection_alias: bool = False
     bank_argument: str | None = None
+    lean_result: bool = False
 
 
 def toolbox(into: list[ToolDef]) -> Callable[..., Callable[[Callable], Callable]]:
@@ -117,13 +118,16 @@ def toolbox(into: list[ToolDef]) -> Callable[..., Callable[[Callable], Callable]
         top_level_result: bool = False,
         collection_alias: bool = False,
         bank_argument: str | None = None,
+        lean_result: bool = False,
     ):
         """Register an MCP tool whose arguments are `request`'s fields. scope: "bank" (both
         surfaces; multi-bank adds `bank_id`) or "global" (multi-bank only). collection_alias: the
         multi-bank form also takes `collection_id`, a synonym of `bank_id`, for clients written
         against the RAG collection tools. bank_argument: a global tool whose request names its bank
         in that field (the collection tools), checked like any other bank. top_level_result: the
-        result's fields are also put at the top of the JSON-RPC result, where RAG clients read them."""
+        result's fields are also put at the top of the JSON-RPC result, where RAG clients read them.
+        lean_result: the result leaves out null fields and its text is compact JSON (surfaces.lean),
+        for a result of many memories that an agent reads whole."""
 
         def deco(fn: Callable) -> Callable:
             into.append(
@@ -140,6 +144,7 @@ def toolbox(into: list[ToolDef]) -> Callable[..., Callable[[Callable], Callable]
                     top_level_result,
                     collection_alias,
                     bank_argument,
+                    lean_result,
                 )
             )
             return fn
@@ -177,7 +182,7 @@ async def retain_batch(call: Call, req: RetainBatchRequest) -> RetainResult:
     return await call.engine.retain(call.who, call.bank_id, req.items, wait=req.wait)
 
 
-@tool(RecallRequest, read_only=True, idempotent=True)
+@tool(RecallRequest, read_only=True, idempotent=True, lean_result=True)
 async def recall(call: Call, req: RecallRequest) -> RecallResult:
     """Search memories to provide personalized responses.
 
