@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import asyncpg
 import httpx
 
 from conftest import Server, mcp_session
@@ -105,6 +106,35 @@ async def test_recall_result_is_lean(server, bank):
         assert by_text["Ann moved to Lisbon for the new job"]["mentioned_at"].startswith("2026-03-02")
         assert by_text["Ann ran a half marathon in Lisbon"]["metadata"] == {"source": "chat"}
         assert "invalidated_at" not in by_text["Ann ran a half marathon in Lisbon"]
+
+
+async def test_recall_of_a_vector_of_zeros(server, bank, pg_url):
+    """A memory stored with a vector of zeros (an older server imported one; written here directly)
+    has a NaN cosine distance to every query: recall answers it with relevance 0, over REST and
+    MCP, and the MCP text block stays the JSON of the structured content (no NaN in it)."""
+    items = [{"content": "Quentin paddled a kayak on the lake"}, {"content": "Quentin bought a kayak paddle"}]
+    with httpx.Client(base_url=server.url) as c:
+        assert c.post(f"/v1/banks/{bank}/memories", json={"items": items}).status_code == 200
+    conn = await asyncpg.connect(pg_url)
+    try:
+        await conn.execute(
+            "UPDATE memories SET embedding = array_fill(0, ARRAY[vector_dims(embedding)])::real[]::vector"
+            " WHERE bank_id = $1 AND text LIKE '%lake'",
+            bank,
+        )
+    finally:
+        await conn.close()
+    with httpx.Client(base_url=server.url) as c:
+        for mode in ("hybrid", "vector"):
+            r = c.post(f"/v1/banks/{bank}/recall", json={"query": "Quentin kayak", "mode": mode})
+            assert r.status_code == 200, r.text
+            rel = {m["text"]: m["relevance"] for m in r.json()["results"]}
+            assert rel["Quentin paddled a kayak on the lake"] == 0.0, rel
+    async with mcp_session(f"{server.url}/mcp/{bank}/") as c:
+        r = await c.call_tool("recall", {"query": "Quentin kayak", "mode": "vector"})
+    assert "NaN" not in r.content[0].text and json.loads(r.content[0].text) == r.structured_content
+    zero = next(m for m in r.structured_content["results"] if m["text"].endswith("lake"))
+    assert zero["relevance"] == 0.0
 
 
 async def test_multi_bank_surface_and_resolution(server, bank):

@@ -230,6 +230,8 @@ def test_archive_values_must_be_storable_and_answerable(api, bank):
     for the history rows that wrap it), or text with a NUL or an unpaired surrogate, is refused
     with the line named: metadata ~200 levels deep made every recall and listing of the bank fail."""
     lines, memory = one_memory_archive(api, bank)
+    # a vector of zeros has no direction: its cosine distance to every query is NaN
+    zeros = "[" + ",".join("0" for _ in lines[memory]["row"]["embedding"].strip("[]").split(",")) + "]"
 
     def archive(raw: str | None = None, **row) -> bytes:
         return edited(lines, memory, row=row, raw_metadata=raw)
@@ -248,6 +250,8 @@ def test_archive_values_must_be_storable_and_answerable(api, bank):
         (archive(metadata={"k": "\ud800"}), "surrogate"),
         (archive(metadata={"k": "x" * 20_000}), "16 KiB"),
         (archive(metadata="not an object"), "object"),
+        (archive(embedding=zeros), "all zeros"),
+        (archive(embedding=zeros.replace("0", "-0.0")), "all zeros"),
     ]:
         r = api.post(f"/v1/banks/{bank}_x/import", content=body)
         assert r.status_code == 422, (words, r.text)

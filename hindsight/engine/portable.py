@@ -125,6 +125,19 @@ async def export_bank(rt: Runtime, bank_id: str) -> AsyncIterator[bytes]:
     yield gz.compress((json.dumps(end) + "\n").encode()) + gz.flush()
 
 
+def _zero_vector(value: Any) -> bool:
+    """Whether an exported vector (pgvector's text form) is all zeros. Such a vector has no
+    direction: its cosine distance to every query is NaN, so it can't be ranked, and a result's
+    relevance would be NaN. pgvector stores it (and refuses NaN and infinities itself); retain never
+    makes one. Stops at the first non-zero component, so a real vector costs one float()."""
+    if not isinstance(value, str):
+        return False
+    try:
+        return all(float(x) == 0 for x in value.strip().strip("[]").split(","))
+    except ValueError:
+        return False  # not a vector at all: PostgreSQL's own error names it
+
+
 def _bad(msg: str) -> InvalidArgument:
     return InvalidArgument(f"archive: {msg}", "archive")
 
@@ -202,6 +215,8 @@ class _Reader:
         for field, value in row.items() if isinstance(row, dict) else ():
             if isinstance(value, str) and (field in _TIMES or field.endswith("_at")) and (p := _time_problem(value)):
                 raise _bad(f"line {self.line_no}: {field} {p}")
+        if isinstance(row, dict) and _zero_vector(row.get("embedding")):
+            raise _bad(f"line {self.line_no}: embedding is all zeros, which no similarity can rank")
         return line
 
     async def batch(self, n: int = BATCH) -> list[dict]:

@@ -28,7 +28,7 @@ from .errors import InvalidArgument
 from .filters import CHUNK_FIELDS, compile_filter
 from .recall import content_words, fetch_ids, left_out, rarest_first, rarity_score, seed_candidates
 from .relevance import MAX_TOP_K as MAX_SEARCH_TOP_K
-from .relevance import SearchOptions, relevance_sql
+from .relevance import SearchOptions, relevance_of, relevance_sql
 from .strict import Strict
 
 if TYPE_CHECKING:
@@ -247,7 +247,7 @@ async def search_chunks(
         ChunkHit(
             row=r,
             score=round(scores[cid], 6),
-            relevance=round(float(r["relevance"]), 4),
+            relevance=relevance_of(r["relevance"]),
             arms=sorted(found_by[cid], key=["semantic", "keyword"].index),
         )
         for cid in top

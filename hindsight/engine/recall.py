@@ -37,7 +37,7 @@ from .entities import canonical
 from .filters import MEMORY_FIELDS, compile_filter
 from .memories import COLUMNS, to_memory
 from .models import RecallRequest, RecallResult
-from .relevance import relevance_sql
+from .relevance import relevance_of, relevance_sql
 from .sizes import EXACT_READ_ROWS
 from .tags import tag_condition
 from .temporal import TimeWindow, find_time_windows
@@ -478,6 +478,6 @@ async def _details(rt: Runtime, bank_id, order, f: Fragment, scores, found_by, r
                 scored[nid] = scores[parent] * NEIGHBOUR_DECAY
                 found_by.setdefault(nid, []).append("neighbour")
     return [
-        (by_id[mid], round(scored[mid], 6), round(float(by_id[mid]["relevance"]), 4))
+        (by_id[mid], round(scored[mid], 6), relevance_of(by_id[mid]["relevance"]))
         for mid in sorted(scored, key=scored.__getitem__, reverse=True)
     ]

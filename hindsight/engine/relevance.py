@@ -10,6 +10,7 @@ the text contains for `keyword`, and 0.7 x similarity + 0.3 x word share for `hy
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Literal
 
@@ -83,3 +84,11 @@ def relevance_sql(
             )
         parts.append(f"{w_kw} * greatest({', '.join(shares)})")
     return " + ".join(parts)
+
+
+def relevance_of(value: float | None) -> float:
+    """A row's relevance as results carry it. A stored vector of zeros (an import can hold one)
+    has no direction: its cosine distance to any query is NaN, which JSON cannot carry, so it
+    counts as no similarity."""
+    x = float(value) if value is not None else 0.0
+    return round(x, 4) if math.isfinite(x) else 0.0

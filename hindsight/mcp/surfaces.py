@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from mcp.server.mcpserver import Context, MCPServer, Resolve
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
@@ -70,7 +70,8 @@ class ContractTool(Tool):
         try:
             return await super().run(arguments, context, convert_result)
         except ToolError as exc:
-            if isinstance(exc.__cause__, ValidationError):
+            # UnexpectedToolError: the SDK's check of our result failed, not the caller's arguments
+            if isinstance(exc.__cause__, ValidationError) and not isinstance(exc, UnexpectedToolError):
                 raise jsonrpc_error(invalid(exc.__cause__)) from None
             raise
 
@@ -218,10 +219,10 @@ def lean(result: BaseModel) -> CallToolResult:
     cut to 4,096 tokens of memories reached the agent as ~71 KB of text, ~18,000 tokens; this way
     ~43 KB. The official SDK client also checks every field of the structured copy against the
     output schema on each call, in Python. The schema marks these fields optional, and the SDK
-    still validates the structured content against the tool's output model on the way out."""
-    data = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+    still validates the structured content against the tool's output model on the way out. Only
+    the result's own fields go: values inside a memory's metadata are the caller's, nulls too."""
+    text = result.model_dump_json(by_alias=True, exclude_none=True)  # one serialisation: NaN is null in both
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=json.loads(text))
 
 
 # Arguments that choose a bank, in the spellings clients use. Other arguments a tool does not
