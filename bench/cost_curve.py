@@ -1,9 +1,11 @@
 """How recall's cost grows with a bank: sequential p50/p95 and 16-client throughput on one bank
 grown step by step to each size (LoCoMo turns with perturbed embeddings, as bench/locomo.py's
-100k bank), with the LoCoMo questions as queries.
+100k bank), with the LoCoMo questions as queries. Every recall embeds its query (lb.Fresh: the same
+questions are asked at every size), and the server's count of query vectors computed is printed
+beside the recalls sent.
 
-    .venv/bin/python bench/cost_curve.py                      # 1k, 10k, 100k (~10 min on 2 cores)
-    .venv/bin/python bench/cost_curve.py --sizes 1000000      # 1M on its own (~1 h, ~6 GB disk)
+    .venv/bin/python bench/cost_curve.py                      # 1k, 10k, 100k (~5 min on 2 cores)
+    .venv/bin/python bench/cost_curve.py --sizes 1000000      # 1M on its own (~15 min, ~6 GB disk)
     .venv/bin/python bench/cost_curve.py --workers 2          # served by HINDSIGHT_API_WORKERS=2
 """
 
