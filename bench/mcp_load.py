@@ -1,6 +1,8 @@
 """Mixed MCP load: N clients of the official MCP SDK, each on its own bank URL (`/mcp/<bank>/`),
 each looping recall, recall, retain for a fixed time, as agents do. Prints calls per second,
-latency (p50/p95/p99 by tool) and errors.
+latency (p50/p95/p99 by tool) and errors. Every recall is a text the server has not seen (lb.Fresh),
+so each embeds its query; with one server process the server's count of query vectors computed is
+printed beside the recalls sent.
 
     .venv/bin/python bench/mcp_load.py                       # 16 and 64 clients, 60 s each
     .venv/bin/python bench/mcp_load.py --clients 64 --workers 2
