@@ -98,6 +98,29 @@ def _index_names(plan: dict):
     return {n.get("Index Name") for n in plan_nodes(plan)}
 
 
+async def test_every_walk_of_the_vector_index_is_sorted_after(sized_db):
+    """pgvector's relaxed_order walks (db/pool.py) return rows only nearly by distance, and
+    PostgreSQL drops an outer `ORDER BY d` over a walk it takes to be ordered already: each
+    statement that walks the index ends in a sort of its own (19 of 100 LoCoMo questions at 100k
+    had the semantic arm's 60 out of order without it)."""
+    pools = await Pools.open(sized_db, 1, 2)
+    try:
+        async with pools.shared.acquire() as conn:
+            qvec = await conn.fetchval("SELECT embedding FROM memories WHERE bank_id = 'big' LIMIT 1")
+            f = request_filters(RecallRequest(query="x"))
+            statements = {
+                "recall_semantic": Binder("big", qvec, ARM_LIMIT),
+                "recall_entity_walk": Binder("big", [1, 2], ARM_LIMIT, qvec, []),
+                "chunk_semantic": Binder("big", qvec, ["team"], "ann", ARM_LIMIT),
+            }
+            for name, p in statements.items():
+                sql = fill(getattr(Q, name), filter="" if name == "chunk_semantic" else f.into(p))
+                plan = json.loads(await conn.fetchval("EXPLAIN (FORMAT JSON) " + sql, *p.values))[0]["Plan"]
+                assert plan["Node Type"] == "Sort", (name, plan["Node Type"])
+    finally:
+        await pools.close()
+
+
 async def test_the_arm_sorts_the_small_bank_and_walks_the_big_one(sized_db):
     pools = await Pools.open(sized_db, 1, 2)  # a shared pool of one connection: its statements show
     try:

@@ -10,12 +10,15 @@
 -- access the planner can count"). Documents are joined within the bank.
 
 -- chunk_semantic --
--- The semantic arm of one phrase: the bank's chunks nearest its vector ($2) that the caller may see.
-SELECT c.id FROM chunks c JOIN documents d ON d.bank_id = c.bank_id AND d.id = c.document_id
-WHERE c.bank_id = $1
-  AND ((d.tags = '{}' AND d.allowed_users = '{}') OR d.tags && $3::text[] OR $4::text = ANY(d.allowed_users))
-  /*filter*/
-ORDER BY c.embedding <=> $2 LIMIT $5;
+-- The semantic arm of one phrase: the bank's chunks nearest its vector ($2) that the caller may
+-- see, sorted after the walk as recall_semantic's (relaxed_order returns them nearly in order).
+SELECT id FROM (SELECT c.id, c.embedding <=> $2 AS dist
+                FROM chunks c JOIN documents d ON d.bank_id = c.bank_id AND d.id = c.document_id
+                WHERE c.bank_id = $1
+                  AND ((d.tags = '{}' AND d.allowed_users = '{}') OR d.tags && $3::text[] OR $4::text = ANY(d.allowed_users))
+                  /*filter*/
+                ORDER BY c.embedding <=> $2 LIMIT $5) s
+ORDER BY dist + 0;
 
 -- chunk_word_frequencies --
 -- How many of the bank's chunks hold each word of a search's phrases ($2), and how many chunks it

@@ -4,10 +4,14 @@
 
 -- recall_semantic --
 -- The semantic arm: the bank's memories nearest the query vector ($2) under the filters. One
--- HNSW index serves all banks, bank-filtered by pgvector's iterative index scans.
+-- HNSW index serves all banks, bank-filtered by pgvector's iterative index scans, whose
+-- relaxed_order (db/pool.py) returns rows only nearly by distance. `ORDER BY d + 0` sorts them:
+-- PostgreSQL takes the walk's rows to be in order already and drops a plain `ORDER BY d` (19 of
+-- 100 LoCoMo questions at 100k had their 60 out of order; bench/README.md, "Every timed recall
+-- embeds its query").
 SELECT id FROM (SELECT m.id, m.embedding <=> $2 AS d FROM memories m
                 WHERE m.bank_id = $1 /*filter*/ ORDER BY m.embedding <=> $2 LIMIT $3) s
-ORDER BY d;
+ORDER BY d + 0;
 
 -- recall_semantic_exact --
 -- The semantic arm for a bank that is small beside the others (engine/recall.semantic_ids): its
@@ -96,7 +100,7 @@ SELECT id FROM (SELECT m.id, m.embedding <=> $4 AS d FROM memories m
                   AND EXISTS (SELECT 1 FROM memory_entities me WHERE me.memory_id = m.id AND me.entity_id = ANY($2::bigint[]))
                   /*filter*/
                 ORDER BY m.embedding <=> $4 LIMIT $3) s
-ORDER BY d;
+ORDER BY d + 0; -- sorted, as recall_semantic's walk
 
 -- recall_temporal --
 -- The temporal arm: memories that occurred or were mentioned within the query's window [$4, $5),
@@ -139,7 +143,7 @@ WITH walk AS MATERIALIZED (SELECT m.id, m.embedding <=> $2 AS d FROM memories m
 SELECT id FROM ((SELECT id, d FROM walk WHERE NOT (SELECT yes FROM short))
                 UNION ALL
                 (SELECT id, d FROM every ORDER BY d LIMIT $3)) s
-ORDER BY d;
+ORDER BY d + 0; -- sorted, as recall_semantic's walk
 
 -- recall_word_frequencies --
 -- How many of the bank's memories hold each query word, and how many memories it has in all
