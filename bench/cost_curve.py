@@ -61,7 +61,7 @@ async def main(args) -> None:
         async with lb.Client(server.url) as client:
             print(f"retaining the LoCoMo turns the bank is grown from ({len(convs)} conversations) ...", flush=True)
             await lb.retain_all(client, convs, rss)
-            vectors = await lb.Fresh.embedded(client) if args.workers == 1 else None
+            mark = await lb.FRESH.mark(client) if args.workers == 1 else None
             have = 0
             for size in sizes:
                 print(f"growing the bank to {size} memories ...", flush=True)
@@ -74,9 +74,8 @@ async def main(args) -> None:
                 row = {"memories": size, **await measure(client, "curve", questions, args.clients, rss)}
                 out["curve"].append(row)
                 print(f"  {size:>9,}: {row}", flush=True)
-            after = await lb.Fresh.embedded(client)
-            if vectors is not None and after is not None:  # every recall should have embedded its query
-                out["query_vectors"] = {"recalls": lb.FRESH.recalls, "computed": after - vectors}
+            if qv := await lb.FRESH.since(client, mark):  # every recall should have embedded its query
+                out["query_vectors"] = qv
         out["server_peak_rss_mb"] = round(rss.peak / 2**20)  # the largest server process (lb.RSS)
         out["cpu_steal_percent"] = steal.percent()
     finally:
@@ -89,8 +88,7 @@ async def main(args) -> None:
         seq = row["sequential"]
         print(f"{row['memories']:>10,} {seq['ms_p50']:>8} {seq['ms_p95']:>8} {c['per_s']:>14} {c['ms_p95']:>8}")
     if "query_vectors" in out:
-        qv = out["query_vectors"]
-        print(f"query vectors computed by the server: {qv['computed']:.0f} for {qv['recalls']} recalls")
+        print(lb.Fresh.line(out["query_vectors"]))
     print(f"CPU time taken by the hypervisor during the run (steal): {out['cpu_steal_percent']}%")
     name = "cost_curve" + ("" if args.workers == 1 else f"-workers{args.workers}")
     if max(sizes) > 100_000:

@@ -182,6 +182,21 @@ class Fresh:
             return None
         return float(m.group(1)) if m else 0.0  # the series appears with the first query
 
+    async def mark(self, client) -> tuple[float, int] | None:
+        """The server's count and ours now, for `since` (None: no count to read)."""
+        n = await self.embedded(client)
+        return None if n is None else (n, self.recalls)
+
+    async def since(self, client, mark: tuple[float, int] | None) -> dict | None:
+        """Recalls sent and query vectors computed since `mark`: equal when none hit the cache."""
+        n = await self.embedded(client) if mark is not None else None
+        return None if n is None or mark is None else {"recalls": self.recalls - mark[1], "computed": n - mark[0]}
+
+    @staticmethod
+    def line(qv: dict) -> str:
+        hits = qv["recalls"] - qv["computed"]
+        return f"query vectors computed by the server: {qv['computed']:.0f} for {qv['recalls']} recalls ({hits:.0f} cache hits)"
+
 
 FRESH = Fresh()
 
@@ -427,7 +442,7 @@ async def main(args):
             n, dt = await retain_all(client, convs, rss)
             out["retain"] = {"turns": n, "seconds": round(dt, 1), "turns_per_s": round(n / dt, 1)}
             print(f"  {n} turns in {dt:.1f}s = {n / dt:.0f} turns/s", flush=True)
-            vectors = await Fresh.embedded(client) if args.workers == 1 else None
+            mark = await FRESH.mark(client) if args.workers == 1 else None
 
             embedder = load_embedder(args.model or "minilm")
             pool = await asyncpg.create_pool(pg_url, min_size=1, max_size=4, init=register_vector)
@@ -519,9 +534,8 @@ async def main(args):
                         **cpu.per_call(len(clat)),
                     },
                 }
-            after = await Fresh.embedded(client)
-            if vectors is not None and after is not None:  # every recall should have embedded its query
-                out["query_vectors"] = {"recalls": FRESH.recalls, "computed": after - vectors}
+            if qv := await FRESH.since(client, mark):  # every recall should have embedded its query
+                out["query_vectors"] = qv
         out["server_peak_rss_mb"] = round(rss.peak / 2**20)
         out["cpu_steal_percent"] = steal.percent()
     finally:
@@ -594,11 +608,7 @@ def report(out):
                 + "  ".join(f"@{k}: {sc['evidence_recall'][f'r@{k}']:.3f}" for k in KS)
             )
     if "query_vectors" in out:
-        qv = out["query_vectors"]
-        hits = qv["recalls"] - qv["computed"]
-        print(
-            f"query vectors computed by the server: {qv['computed']:.0f} for {qv['recalls']} recalls ({hits:.0f} cache hits)"
-        )
+        print(Fresh.line(out["query_vectors"]))
     print(f"server peak RSS (the largest server process): {out['server_peak_rss_mb']} MB")
     if out.get("cpu_steal_percent") is not None:
         print(f"CPU time taken by the hypervisor during the run (steal): {out['cpu_steal_percent']}%")

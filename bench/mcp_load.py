@@ -100,11 +100,10 @@ async def main(args) -> None:
         cpu = lb.CpuSplit(server.proc.pid)
         for n in (int(x) for x in args.clients.split(",")):
             async with lb.Client(server.url) as rest:
-                vectors, sent = await lb.Fresh.embedded(rest), lb.FRESH.recalls
+                mark = await lb.FRESH.mark(rest) if args.workers == 1 else None
                 row = await phase(server.url, n, args.seconds, texts, questions, cpu)
-                after = await lb.Fresh.embedded(rest)
-            if args.workers == 1 and vectors is not None and after is not None:  # no recall hit the cache
-                row["query_vectors"] = {"recalls": lb.FRESH.recalls - sent, "computed": after - vectors}
+                if qv := await lb.FRESH.since(rest, mark):  # no recall should have hit the cache
+                    row["query_vectors"] = qv
             out["phases"].append(row)
             print(f"  {n} clients: {row}", flush=True)
         out["cpu_steal_percent"] = steal.percent()

@@ -86,9 +86,9 @@ def relevance_sql(
     return " + ".join(parts)
 
 
-def relevance_of(value: float | None) -> float:
+def relevance_of(value: float) -> float:
     """A row's relevance as results carry it. A stored vector of zeros (an import can hold one)
     has no direction: its cosine distance to any query is NaN, which JSON cannot carry, so it
     counts as no similarity."""
-    x = float(value) if value is not None else 0.0
+    x = float(value)
     return round(x, 4) if math.isfinite(x) else 0.0
