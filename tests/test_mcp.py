@@ -215,3 +215,28 @@ def test_mcp_disabled(pg_url):
             assert h.get("/health").json()["mcp"] is False
     finally:
         s.stop()
+
+
+async def test_a_tool_call_stays_on_the_event_loop(rest, bank, monkeypatch):
+    """The request state a tool is handed (surfaces._from_scope) is resolved on the event loop: the
+    SDK runs a synchronous resolver on a worker thread, a hop there and back on every call, each
+    waiting for a thread and then for the loop. Only the model runs on threads of its own."""
+    import anyio.to_thread
+
+    hops: list = []
+    run_sync = anyio.to_thread.run_sync
+
+    async def counted(fn, *args, **kw):
+        hops.append(fn)
+        return await run_sync(fn, *args, **kw)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+    headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
+    for i, (name, args) in enumerate(
+        (("retain", {"content": "Ivo keeps bees on the roof"}), ("recall", {"query": "Who keeps bees?"}))
+    ):
+        call = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": name, "arguments": args}}
+        r = await rest.post(f"/mcp/{bank}/", headers=headers, json=call)
+        assert r.status_code == 200 and not r.json()["result"]["isError"], r.text
+    assert "Ivo keeps bees on the roof" in r.json()["result"]["content"][0]["text"]
+    assert hops == []
