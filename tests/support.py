@@ -126,3 +126,35 @@ def plan_nodes(plan: dict):
     yield plan
     for child in plan.get("Plans", []):
         yield from plan_nodes(child)
+
+
+class Runs:
+    """Counts an embedder's model runs while installed (`with Runs(emb) as runs:`): the most under
+    way at once, and the threads they ran on."""
+
+    def __init__(self, emb):
+        import threading
+
+        self.emb, self.lock, self.running, self.peak, self.threads = emb, threading.Lock(), 0, 0, []
+
+    def __enter__(self):
+        import threading
+
+        run = self.emb._run
+
+        def counted(texts):
+            with self.lock:
+                self.running += 1
+                self.peak = max(self.peak, self.running)
+                self.threads.append(threading.current_thread().name)
+            try:
+                return run(texts)
+            finally:
+                with self.lock:
+                    self.running -= 1
+
+        self.emb._run = counted
+        return self
+
+    def __exit__(self, *exc):
+        del self.emb._run

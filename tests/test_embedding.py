@@ -14,6 +14,8 @@ from hindsight.embedding.fold import fold
 from hindsight.embedding.graph import same_function, simplify
 from hindsight.embedding.quantize import RECIPE, quantized
 
+from support import Runs
+
 TEXTS = [
     "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
     "Melanie: Wow!",
@@ -211,38 +213,6 @@ def test_a_graph_the_rewrites_cannot_read_is_quantised_as_it_is(tmp_path, monkey
     model_dir = write_model(tmp_path / "tiny2", 16)
     emb = load_embedder(model_dir=model_dir, quantize=True)
     assert emb.embed(["a tiny model still embeds"]).shape == (1, 16)
-
-
-class Runs:
-    """Counts an embedder's model runs while installed (`with Runs(emb) as runs:`): the most under
-    way at once, and the threads they ran on."""
-
-    def __init__(self, emb):
-        import threading
-
-        self.emb, self.lock, self.running, self.peak, self.threads = emb, threading.Lock(), 0, 0, []
-
-    def __enter__(self):
-        import threading
-
-        run = self.emb._run
-
-        def counted(texts):
-            with self.lock:
-                self.running += 1
-                self.peak = max(self.peak, self.running)
-                self.threads.append(threading.current_thread().name)
-            try:
-                return run(texts)
-            finally:
-                with self.lock:
-                    self.running -= 1
-
-        self.emb._run = counted
-        return self
-
-    def __exit__(self, *exc):
-        del self.emb._run
 
 
 async def test_queries_run_on_threads_of_their_own_one_a_core(int8_embedder):

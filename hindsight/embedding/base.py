@@ -7,12 +7,16 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import numpy as np
 
 from .. import malloc
 from ..metrics import EMBED_SECONDS, EMBED_TEXTS
+
+T = TypeVar("T")
 
 
 class BaseEmbedder:
@@ -77,7 +81,13 @@ class BaseEmbedder:
         hit = self._cached(text)
         if hit is not None:
             return hit
-        return await asyncio.get_running_loop().run_in_executor(self._queries, self.embed_query, text)
+        return await self.short(self.embed_query, text)
+
+    async def short(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` on the query threads: for model work as small as a query's (an agent's
+        one-fact retain), which then waits in the threads' own queue, first come first served,
+        instead of for a turn at the event loop between every step (engine/retain.py)."""
+        return await asyncio.get_running_loop().run_in_executor(self._queries, fn, *args)
 
     def _cached(self, text: str) -> np.ndarray | None:
         with self._lock:

@@ -212,6 +212,21 @@ EXTRACT = "retain_extract"
 # (a recall's query embedding waits for at most one step, not for a whole bulk import).
 STEP_UNITS = 128
 
+# A retain of at most SHORT_ITEMS items and SHORT_CHARS characters in all (an agent's one fact,
+# a turn or two: about the model's 256-token window) is a query's worth of model work. It is split
+# and embedded in one hop on the query threads (embedder.short), in turn with recalls. Through the
+# CPU slots it took two turns at a semaphore of two, each handover waiting for the event loop:
+# under 64 MCP clients retains took 870 ms at the median where recalls took 120 (bench/README.md,
+# "Small retains in the query lane").
+SHORT_ITEMS = 4
+SHORT_CHARS = 1_200
+
+
+def _prepared(items: list[RetainItem], unit_max_chars: int, embedder) -> tuple[list[Unit], object]:
+    """A small retain's units and their vectors, in one worker thread."""
+    units = prepare_units(items, unit_max_chars)
+    return units, embedder.embed([u.text for u in units])
+
 
 async def retain(
     rt: Runtime, bank_id: str, items: list[RetainItem], wait: bool = False, on_commit=None, actor: str = "retain"
@@ -226,14 +241,18 @@ async def retain(
         async with rt.cpu_slots:
             return await asyncio.to_thread(rt.embedder.embed, [u.text for u in chunk])
 
-    async with rt.cpu_slots:
-        units = await asyncio.to_thread(prepare_units, items, s.unit_max_chars)
-    steps = [units[i : i + STEP_UNITS] for i in range(0, len(units), STEP_UNITS)]
     # Every vector is computed before the bank's write lock is taken: the transaction holds the
     # lock (and a connection) only for the database work, so writers queued behind a bulk import
     # wait for its COPY, not for its embedding (bench/README.md, "Retain pipeline", measured the
     # overlap this gives up).
-    vectors = [await embedded(step) for step in steps]
+    if len(items) <= SHORT_ITEMS and sum(len(it.content) for it in items) <= SHORT_CHARS:
+        units, only = await rt.embedder.short(_prepared, items, s.unit_max_chars, rt.embedder)
+        steps, vectors = ([units], [only]) if units else ([], [])
+    else:
+        async with rt.cpu_slots:
+            units = await asyncio.to_thread(prepare_units, items, s.unit_max_chars)
+        steps = [units[i : i + STEP_UNITS] for i in range(0, len(units), STEP_UNITS)]
+        vectors = [await embedded(step) for step in steps]
     doc_ids = sorted({it.document_id for it in items if it.document_id})
     async with rt.writes.open(bank_id) as conn:
         await ensure_bank(conn, bank_id)
