@@ -105,9 +105,9 @@ async def test_an_agents_one_fact_is_stored_while_bulk_embedding_holds_the_cpu_s
     """An agent's retain of one fact is a query's worth of model work: it is split and embedded in
     one hop on the query threads, first come first served with recalls, so it waits neither for a
     bulk import's embedding (which holds the CPU slots) nor for a turn at the event loop between
-    steps. Through the slots, under 64 MCP clients, retains had waited 870 ms at the median where
-    recalls waited 120 (bench/README.md, "Small retains in the query lane"). A retain past the
-    limit still takes the slots, as bulk work should."""
+    steps, nor in the batch pool behind its texts. Through the slots, under 64 MCP clients, retains
+    had waited 870 ms at the median where recalls waited 120 (bench/README.md, "Small retains in
+    the query lane"). A retain past the limit still takes the slots, as bulk work should."""
     from hindsight.engine.retain import SHORT_ITEMS
 
     rt = app.engine.rt
@@ -118,14 +118,17 @@ async def test_an_agents_one_fact_is_stored_while_bulk_embedding_holds_the_cpu_s
     big = [{"content": f"Harbour log {i}: boat {i} came in after the night shift."} for i in range(SHORT_ITEMS + 1)]
     try:
         with Runs(rt.embedder) as runs:
-            one = await asyncio.wait_for(
-                rest.post(f"/v1/banks/{bank}/memories", json={"content": "Dana waters the ferns on Sundays."}), 60
-            )
-            assert one.status_code == 200, one.text
-            assert runs.threads and all(n.startswith("embed-query") for n in runs.threads), runs.threads
+            for body in (
+                {"content": "Dana waters the ferns on Sundays."},
+                {"items": [{"content": "Dana's ferns sit by the window."}, {"content": "Omar feeds the cat."}]},
+            ):
+                small = await asyncio.wait_for(rest.post(f"/v1/banks/{bank}/memories", json=body), 60)
+                assert small.status_code == 200, small.text
+            # every text on a query thread, none queued in the batch pool behind bulk work
+            assert len(runs.threads) == 3 and all(n.startswith("embed-query") for n in runs.threads), runs.threads
             bulk = asyncio.create_task(rest.post(f"/v1/banks/{bank}/memories", json={"items": big}))
             await asyncio.sleep(0.5)
-            assert not bulk.done() and len(runs.threads) == 1  # waiting for the slots: nothing embedded
+            assert not bulk.done() and len(runs.threads) == 3  # waiting for the slots: nothing embedded
     finally:
         for _ in range(held):
             rt.cpu_slots.release()

@@ -52,19 +52,22 @@ class BaseEmbedder:
         """L2-normalised float32 rows for a few texts, in order (one model run)."""
         raise NotImplementedError
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Embed many texts; returns float32 rows in input order."""
+    def embed(self, texts: list[str], spread: bool = True) -> np.ndarray:
+        """Embed many texts; returns float32 rows in input order. `spread=False` runs every batch
+        on the calling thread: a few texts on the query threads must not queue in the batch pool
+        behind a bulk import's."""
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
         EMBED_TEXTS.labels("batch").inc(len(texts))
         with EMBED_SECONDS.labels("batch").time():
-            return self._embed(texts)
+            return self._embed(texts, spread)
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
+    def _embed(self, texts: list[str], spread: bool = True) -> np.ndarray:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         batches = [order[start : start + self.batch] for start in range(0, len(order), self.batch)]
         run = lambda idx: self._run([texts[i] for i in idx])  # noqa: E731
-        results = list(self._pool.map(run, batches)) if self._pool and len(batches) > 1 else map(run, batches)
+        pool = self._pool if spread and len(batches) > 1 else None
+        results = list(pool.map(run, batches)) if pool else map(run, batches)
         out = None
         for idx, vecs in zip(batches, results):
             if out is None:

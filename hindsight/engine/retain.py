@@ -225,7 +225,7 @@ SHORT_CHARS = 1_200
 def _prepared(items: list[RetainItem], unit_max_chars: int, embedder) -> tuple[list[Unit], object]:
     """A small retain's units and their vectors, in one worker thread."""
     units = prepare_units(items, unit_max_chars)
-    return units, embedder.embed([u.text for u in units])
+    return units, embedder.embed([u.text for u in units], spread=False)
 
 
 async def retain(
