@@ -107,7 +107,8 @@ async def test_an_agents_one_fact_is_stored_while_bulk_embedding_holds_the_cpu_s
     bulk import's embedding (which holds the CPU slots) nor for a turn at the event loop between
     steps, nor in the batch pool behind its texts. Through the slots, under 64 MCP clients, retains
     had waited 870 ms at the median where recalls waited 120 (bench/README.md, "Small retains in
-    the query lane"). A retain past the limit still takes the slots, as bulk work should."""
+    the query lane"). A retain past the limit, or of Han text, still takes the slots, as bulk work
+    should."""
     from hindsight.engine.retain import SHORT_ITEMS
 
     rt = app.engine.rt
@@ -116,8 +117,8 @@ async def test_an_agents_one_fact_is_stored_while_bulk_embedding_holds_the_cpu_s
         await rt.cpu_slots.acquire()
         held += 1
     big = [{"content": f"Harbour log {i}: boat {i} came in after the night shift."} for i in range(SHORT_ITEMS + 1)]
-    try:
-        with Runs(rt.embedder) as runs:
+    with Runs(rt.embedder) as runs:
+        try:
             for body in (
                 {"content": "Dana waters the ferns on Sundays."},
                 {"items": [{"content": "Dana's ferns sit by the window."}, {"content": "Omar feeds the cat."}]},
@@ -127,12 +128,20 @@ async def test_an_agents_one_fact_is_stored_while_bulk_embedding_holds_the_cpu_s
             # every text on a query thread, none queued in the batch pool behind bulk work
             assert len(runs.threads) == 3 and all(n.startswith("embed-query") for n in runs.threads), runs.threads
             bulk = asyncio.create_task(rest.post(f"/v1/banks/{bank}/memories", json={"items": big}))
+            # Han text is split by jieba's tagger, pure Python at up to ~2 ms a character: short as
+            # it is, it is bulk work for the CPU slots, never a wait for the query threads
+            han = asyncio.create_task(
+                rest.post(f"/v1/banks/{bank}/memories", json={"content": "王小明在北京养了一只猫。"})
+            )
             await asyncio.sleep(0.5)
             assert not bulk.done() and len(runs.threads) == 3  # waiting for the slots: nothing embedded
-    finally:
-        for _ in range(held):
-            rt.cpu_slots.release()
-    done = await asyncio.wait_for(bulk, 60)
-    assert done.status_code == 200 and done.json()["units"] == len(big), done.text
+        finally:
+            for _ in range(held):
+                rt.cpu_slots.release()
+        for task, units in ((bulk, len(big)), (han, 1)):
+            done = await asyncio.wait_for(task, 60)
+            assert done.status_code == 200 and done.json()["units"] == units, done.text
+    later = runs.threads[3:]
+    assert len(later) == len(big) + 1 and not any(n.startswith("embed-query") for n in later), runs.threads
     r = await rest.post(f"/v1/banks/{bank}/recall", json={"query": "Who waters the ferns?"})
     assert "Dana waters the ferns on Sundays." in [m["text"] for m in r.json()["results"]]

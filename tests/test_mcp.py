@@ -240,3 +240,35 @@ async def test_a_tool_call_stays_on_the_event_loop(rest, bank, monkeypatch):
         assert r.status_code == 200 and not r.json()["result"]["isError"], r.text
     assert "Ivo keeps bees on the roof" in r.json()["result"]["content"][0]["text"]
     assert hops == []
+
+
+async def test_recall_of_metadata_nested_as_deep_as_a_read_allows(server, bank, pg_url):
+    """Metadata nested 198 levels (an older server's import could store that; written here
+    directly) reads back, and an MCP recall of it answers: the lean text is parsed with json.loads,
+    which has no nesting limit of its own (pydantic_core.from_json stops at 200, and a recall
+    result adds its own levels around the metadata). Sent as curl would: the SDK client's own
+    parser stops short of this depth."""
+    with httpx.Client(base_url=server.url) as c:
+        assert c.post(f"/v1/banks/{bank}/memories", json={"content": "Rosa keeps a deep notebook"}).status_code == 200
+    deep: dict = {"leaf": "end"}
+    for _ in range(197):
+        deep = {"d": deep}
+    conn = await asyncpg.connect(pg_url)
+    try:
+        await conn.execute("UPDATE memories SET metadata = $2::jsonb WHERE bank_id = $1", bank, json.dumps(deep))
+    finally:
+        await conn.close()
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "recall", "arguments": {"query": "Rosa"}},
+    }
+    headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
+    with httpx.Client(base_url=server.url) as c:
+        rest = c.post(f"/v1/banks/{bank}/recall", json={"query": "Rosa"})
+        r = c.post(f"/mcp/{bank}/", headers=headers, json=call)
+    assert rest.status_code == 200 and rest.json()["results"][0]["metadata"] == deep
+    result = json.loads(r.text)["result"]
+    assert not result.get("isError"), r.text[:500]
+    assert result["structuredContent"]["results"][0]["metadata"] == deep

@@ -26,6 +26,7 @@ from ..metrics import RETAIN_ITEMS, RETAIN_UNITS
 from ..text import split_units
 from . import operations as ops
 from .banks import ensure_bank
+from .cjk import HAN_RUN
 from .entities import canonical, extract_entities, merge_entities
 from .errors import InvalidArgument
 from .models import RetainItem, RetainResult
@@ -222,6 +223,17 @@ SHORT_ITEMS = 4
 SHORT_CHARS = 1_200
 
 
+def _short(items: list[RetainItem]) -> bool:
+    """Small enough for the query threads, and cheap to split there: text with Han characters is
+    not, since Chinese names are found by jieba's tagger, pure Python at up to ~2 ms a character
+    (1,200 random ones held a query thread 2.4 s); it takes the CPU slots as bulk work does."""
+    return (
+        len(items) <= SHORT_ITEMS
+        and sum(len(it.content) for it in items) <= SHORT_CHARS
+        and not any(HAN_RUN.search(it.content) for it in items)
+    )
+
+
 def _prepared(items: list[RetainItem], unit_max_chars: int, embedder) -> tuple[list[Unit], object]:
     """A small retain's units and their vectors, in one worker thread."""
     units = prepare_units(items, unit_max_chars)
@@ -245,7 +257,7 @@ async def retain(
     # lock (and a connection) only for the database work, so writers queued behind a bulk import
     # wait for its COPY, not for its embedding (bench/README.md, "Retain pipeline", measured the
     # overlap this gives up).
-    if len(items) <= SHORT_ITEMS and sum(len(it.content) for it in items) <= SHORT_CHARS:
+    if _short(items):
         units, only = await rt.embedder.short(_prepared, items, s.unit_max_chars, rt.embedder)
         steps, vectors = ([units], [only]) if units else ([], [])
     else:

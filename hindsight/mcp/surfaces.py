@@ -27,7 +27,6 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ValidationError, WithJsonSchema
-from pydantic_core import from_json
 
 from ..engine.errors import Forbidden, HindsightError, InvalidArgument, known
 from ..engine.keys import Principal
@@ -225,7 +224,9 @@ def lean(result: BaseModel) -> CallToolResult:
     still validates the structured content against the tool's output model on the way out. Only
     the result's own fields go: values inside a memory's metadata are the caller's, nulls too."""
     text = result.model_dump_json(by_alias=True, exclude_none=True)  # one serialisation: NaN is null in both
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=from_json(text))
+    # json.loads, not pydantic_core.from_json (40 µs faster here): that stops at 200 levels, and
+    # metadata read back may be nearly that deep inside the levels a result adds around it.
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=json.loads(text))
 
 
 # Arguments that choose a bank, in the spellings clients use. Other arguments a tool does not
