@@ -54,24 +54,24 @@ class RawClient:
 
 @contextlib.asynccontextmanager
 async def connect(url: str, kind: str):
+    """A function that calls a tool and says whether it succeeded (a JSON-RPC error raises)."""
     async with httpx.AsyncClient(timeout=120) as http:
         if kind == "raw":
-            yield RawClient(url, http)
+            yield RawClient(url, http).call_tool
             return
         async with Client(streamable_http_client(url, http_client=http)) as c:
 
-            class Sdk:
-                async def call_tool(self, name: str, args: dict) -> bool:
-                    return not (await c.call_tool(name, args)).is_error
+            async def call_tool(name: str, args: dict) -> bool:
+                return not (await c.call_tool(name, args)).is_error
 
-            yield Sdk()
+            yield call_tool
 
 
 async def client_loop(
     url: str, kind: str, texts: list[str], questions: list[str], until: float, lat, errors, seed: int
 ):
     rng = random.Random(seed)
-    async with connect(url, kind) as c:
+    async with connect(url, kind) as call_tool:
         i = 0
         while time.perf_counter() < until:
             tool = "retain" if i % 3 == 2 else "recall"
@@ -79,7 +79,7 @@ async def client_loop(
             args = {"content": rng.choice(texts)} if tool == "retain" else {"query": lb.FRESH(rng.choice(questions))}
             t0 = time.perf_counter()
             try:
-                if await c.call_tool(tool, args):
+                if await call_tool(tool, args):
                     lat[tool].append(time.perf_counter() - t0)
                 else:
                     errors[tool] += 1

@@ -220,9 +220,8 @@ def lean(result: BaseModel) -> CallToolResult:
     superseded, never invalidated). Written the SDK's way (nulls, JSON indented by two), a recall
     cut to 4,096 tokens of memories reached the agent as ~71 KB of text, ~18,000 tokens; this way
     ~43 KB. The official SDK client also checks every field of the structured copy against the
-    output schema on each call, in Python. The schema marks these fields optional, and the SDK
-    still validates the structured content against the tool's output model on the way out. Only
-    the result's own fields go: values inside a memory's metadata are the caller's, nulls too."""
+    output schema on each call, in Python; the schema marks these fields optional. Only the
+    result's own fields go: values inside a memory's metadata are the caller's, nulls too."""
     text = result.model_dump_json(by_alias=True, exclude_none=True)  # one serialisation: NaN is null in both
     # json.loads, not pydantic_core.from_json (40 µs faster here): that stops at 200 levels, and
     # metadata read back may be nearly that deep inside the levels a result adds around it.
