@@ -225,8 +225,9 @@ SHORT_CHARS = 1_200
 
 def _short(items: list[RetainItem]) -> bool:
     """Small enough for the query threads, and cheap to split there: text with Han characters is
-    not, since Chinese names are found by jieba's tagger, pure Python at up to ~2 ms a character
-    (1,200 random ones held a query thread 2.4 s); it takes the CPU slots as bulk work does."""
+    not, since Chinese names are found by jieba's tagger, pure Python at ~17 us a character of
+    prose and up to ~80 on chosen text (engine/cjk.py): 1,200 characters could hold a query
+    thread for ~30 queries' worth. It takes the CPU slots as bulk work does."""
     return (
         len(items) <= SHORT_ITEMS
         and sum(len(it.content) for it in items) <= SHORT_CHARS
