@@ -85,18 +85,16 @@ def contract_db(pg_url):
     return fresh_database(pg_url, "contract")
 
 
-@pytest.fixture(scope="session")
-async def app(contract_db):
-    """The whole application in this process (engine, worker, scheduler, REST and MCP), on a
-    database of its own so that no server process claims its operations."""
+@contextlib.asynccontextmanager
+async def running_app(env: dict):
+    """The whole application in this process (engine, worker, scheduler, REST and MCP), started
+    and stopped as the server's lifespan does."""
     import asyncio
 
     from hindsight.api.app import create_app
     from hindsight.config import load_settings
 
-    application = create_app(
-        load_settings({"HINDSIGHT_API_DATABASE_URL": contract_db, "HINDSIGHT_API_ALLOW_PRIVATE_URLS": "true"})
-    )
+    application = create_app(load_settings(env))
     started, stop = asyncio.Event(), asyncio.Event()
 
     async def lifespan():
@@ -109,9 +107,20 @@ async def app(contract_db):
     await asyncio.wait([task, asyncio.create_task(started.wait())], return_when=asyncio.FIRST_COMPLETED)
     if task.done():
         task.result()  # start-up failed: raise its error
-    yield application
-    stop.set()
-    await task
+    try:
+        yield application
+    finally:
+        stop.set()
+        await task
+
+
+@pytest.fixture(scope="session")
+async def app(contract_db):
+    """The application in this process, on a database of its own so that no server process
+    claims its operations."""
+    env = {"HINDSIGHT_API_DATABASE_URL": contract_db, "HINDSIGHT_API_ALLOW_PRIVATE_URLS": "true"}
+    async with running_app(env) as application:
+        yield application
 
 
 @pytest.fixture

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
-from conftest import wait_for
+import httpx
+import pytest
+
+from conftest import fresh_database, llm_env, running_app, wait_for
 from support import recall_texts, retain
 
 NAMES = [
@@ -104,6 +108,33 @@ def test_extracts_self_contained_facts_with_absolute_times(llm_api, bank):
     assert raw["superseded"] is True
     assert llm_api.delete(f"/v1/banks/{bank}/memories/{raw['id']}").status_code == 200
     assert llm_api.get(f"/v1/banks/{bank}/memories").json()["total"] == 0
+
+
+@pytest.fixture
+def in_process_db(pg_url):
+    return fresh_database(pg_url, "llm_in_process")
+
+
+async def test_facts_are_read_off_the_event_loop(in_process_db, stub, bank, monkeypatch):
+    """The LLM's facts (up to 100 an item, 2,000 characters each) have their names and dates found
+    in pure Python, Chinese names at ~17 us a character: on a worker thread with their embedding,
+    never on the event loop, where every request would wait for them."""
+    from hindsight.engine import extract
+
+    threads: list[bool] = []
+    found = extract.extract_entities
+
+    def extract_entities(text):
+        threads.append(threading.current_thread() is threading.main_thread())
+        return found(text)
+
+    monkeypatch.setattr(extract, "extract_entities", extract_entities)
+    async with running_app(llm_env(stub, in_process_db)) as app:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1", timeout=60) as c:
+            r = await c.post(f"/v1/banks/{bank}/memories", params={"wait": True}, json={"content": MELANIE})
+    assert r.status_code == 200 and r.json()["facts"] == 2, r.text
+    assert threads == [False, False]  # one call a fact, each off the loop
 
 
 def test_accepted_content_is_recallable_before_extraction_and_cancel_stops_it(llm_api, bank):
