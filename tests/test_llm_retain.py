@@ -124,9 +124,9 @@ async def test_facts_are_read_off_the_event_loop(in_process_db, stub, bank, monk
     threads: list[bool] = []
     found = extract.extract_entities
 
-    def extract_entities(text):
+    def extract_entities(text, budget=None):
         threads.append(threading.current_thread() is threading.main_thread())
-        return found(text)
+        return found(text, budget)
 
     monkeypatch.setattr(extract, "extract_entities", extract_entities)
     async with running_app(llm_env(stub, in_process_db)) as app:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 
-from .cjk import CJK_RUN, chinese_names
+from .cjk import CJK_RUN
+from .zh_names import Budget, chinese_names
 
 # Words of any cased alphabet (Zoë, Émile, São Paulo, Москва), numbers and sentence punctuation.
 _TOKEN = re.compile(r"[^\W\d_](?:[^\W\d_]|['’\-])*|[0-9]+|[.!?;:,()\"\n]")
@@ -102,10 +103,11 @@ def merge_entities(*lists: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return list(out.values())
 
 
-def extract_entities(text: str) -> list[tuple[str, str]]:
+def extract_entities(text: str, budget: Budget | None = None) -> list[tuple[str, str]]:
     """[(surface name, kind)] in order of first mention, deduplicated by canonical form:
-    capitalised names (English rules, any cased alphabet), and Chinese names (engine/cjk.py)."""
-    return merge_entities(_capitalised_names(text), chinese_names(text))
+    capitalised names (English rules, any cased alphabet), and Chinese names (engine/zh_names.py,
+    within `budget`, the request's: one for all the texts of a retain)."""
+    return merge_entities(_capitalised_names(text), chinese_names(text, budget))
 
 
 def _capitalised_names(text: str) -> list[tuple[str, str]]:

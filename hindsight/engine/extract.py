@@ -47,6 +47,7 @@ from .models import GivenEntity, RetainItem
 from .retain import Unit, store_units
 from .temporal import find_time_windows
 from .truth import began, end_with_raw_units, supersede
+from .zh_names import Budget
 
 if TYPE_CHECKING:
     from .operations import Job
@@ -172,6 +173,7 @@ async def known_facts(rt: Runtime, bank_id: str, group: list) -> dict[uuid.UUID,
 
 def to_units(group: list, facts: list[ExtractedFact]) -> list[tuple[Unit, uuid.UUID]]:
     units = []
+    budget = Budget(sum(len(f.text) for f in facts))
     for f in facts:
         raw = group[f.item]
         base = raw["mentioned_at"]  # None: retained as timeless ("unset")
@@ -192,7 +194,9 @@ def to_units(group: list, facts: list[ExtractedFact]) -> list[tuple[Unit, uuid.U
             entities=given or None,
         )
         # The client's entities for the item, then those the LLM names, then those in the text.
-        entities = merge_entities(item.given_entities(), [(n, "name") for n in f.entities], extract_entities(f.text))
+        entities = merge_entities(
+            item.given_entities(), [(n, "name") for n in f.entities], extract_entities(f.text, budget)
+        )
         unit = Unit(
             id=uuid.uuid4(),
             text=f.text.strip(),

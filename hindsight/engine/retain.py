@@ -33,6 +33,7 @@ from .models import RetainItem, RetainResult
 from .retained import delete_retained, store_retained
 from .temporal import find_time_windows
 from .truth import began, check_existing, supersede
+from .zh_names import Budget
 
 if TYPE_CHECKING:
     from .operations import Job
@@ -91,6 +92,7 @@ def check_items(items: list[RetainItem], max_items: int, max_chars: int) -> None
 def prepare_units(items: list[RetainItem], unit_max_chars: int) -> list[Unit]:
     units: list[Unit] = []
     next_pos: Counter[str] = Counter()
+    budget = Budget(sum(len(it.content) for it in items))
     for it in items:
         source = f"doc:{it.document_id}" if it.document_id else f"item:{uuid.uuid4()}"
         given = it.given_entities()
@@ -106,7 +108,7 @@ def prepare_units(items: list[RetainItem], unit_max_chars: int) -> list[Unit]:
                     source_id=source,
                     position=next_pos[source],
                     occurred=occurred,
-                    entities=merge_entities(given, extract_entities(piece)),
+                    entities=merge_entities(given, extract_entities(piece, budget)),
                 )
             )
             next_pos[source] += 1
@@ -225,9 +227,9 @@ SHORT_CHARS = 1_200
 
 def _short(items: list[RetainItem]) -> bool:
     """Small enough for the query threads, and cheap to split there: text with Han characters is
-    not, since Chinese names are found by jieba's tagger, pure Python at ~17 us a character of
-    prose and up to ~80 on chosen text (engine/cjk.py): 1,200 characters could hold a query
-    thread for ~30 queries' worth. It takes the CPU slots as bulk work does."""
+    not, since Chinese names are found by jieba's tagger, pure Python at ~20-40 us a character
+    of prose and up to ~100 on chosen text (engine/zh_names.py): 1,200 characters could hold a
+    query thread for ~30 queries' worth. It takes the CPU slots as bulk work does."""
     return (
         len(items) <= SHORT_ITEMS
         and sum(len(it.content) for it in items) <= SHORT_CHARS
