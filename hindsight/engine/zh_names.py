@@ -10,11 +10,11 @@ model has no states for (anything outside the 6,648 of its training text) has al
 Han text cost ~2.4 ms a character (an item of max_content_chars, four minutes), Traditional
 Chinese ~1 ms, and the characters with the most states in a chosen order ~0.3-0.7 ms.
 
-So the dictionary step is run here (jieba's own code, ~2 us a character), each buffer's pairs are
-counted before the model sees it (Budget), and a buffer the call's allowance cannot pay for is
-left to the dictionary's reading, which names nobody. One allowance covers a whole request (a
-retain's items, an extraction's facts): many short texts cannot each take a fresh one. Within it
-the names are exactly those jieba.posseg.cut finds over the whole text.
+So the dictionary step is run here (jieba's own code, ~2 us a character), each buffer's work is
+counted exactly before the model sees it (_pairs), and a buffer the request's allowance (Budget)
+cannot pay for is left to the dictionary's reading, which names nobody. One allowance covers a
+whole request (a retain's items, an extraction's facts): many short texts cannot each take a
+fresh one. Within it the names are exactly those jieba.posseg.cut finds over the whole text.
 
 Traditional Chinese is read through its Simplified characters: jieba's dictionary and model were
 made from Simplified text, and ~40% of a Traditional paragraph's characters (陳, 廣, 灣) have no
@@ -39,11 +39,11 @@ _KINDS = {"nr": "person", "nrfg": "person", "nrt": "person", "ns": "place", "nt"
 # Days of the week jieba tags as names when a step precedes them (上周三 "last Wednesday").
 _WEEKDAY_WORD = re.compile("[上下这本]?个?(?:周|星期|礼拜)[一二三四五六日天末]")
 
-# The model's allowance in state pairs: per request, and per character of the request's text.
-# Prose needs 2-173 a character (bench/README.md, "Chinese names: the tagger's cost bounded");
-# 300 a character is at most ~90 us of model time, the floor ~30 ms.
+# The model's allowance in counted work (_pairs): per request, and per character of the request's
+# text. Prose needs 3-223 a character, dense Traditional Chinese ~290 (bench/README.md, "Chinese
+# names: the tagger's cost bounded"); text built to spend it all costs ~70-125 us a character.
 PAIRS_FLOOR = 100_000
-PAIRS_PER_CHAR = 300
+PAIRS_PER_CHAR = 400
 
 
 class Budget:
@@ -81,7 +81,7 @@ def _simplified() -> dict[int, str]:
     states = _tagger().char_state_tab_P
     try:
         lines = files("opencc").joinpath("dictionary/TSCharacters.txt").read_text("utf-8").splitlines()
-    except (ImportError, OSError):
+    except Exception:  # noqa: BLE001 - a module of that name that is not OpenCC's package
         return {}
     table = {}
     for line in lines:
@@ -92,16 +92,42 @@ def _simplified() -> dict[int, str]:
     return table
 
 
+# What jieba hands its model: the Han runs of a buffer (posseg's re_han_detail; letters and
+# digits between them are tagged without it).
+_MODEL_RUN = re.compile("[\u4e00-\u9fd5]+")
+
+
 def _pairs(buffer: str) -> int:
-    """The state pairs the model's Viterbi step tries over `buffer` at most: each Han character's
-    states times its predecessor's (a letter or digit is split out before the model)."""
-    states, every = _tagger().char_state_tab_P, 256
-    total = prev = 0
-    for c in buffer:
-        n = len(states.get(c, ())) or (every if HAN_RUN.match(c) else 0)
-        total += n * prev if prev else n
-        prev = n
+    """The work jieba's Viterbi step does over `buffer`, counted exactly before it runs: the state
+    pairs it tries and the successor sets it builds. Which states it tries does not depend on the
+    probabilities, only on the characters: a character's own states that can follow the previous
+    ones, or, when none can, every state that can (up to ~160, for a character with one state
+    after a chosen one: 年煜 repeated cost ~1.5 ms a character, though each has few states)."""
+    states, every = _tagger().char_state_tab_P, _every()
+    total = 0
+    for run in _MODEL_RUN.findall(buffer):
+        current = frozenset(states.get(run[0], every))
+        total += len(current)
+        for c in run[1:]:
+            current, work = _step(current, c)
+            total += work
     return total
+
+
+@functools.cache
+def _every() -> frozenset:
+    return frozenset(_tagger().trans_P)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _step(current: frozenset, c: str) -> tuple[frozenset, int]:
+    """One character of jieba's Viterbi loop (jieba/posseg/viterbi.py), without the numbers: the
+    states it will hold after `c`, and the work of getting there."""
+    trans, states, every = _tagger().trans_P, _tagger().char_state_tab_P, _every()
+    prev = [x for x in current if trans[x]]
+    expected = frozenset(y for x in prev for y in trans[x])
+    held = frozenset(states.get(c, every)) & expected or expected or every
+    return held, len(held) * len(prev) + sum(len(trans[x]) for x in prev)
 
 
 def _words(block: str) -> Iterator[tuple[int, int, bool]]:

@@ -27,14 +27,22 @@ UNBROKEN = (
 
 @pytest.fixture
 def model(monkeypatch):
-    """The state pairs of every sequence jieba's tagger hands its model (the expensive part of
-    tagging: the rest is dictionary lookups), counted as the allowance counts them."""
+    """The state pairs jieba's model tries, one count per sequence it is handed, taken inside its
+    own Viterbi loop (each pair reads one transition probability): the expensive part of tagging,
+    the rest being dictionary lookups."""
     handed: list[int] = []
     real = posseg.viterbi
 
-    def counting(obs, *args):
-        handed.append(zh_names._pairs(obs))
-        return real(obs, *args)
+    class Counted(dict):
+        def get(self, key, default=None):
+            handed[-1] += 1
+            return dict.get(self, key, default)
+
+    counted = {state: Counted(after) for state, after in posseg.trans_P.items()}
+
+    def counting(obs, states, start_p, trans_p, emit_p):
+        handed.append(0)
+        return real(obs, states, start_p, counted, emit_p)
 
     monkeypatch.setattr(posseg, "viterbi", counting)
     return handed
@@ -92,6 +100,15 @@ def test_a_request_has_one_allowance_however_many_texts_it_holds(model):
     assert sum(model) <= allowance(len(busy)) < sum(map(zh_names._pairs, buffers))
     assert found.get("北京") == found.get("上海") == "place" and found.get("华为公司") == "organization"
     assert "王芳" not in found
+    # 煜 has one state, which cannot follow 年's: jieba then tries every state that can (~160),
+    # ~1.5 ms a character where each character's own states promise a few. Counted as it runs.
+    model.clear()
+    chosen = "年煜年煜北京" * 100
+    chinese_names(chosen, Budget(10**9))
+    unbounded = sum(model)
+    model.clear()
+    chinese_names(chosen)
+    assert sum(model) <= allowance(len(chosen)) < unbounded / 4
 
 
 def test_traditional_chinese_is_read_through_its_simplified_characters(model):
@@ -111,3 +128,18 @@ def test_traditional_chinese_is_read_through_its_simplified_characters(model):
     assert sum(model) < 200 * len(text) and 10 * sum(model) < as_written  # prose's share, a tenth of as written
     # A character the model knows is read as written, Simplified or Traditional alike.
     assert chinese_names("張偉和王芳在北京见面") == jieba_names("張偉和王芳在北京见面")
+
+
+def test_without_opencc_s_table_traditional_is_read_as_written(monkeypatch):
+    # Another module named opencc (a script, or the C++ binding without the text tables): no
+    # table, and names are found within the allowance as before, never an error.
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "opencc", types.ModuleType("opencc"))
+    zh_names._simplified.cache_clear()
+    try:
+        assert zh_names._simplified() == {}
+        assert ("台北", "place") in chinese_names("輝達執行長黃仁勳下個月將訪問台北。")
+    finally:
+        zh_names._simplified.cache_clear()
