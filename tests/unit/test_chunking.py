@@ -49,3 +49,15 @@ def test_units_cut_at_sentence_boundaries_within_the_limit():
 
 def test_token_estimate_is_four_characters_a_token():
     assert estimate_tokens("x" * 400) == 100
+
+
+def test_many_small_paragraphs_fill_chunks_to_the_size():
+    # The open chunk's length is kept as paragraphs are added (it was summed again for each one:
+    # 27 s for 1 MB of one-character paragraphs at chunk_size 20,000). Chunks still end where the
+    # next paragraph would pass the size, under their heading.
+    blocks = [Block("Title", heading=True)] + [Block("a" * (1 + i % 3)) for i in range(3_000)]
+    chunks = chunk_blocks(blocks, 500)
+    assert all(len(c.text) <= 500 for c in chunks) and all(c.headline == "Title" for c in chunks)
+    assert "\n\n".join(c.text for c in chunks).count("a") == sum(1 + i % 3 for i in range(3_000))
+    for c, after in zip(chunks, chunks[1:]):  # full: the next chunk's first paragraph did not fit
+        assert len(c.text) + 2 + len(after.text.split("\n\n")[0]) > 500
