@@ -27,6 +27,7 @@ from . import documents as docs
 from . import mental_models as mm
 from . import operations as ops
 from .banks import check_bank_id
+from .cpu_slots import CpuSlots
 from .curation import actor_of
 from .errors import InvalidArgument, NotFound, unavailable
 from .keys import Principal
@@ -136,7 +137,7 @@ class Engine:
             embedder=embedder,
             llm=llm,
             queue=self.worker,
-            cpu_slots=asyncio.Semaphore(2),
+            cpu_slots=CpuSlots(2),
             sizes=BankSizes(pool),
         )
         self.worker.attach(self.rt)

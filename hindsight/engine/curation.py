@@ -13,7 +13,6 @@ memory here undoes it.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from datetime import UTC, datetime
@@ -189,8 +188,7 @@ async def update_memory(rt: Runtime, bank_id: str, memory_id: str, req: MemoryUp
         def read() -> tuple[Any, list[tuple[str, str]]]:
             return rt.embedder.embed([text])[0], extract_entities(text)
 
-        async with rt.cpu_slots:
-            vector, found = await asyncio.to_thread(read)
+        vector, found = await rt.cpu_slots.run(read)
     async with rt.writes.open(bank_id) as conn:
         row = await conn.fetchrow(_LOCK, bank_id, mid)
         if row is None:

@@ -9,7 +9,6 @@ and chunk size) is a no-op, changed content or a new chunk size replaces its chu
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import uuid
@@ -260,8 +259,7 @@ async def ingest(
             raise UnreadableFile(f"{name}: no text could be extracted", "files")
         return chunks, pages, rt.embedder.embed([f"{c.headline}\n{c.text}" for c in chunks])
 
-    async with rt.cpu_slots:
-        chunks, pages, vectors = await asyncio.to_thread(cpu)
+    chunks, pages, vectors = await rt.cpu_slots.run(cpu)
     doc_id = old["id"] if old is not None else uuid.uuid4()
     # The bank's write lock first (rt.writes): replacing chunks updates the bank's lexeme counts
     # (migration 014), whose row locks must be taken by one writer of the bank at a time.

@@ -11,7 +11,6 @@ wait on one lock, and only the first does the work.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import TYPE_CHECKING, NamedTuple
@@ -20,6 +19,7 @@ import asyncpg
 
 from ..db.sql import Q, fill
 from ..embedding import vector_literal
+from .cpu_slots import CpuSlots
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -111,7 +111,7 @@ async def _record(conn: asyncpg.Connection, embedder) -> None:
     await conn.execute(Q.embedding_model_record, embedder.name, embedder.dim)
 
 
-async def _reembed(conn: asyncpg.Connection, t: Target, embedder, cpu_slots: asyncio.Semaphore) -> int:
+async def _reembed(conn: asyncpg.Connection, t: Target, embedder, cpu_slots: CpuSlots) -> int:
     # The index is rebuilt once at the end, from its own definition: updating every row through
     # it costs far more.
     index_sql = await conn.fetchval(Q.index_definition, t.vector_index) if t.vector_index else None
@@ -126,8 +126,7 @@ async def _reembed(conn: asyncpg.Connection, t: Target, embedder, cpu_slots: asy
     done, started = 0, time.monotonic()
     rows = await conn.fetch(t.first, BATCH)
     while rows:
-        async with cpu_slots:
-            vectors = await asyncio.to_thread(embedder.embed, [r["x"] for r in rows])
+        vectors = await cpu_slots.run(embedder.embed, [r["x"] for r in rows])
         await conn.execute(t.update, *([r[c] for r in rows] for c in t.key), [vector_literal(v) for v in vectors])
         done += len(rows)
         if done % (BATCH * 40) < BATCH:

@@ -324,8 +324,7 @@ async def _extract_group(rt: Runtime, job: Job, group: list, usage: Usage) -> di
     pairs: list[tuple[Unit, uuid.UUID]] = []
     vectors: Any = []
     if parsed.facts:  # nothing to read or embed: no CPU slot to wait for
-        async with rt.cpu_slots:
-            pairs, vectors = await asyncio.to_thread(prepared)
+        pairs, vectors = await rt.cpu_slots.run(prepared)
     by_ref = {k.ref: k.id for ks in known.values() for k in ks}
     updates = [sorted({by_ref[u] for u in f.updates}) for f in parsed.facts]
     return await _store(rt, job.bank_id, pairs, vectors, [r["id"] for r in group], updates)

@@ -306,8 +306,7 @@ class _Importer:
                 return [self.rt.embedder.embed_query(t) for t in texts]
             return self.rt.embedder.embed(texts)
 
-        async with self.rt.cpu_slots:
-            vecs = await asyncio.to_thread(run)
+        vecs = await self.rt.cpu_slots.run(run)
         return [vector_literal(v) for v in vecs]
 
     # ---- one handler per kind -----------------------------------------------------------

@@ -9,7 +9,6 @@ embedded before it is taken, so the lock is held for database work only.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import uuid
@@ -253,8 +252,7 @@ async def retain(
     check_items(items, s.max_batch_items, s.max_content_chars)
 
     async def embedded(chunk: list[Unit]):
-        async with rt.cpu_slots:
-            return await asyncio.to_thread(rt.embedder.embed, [u.text for u in chunk])
+        return await rt.cpu_slots.run(rt.embedder.embed, [u.text for u in chunk])
 
     # Every vector is computed before the bank's write lock is taken: the transaction holds the
     # lock (and a connection) only for the database work, so writers queued behind a bulk import
@@ -264,8 +262,7 @@ async def retain(
         units, only = await rt.embedder.short(_prepared, items, s.unit_max_chars, rt.embedder)
         steps, vectors = ([units], [only]) if units else ([], [])
     else:
-        async with rt.cpu_slots:
-            units = await asyncio.to_thread(prepare_units, items, s.unit_max_chars)
+        units = await rt.cpu_slots.run(prepare_units, items, s.unit_max_chars)
         steps = [units[i : i + STEP_UNITS] for i in range(0, len(units), STEP_UNITS)]
         vectors = [await embedded(step) for step in steps]
     doc_ids = sorted({it.document_id for it in items if it.document_id})

@@ -20,6 +20,7 @@ import asyncpg
 
 from ..config import Settings
 from ..db.sql import Q
+from .cpu_slots import CpuSlots
 
 if TYPE_CHECKING:
     from ..embedding import Embedder
@@ -90,5 +91,5 @@ class Runtime:
     llm: LLM
     queue: Queue
     # Embedding batches saturate the cores; more than two at once only adds queueing.
-    cpu_slots: asyncio.Semaphore
+    cpu_slots: CpuSlots
     sizes: BankSizes  # each bank's memory count beside all banks', for recall's semantic and time arms
