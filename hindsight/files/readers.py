@@ -6,8 +6,13 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bs4 import Tag
 
 TYPES = {
     "txt": "txt",
@@ -29,6 +34,20 @@ MIME = {
     "application/msword": "doc",
 }
 _MD_HEADING = re.compile(r"^#{1,6}\s+\S")
+# HTML elements that carry a block of text; the outermost one takes the text of those inside it.
+_HTML_BLOCKS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "pre", "blockquote", "td"})
+# Most text one PDF may give. pypdf's text extraction is pure Python (~10 us a character of
+# repetitive content) and Flate inflates such content ~650x (pypdf caps one stream at 75 MB decoded,
+# not a file's sum), so a small upload can ask for minutes of CPU. 20M characters is ~7,000 dense
+# pages, beyond a real document, and under the 50M a plain-text file of the default largest upload
+# (max_document_bytes, config.py) gives, so a PDF can't cost more chunks and embeddings than that;
+# past it the file fails with a clear outcome rather than being imported cut short without a word.
+MAX_PDF_TEXT_CHARS = 20_000_000
+# And at most this many characters a byte of the file, past the first PDF_TEXT_FREE: a real PDF's
+# text is a few times its size at most (Flate on prose ~3x), where pages drawing one shared form
+# gave 370x (53 KB, 158 s of CPU to reach the cap above; now 9 s).
+MAX_PDF_TEXT_PER_BYTE = 20
+PDF_TEXT_FREE = 1_000_000
 
 
 @dataclass
@@ -96,27 +115,102 @@ def _paragraphs(text: str, page: int | None = None, markdown: bool = False) -> l
     return blocks
 
 
+def _content_refs(page: Any) -> list[Any] | None:
+    """The references of a page's content streams (/Contents: one reference, an array of them, or a
+    reference to such an array), or None if one is not a reference (then the page can't be matched
+    against others and is always read)."""
+    from pypdf.generic import ArrayObject, IndirectObject
+
+    raw = page.raw_get("/Contents") if "/Contents" in page else None
+    if raw is None:
+        return []
+    if isinstance(raw, IndirectObject):
+        target = raw.get_object()
+        if not isinstance(target, ArrayObject):
+            return [raw]
+        raw = target
+    items = list(raw) if isinstance(raw, ArrayObject) else [raw]
+    return items if all(isinstance(r, IndirectObject) for r in items) else None
+
+
+def _new_content(page: Any, seen: set[tuple[int, int]]) -> bool:
+    """Whether the page has a content stream no earlier page had; records its streams in `seen`.
+
+    pypdf parses a page's content streams anew for each page, so a small file whose many pages (or
+    one page's /Contents array, many times over) point to one inflated stream would cost that
+    stream's parse every time and repeat its text. A page showing only streams already read adds
+    nothing; a page repeating a stream in its array keeps its first occurrence (the page object is
+    this reader's own, dropped after reading)."""
+    from pypdf.generic import ArrayObject, NameObject
+
+    refs = _content_refs(page)
+    if refs is None:
+        return True
+    unique = list({(r.idnum, r.generation): r for r in refs}.items())
+    if len(unique) < len(refs):
+        page[NameObject("/Contents")] = ArrayObject(r for _, r in unique)
+    new = [key for key, _ in unique if key not in seen]
+    seen.update(new)
+    return bool(new)
+
+
 def read_pdf(data: bytes) -> tuple[list[Block], int]:
+    """Blocks of each page and the page count. A page's content streams are read once in the file
+    (_new_content), and past MAX_PDF_TEXT_CHARS (or MAX_PDF_TEXT_PER_BYTE) the file fails, so a
+    small PDF can't make its text extraction arbitrarily long."""
     from pypdf import PdfReader
 
     reader = PdfReader(io.BytesIO(data))
     if reader.is_encrypted:
         raise UnreadableFile("the PDF is encrypted", "files")
-    blocks = []
+    blocks: list[Block] = []
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    limit = min(MAX_PDF_TEXT_CHARS, max(PDF_TEXT_FREE, MAX_PDF_TEXT_PER_BYTE * len(data)))
     for n, page in enumerate(reader.pages, start=1):
-        blocks += _paragraphs(page.extract_text() or "", page=n)
+        if not _new_content(page, seen):
+            continue
+        text = page.extract_text() or ""
+        total += len(text)
+        if total > limit:
+            raise UnreadableFile(
+                f"the PDF's text exceeds {limit:,} characters (at page {n} of {len(reader.pages)}; at most "
+                f"{MAX_PDF_TEXT_PER_BYTE} a byte of the file past the first {PDF_TEXT_FREE:,}, {MAX_PDF_TEXT_CHARS:,} in "
+                "all); split it into smaller files",
+                "files",
+            )
+        blocks += _paragraphs(text, page=n)
     return blocks, len(reader.pages)
+
+
+def _paragraph_style_names(doc: Any) -> tuple[dict[str, str], str]:
+    """Lowercased names of the document's paragraph styles by style id, and the default paragraph
+    style's (what a paragraph without a known paragraph style id has), read once.
+
+    python-docx's Paragraph.style looks the id up (or, for a paragraph without one, the default)
+    with a scan of every style, per paragraph: paragraphs x styles, both cheap to put in a small
+    compressed file."""
+    from docx.enum.style import WD_STYLE_TYPE
+
+    names: dict[str, str] = {}
+    for el in doc.styles.element.style_lst:
+        if el.type == WD_STYLE_TYPE.PARAGRAPH and el.styleId is not None:
+            names.setdefault(el.styleId, (el.name_val or "").lower())
+    default = doc.styles.default(WD_STYLE_TYPE.PARAGRAPH)
+    default_name = (default.name or "").lower() if default is not None else ""
+    return names, default_name
 
 
 def read_docx(data: bytes) -> list[Block]:
     import docx
 
     doc = docx.Document(io.BytesIO(data))
+    names, default = _paragraph_style_names(doc)
     blocks = []
     for p in doc.paragraphs:
         text = p.text.strip()
         if text:
-            style = (p.style.name or "").lower() if p.style is not None else ""
+            style = names.get(p._p.style or "", default)
             blocks.append(Block(text, heading=style.startswith("heading") or style == "title"))
     for table in doc.tables:
         for row in table.rows:
@@ -124,6 +218,27 @@ def read_docx(data: bytes) -> list[Block]:
             if cells:
                 blocks.append(Block(" | ".join(cells)))
     return blocks
+
+
+def _html_blocks(root: Tag) -> Iterator[Tag]:
+    """The outermost block elements (_HTML_BLOCKS) under `root`, in document order, without going
+    into them: the outer one carries the text of any inside it, so no text is read twice and reading
+    the yielded (disjoint) subtrees is linear. One walk with a stack of child iterators: asking each
+    element for a block parent (find_parent) was quadratic in nesting depth, and recursion would not
+    survive thousands of levels."""
+    from bs4 import Tag
+
+    stack = [iter(root.children)]
+    while stack:
+        for node in stack[-1]:
+            if isinstance(node, Tag):
+                if node.name in _HTML_BLOCKS:
+                    yield node
+                else:
+                    stack.append(iter(node.children))
+                    break
+        else:
+            stack.pop()
 
 
 def read_html(data: bytes) -> tuple[list[Block], str | None]:
@@ -134,9 +249,7 @@ def read_html(data: bytes) -> tuple[list[Block], str | None]:
         tag.decompose()
     title = soup.title.get_text(strip=True) if soup.title else None
     blocks = []
-    for el in soup.find_all(["h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "pre", "blockquote", "td"]):
-        if el.find_parent(["p", "li", "pre", "blockquote", "td"]) is not None:
-            continue  # nested: the outer element carries the text
+    for el in _html_blocks(soup):
         text = re.sub(r"\s+", " ", el.get_text(" ", strip=True)).strip()
         if text:
             blocks.append(Block(text, heading=el.name[0] == "h" and len(el.name) == 2))
