@@ -337,8 +337,12 @@ class BankUpdate(Strict):
         whole with it (every bank read, every listing), and the disposition goes into every
         reflect prompt. 10 MB of nested empty lists took 0.3 s of the event loop each time the
         bank was read."""
-        if isinstance(v, dict) and len(json.dumps(v, default=str)) > METADATA_BYTES:
-            raise ValueError(f"{info.field_name} is larger than 16 KiB")
+        try:
+            size = len(json.dumps(v, default=str, ensure_ascii=False).encode()) if isinstance(v, dict) else 0
+        except (RecursionError, ValueError):
+            return v  # nested past json's reach: the depth check that follows refuses it
+        if size > METADATA_BYTES:
+            raise ValueError("larger than 16 KiB of JSON (UTF-8)")
         return v
 
 

@@ -47,8 +47,9 @@ FAILED_STRUCTURED = "structured output needs the LLM, which failed"
 MAX_SCHEMA_BYTES = 32_768
 # Values in a response_schema (objects, arrays and scalars): jsonschema checks a schema against its
 # metaschema in pure Python during request validation, ~0.12 ms a value, and 32 KiB of {"allOf":
-# [{}, {}, ...]} took 1 s. A schema with 100 typed and described properties has ~300.
-MAX_SCHEMA_VALUES = 500
+# [{}, {}, ...]} took 1 s. A schema with 100 typed and described properties has ~300, a Pydantic
+# model of 56 optional described fields ~540; at most ~125 ms.
+MAX_SCHEMA_VALUES = 1_000
 # The longest answer taken from the LLM when the request sets no max_tokens: the largest it may set.
 MAX_ANSWER_TOKENS = 32_768
 # Tokens the reply's JSON adds to the answer (keys, cited ids): the provider's max_tokens is the

@@ -4,6 +4,7 @@ or a paragraph, with its page) so that chunking can cut at structure boundaries.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 from collections.abc import Iterator
@@ -36,6 +37,10 @@ MIME = {
 _MD_HEADING = re.compile(r"^#{1,6}\s+\S")
 # HTML elements that carry a block of text; the outermost one takes the text of those inside it.
 _HTML_BLOCKS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "pre", "blockquote", "td"})
+# A heading element's text longer than this is read as a paragraph: a heading holding the page's
+# blocks (`<h1>Title<div><p>...`, which the parser nests) would be one chunk of the whole page, as
+# chunking never cuts a heading.
+HEADING_MAX_CHARS = 300
 # Most text one PDF may give. pypdf's text extraction is pure Python (~10 us a character of
 # repetitive content) and Flate inflates such content ~650x (pypdf caps one stream at 75 MB decoded,
 # not a file's sum), so a small upload can ask for minutes of CPU. 20M characters is ~7,000 dense
@@ -133,23 +138,46 @@ def _content_refs(page: Any) -> list[Any] | None:
     return items if all(isinstance(r, IndirectObject) for r in items) else None
 
 
-def _new_content(page: Any, seen: set[tuple[int, int]]) -> bool:
-    """Whether the page has a content stream no earlier page had; records its streams in `seen`.
+def _resources(page: Any) -> tuple[Any, ...] | None:
+    """Which /Resources the page draws with (its own or inherited from its page tree): the same
+    content stream shows different text with different resources (`/Fm0 Do` draws each page's own
+    form; pypdf's compress_identical_objects merges such streams). An indirect object by its
+    number; a direct dictionary by a digest of what it holds (its references unresolved). None
+    when it can't be told."""
+    from pypdf.generic import IndirectObject
+
+    node = page
+    for _ in range(64):  # a page tree deeper than this, or a cycle: not matched
+        if "/Resources" in node:
+            raw = node.raw_get("/Resources")
+            if isinstance(raw, IndirectObject):
+                return (raw.idnum, raw.generation)
+            return ("direct", hashlib.sha256(repr(raw).encode()).digest())
+        parent = node.get("/Parent")
+        if parent is None:
+            return ()
+        node = parent.get_object()
+    return None
+
+
+def _new_content(page: Any, seen: set[tuple[Any, ...]]) -> bool:
+    """Whether the page has a content stream no earlier page had with the same resources; records
+    what it shows in `seen`.
 
     pypdf parses a page's content streams anew for each page, so a small file whose many pages (or
     one page's /Contents array, many times over) point to one inflated stream would cost that
-    stream's parse every time and repeat its text. A page showing only streams already read adds
-    nothing; a page repeating a stream in its array keeps its first occurrence (the page object is
-    this reader's own, dropped after reading)."""
+    stream's parse every time and repeat its text. A page showing only streams already read, with
+    the resources they were read with, adds nothing; a page repeating a stream in its array keeps
+    its first occurrence (the page object is this reader's own, dropped after reading)."""
     from pypdf.generic import ArrayObject, NameObject
 
-    refs = _content_refs(page)
-    if refs is None:
+    refs, resources = _content_refs(page), _resources(page)
+    if refs is None or resources is None:
         return True
     unique = list({(r.idnum, r.generation): r for r in refs}.items())
     if len(unique) < len(refs):
         page[NameObject("/Contents")] = ArrayObject(r for _, r in unique)
-    new = [key for key, _ in unique if key not in seen]
+    new = [(key, resources) for key, _ in unique if (key, resources) not in seen]
     seen.update(new)
     return bool(new)
 
@@ -164,7 +192,7 @@ def read_pdf(data: bytes) -> tuple[list[Block], int]:
     if reader.is_encrypted:
         raise UnreadableFile("the PDF is encrypted", "files")
     blocks: list[Block] = []
-    seen: set[tuple[int, int]] = set()
+    seen: set[tuple[Any, ...]] = set()
     total = 0
     limit = min(MAX_PDF_TEXT_CHARS, max(PDF_TEXT_FREE, MAX_PDF_TEXT_PER_BYTE * len(data)))
     for n, page in enumerate(reader.pages, start=1):
@@ -252,7 +280,8 @@ def read_html(data: bytes) -> tuple[list[Block], str | None]:
     for el in _html_blocks(soup):
         text = re.sub(r"\s+", " ", el.get_text(" ", strip=True)).strip()
         if text:
-            blocks.append(Block(text, heading=el.name[0] == "h" and len(el.name) == 2))
+            heading = el.name[0] == "h" and len(el.name) == 2 and len(text) <= HEADING_MAX_CHARS
+            blocks.append(Block(text, heading=heading))
     if not blocks:
         blocks = _paragraphs(soup.get_text("\n"))
     return blocks, title

@@ -20,6 +20,7 @@ from pypdf import PdfReader, PdfWriter
 from pypdf.generic import ContentStream
 
 from hindsight.files import readers
+from hindsight.files.chunking import chunk_blocks
 from hindsight.files.readers import Block, UnreadableFile, read_docx, read_html, read_pdf
 
 
@@ -247,3 +248,54 @@ def test_pdf_text_many_times_the_files_size_fails_the_file(monkeypatch: pytest.M
     with pytest.raises(UnreadableFile, match=rf"exceeds {limit:,} characters \(at page 3 of 5; at most 20 a byte"):
         read_pdf(data)
     assert parses[0] == 3
+
+
+def test_pdf_pages_sharing_a_stream_with_resources_of_their_own_are_all_read() -> None:
+    # `q /Fm0 Do Q` on every page, each page's /Fm0 its own form: one stream once pypdf's
+    # compress_identical_objects (or another optimiser) merged the identical ones, three texts.
+    from pypdf import PdfWriter
+    from pypdf.generic import ArrayObject, DecodedStreamObject, DictionaryObject, NameObject, NumberObject
+
+    w = PdfWriter()
+    font = w._add_object(
+        DictionaryObject(
+            {
+                NameObject("/Type"): NameObject("/Font"),
+                NameObject("/Subtype"): NameObject("/Type1"),
+                NameObject("/BaseFont"): NameObject("/Helvetica"),
+            }
+        )
+    )
+    for text in ("Alpha page text", "Beta page text", "Gamma page text"):
+        form = DecodedStreamObject()
+        form.set_data(f"BT /F1 12 Tf 72 700 Td ({text}) Tj ET".encode())
+        form.update(
+            {
+                NameObject("/Type"): NameObject("/XObject"),
+                NameObject("/Subtype"): NameObject("/Form"),
+                NameObject("/BBox"): ArrayObject([NumberObject(x) for x in (0, 0, 612, 792)]),
+                NameObject("/Resources"): DictionaryObject(
+                    {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})}
+                ),
+            }
+        )
+        draw = DecodedStreamObject()
+        draw.set_data(b"q /Fm0 Do Q")
+        page = w.add_blank_page(612, 792)
+        page[NameObject("/Contents")] = w._add_object(draw)
+        xobjects = DictionaryObject({NameObject("/Fm0"): w._add_object(form)})
+        page[NameObject("/Resources")] = DictionaryObject({NameObject("/XObject"): xobjects})
+    w.compress_identical_objects()
+    out = io.BytesIO()
+    w.write(out)
+    blocks, pages = read_pdf(out.getvalue())
+    assert [(b.text, b.page) for b in blocks] == [("Alpha page text", 1), ("Beta page text", 2), ("Gamma page text", 3)]
+
+
+def test_html_heading_holding_the_page_is_read_as_paragraphs() -> None:
+    # `<h1>Title<div><p>...` nests the page in the heading: read as a heading it would be one chunk
+    # (chunking never cuts a heading); past HEADING_MAX_CHARS it is a paragraph, cut to size.
+    body = "".join(f"<p>{i} {'This is a sentence of body text. ' * 15}</p>" for i in range(40))
+    blocks, _ = read_html(f"<h1>Annual report<div>{body}</div></h1><h2>Short heading</h2>".encode())
+    assert [b.heading for b in blocks] == [False, True] and blocks[0].text.startswith("Annual report 0 This")
+    assert max(len(c.text) for c in chunk_blocks(blocks, 2_000)) <= 2_000

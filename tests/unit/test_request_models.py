@@ -91,7 +91,7 @@ def test_every_tool_is_documented_once_with_its_contract():
 
 def test_a_response_schema_is_refused_past_its_values_before_jsonschema_reads_it(monkeypatch):
     # jsonschema checks a schema in pure Python on the event loop, ~0.12 ms a value: 32 KiB of
-    # {"allOf": [{}, ...]} (8,170 values) took 1 s. Past 500 values it is refused unread.
+    # {"allOf": [{}, ...]} (8,170 values) took 1 s. Past 1,000 values it is refused unread.
     import jsonschema
 
     from hindsight.engine.reflect import MAX_SCHEMA_VALUES, ReflectRequest
@@ -100,9 +100,9 @@ def test_a_response_schema_is_refused_past_its_values_before_jsonschema_reads_it
     real = jsonschema.validators.validator_for
     monkeypatch.setattr(jsonschema.validators, "validator_for", lambda s, **kw: checked.append(s) or real(s, **kw))
     wide = {"allOf": [{}] * 8_169}
-    assert "response_schema: more than 500 values" in message(ReflectRequest, query="q", response_schema=wide)
+    assert "response_schema: more than 1000 values" in message(ReflectRequest, query="q", response_schema=wide)
     flat = {"enum": list(range(MAX_SCHEMA_VALUES))}
-    assert "more than 500 values" in message(ReflectRequest, query="q", response_schema=flat)
+    assert "more than 1000 values" in message(ReflectRequest, query="q", response_schema=flat)
     assert checked == []
     typed = {"type": "object", "properties": {f"p{i}": {"type": "string", "description": "d"} for i in range(100)}}
     assert ReflectRequest(query="q", response_schema=typed).response_schema == typed and checked[0] == typed
@@ -114,6 +114,11 @@ def test_a_banks_disposition_and_kept_settings_are_small():
     from hindsight.engine.models import BankUpdate
 
     lists = {"a": [[] for _ in range(10_000)]}
-    assert message(BankUpdate, disposition=lists) == "disposition: disposition is larger than 16 KiB"
-    assert "client_settings is larger than 16 KiB" in message(BankUpdate, client_settings={"k": "x" * 17_000})
-    assert parse(BankUpdate, {"disposition": {"skepticism": 4}, "client_settings": {"llm": "x" * 1_000}})
+    assert message(BankUpdate, disposition=lists) == "disposition: larger than 16 KiB of JSON (UTF-8)"
+    assert message(BankUpdate, client_settings={"k": "x" * 17_000}).startswith("client_settings: larger than 16 KiB")
+    # Measured as UTF-8: a 4,000-character Chinese reflect_mission (Hindsight's bank config) is kept.
+    assert parse(BankUpdate, {"disposition": {"skepticism": 4}, "client_settings": {"reflect_mission": "任务" * 2_000}})
+    deep: dict = {}
+    for _ in range(2_000):  # past json.dumps' recursion: refused by the depth check, not a 500
+        deep = {"d": deep}
+    assert "nested deeper than" in message(BankUpdate, disposition=deep)
