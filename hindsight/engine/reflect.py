@@ -73,6 +73,39 @@ def _values(schema: Any) -> int:
     return count
 
 
+# Keywords whose value maps names to schemas, and keywords whose value is data, not schemas.
+_NAMED_SCHEMAS = frozenset({"properties", "$defs", "definitions", "dependentSchemas"})
+_DATA = frozenset({"enum", "const", "default", "examples", "description", "title", "$comment"})
+
+
+def _regex_keyword(schema: Any, path: str = "") -> str | None:
+    """Where `schema` asks for a regular expression (pattern, patternProperties), or None.
+
+    jsonschema runs them with Python's re, on the event loop, over the LLM's answer, which the
+    caller can steer: `^(a+)+$` against 40 characters of a's and a b backtracks for hours and
+    holds every request (re holds the GIL, so no thread would help)."""
+    if isinstance(schema, list):
+        for i, item in enumerate(schema):
+            if (found := _regex_keyword(item, f"{path}.{i}" if path else str(i))) is not None:
+                return found
+        return None
+    if not isinstance(schema, dict):
+        return None
+    for key, value in schema.items():
+        here = f"{path}.{key}" if path else key
+        if key == "patternProperties" or (key == "pattern" and isinstance(value, str)):
+            return here
+        if key in _DATA:
+            continue
+        if key in _NAMED_SCHEMAS and isinstance(value, dict):
+            for name, sub in value.items():
+                if (found := _regex_keyword(sub, f"{here}.{name}")) is not None:
+                    return found
+        elif (found := _regex_keyword(value, here)) is not None:
+            return found
+    return None
+
+
 class ReflectRequest(Strict):
     model_config = ConfigDict(extra="forbid")
 
@@ -106,6 +139,11 @@ class ReflectRequest(Strict):
             raise ValueError(f"larger than {MAX_SCHEMA_BYTES // 1024} KiB")
         if _values(v) > MAX_SCHEMA_VALUES:
             raise ValueError(f"more than {MAX_SCHEMA_VALUES} values (objects, arrays and scalars)")
+        if (where := _regex_keyword(v)) is not None:
+            raise ValueError(
+                f"{where}: regular expressions (pattern, patternProperties) are not supported; the server "
+                "would run them over the LLM's answer"
+            )
         import jsonschema
 
         try:

@@ -122,3 +122,25 @@ def test_a_banks_disposition_and_kept_settings_are_small():
     for _ in range(2_000):  # past json.dumps' recursion: refused by the depth check, not a 500
         deep = {"d": deep}
     assert "nested deeper than" in message(BankUpdate, disposition=deep)
+
+
+def test_a_response_schema_may_not_ask_for_regular_expressions():
+    # jsonschema would run them with Python's re over the LLM's answer, on the event loop:
+    # ^(a+)+$ against 40 a's and a b backtracks for hours, and the caller can steer the answer.
+    from hindsight.engine.reflect import ReflectRequest
+
+    evil = {"type": "object", "properties": {"name": {"type": "string", "pattern": "^(a+)+$"}}}
+    assert message(ReflectRequest, query="q", response_schema=evil).startswith(
+        "response_schema: properties.name.pattern: regular expressions (pattern, patternProperties) are not supported"
+    )
+    keyed = {"type": "object", "patternProperties": {"^(a|a)*$": {"type": "string"}}}
+    assert "patternProperties: regular expressions" in message(ReflectRequest, query="q", response_schema=keyed)
+    nested = {"anyOf": [{"type": "string"}, {"items": {"propertyNames": {"pattern": "x"}}}]}
+    assert "anyOf.1.items.propertyNames.pattern" in message(ReflectRequest, query="q", response_schema=nested)
+    # A property named pattern, and data that holds the word, are not regular expressions.
+    named = {
+        "type": "object",
+        "properties": {"pattern": {"type": "string"}, "patternProperties": {"type": "object"}},
+        "examples": [{"pattern": "x"}],
+    }
+    assert ReflectRequest(query="q", response_schema=named).response_schema == named
