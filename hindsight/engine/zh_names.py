@@ -176,8 +176,14 @@ def chinese_names(text: str, budget: Budget | None = None) -> list[tuple[str, st
             else:
                 continue
             for at, word, flag in words:
-                kind = _KINDS.get(flag)
-                name = block[at : at + len(word)]
-                if kind and len(name) > 1 and HAN_RUN.fullmatch(name) and not _WEEKDAY_WORD.fullmatch(word):
-                    found.setdefault(name, kind)
+                if (kind := _kind(word, flag)) is not None:
+                    found.setdefault(block[at : at + len(word)], kind)  # as written, not as read
     return list(found.items())
+
+
+def _kind(word: str, flag: str) -> str | None:
+    """What name `word`, tagged `flag`, is (person, place, organization), or None if none."""
+    kind = _KINDS.get(flag)
+    if kind and len(word) > 1 and HAN_RUN.fullmatch(word) and not _WEEKDAY_WORD.fullmatch(word):
+        return kind
+    return None

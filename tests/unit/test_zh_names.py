@@ -51,10 +51,8 @@ def model(monkeypatch):
 def jieba_names(text: str) -> list[tuple[str, str]]:
     found: dict[str, str] = {}
     for p in posseg.cut(text):
-        kind = zh_names._KINDS.get(p.flag)
-        if kind and len(p.word) > 1 and zh_names.HAN_RUN.fullmatch(p.word):
-            if not zh_names._WEEKDAY_WORD.fullmatch(p.word):
-                found.setdefault(p.word, kind)
+        if (kind := zh_names._kind(p.word, p.flag)) is not None:
+            found.setdefault(p.word, kind)
     return list(found.items())
 
 
