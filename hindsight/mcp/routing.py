@@ -19,6 +19,7 @@ from ..config import valid_bank_id
 from ..engine.errors import InvalidHeader, MethodNotAllowed, known
 from ..engine.keys import PRINCIPAL
 from ..oauth.resource import endpoint_bank
+from .exchange import SingleExchange
 from .surfaces import SCOPE_KEY, RequestState
 
 if TYPE_CHECKING:
@@ -37,14 +38,14 @@ def _header(scope, name: bytes) -> str | None:
 
 
 class MCPRouter:
-    """Resolves who calls and which bank an HTTP request is for, then hands it to the SDK's
-    session manager of the single- or multi-bank server. Refusals are engine errors, answered
-    by api/errors.py like every other."""
+    """Resolves who calls and which bank an HTTP request is for, then hands it to the single- or
+    multi-bank server: through its SDK session manager, a plain request in one exchange
+    (exchange.py). Refusals are engine errors, answered by api/errors.py like every other."""
 
     def __init__(self, engine: Engine, single, multi, authenticate: Callable[[Any], Awaitable[Principal]]):
         self.engine = engine
-        self.single = single  # session managers
-        self.multi = multi
+        self.single = SingleExchange(single)  # in front of the session managers
+        self.multi = SingleExchange(multi)
         # who calls, from the request (api/app.py: the OAuth guard, or the API key alone)
         self.authenticate = authenticate
 
@@ -71,8 +72,7 @@ class MCPRouter:
             # what RAG callers send about the end user (rag_search filters on them)
             caller={"x-user-id": _header(scope, b"x-user-id"), "x-session-tags": _header(scope, b"x-session-tags")},
         )
-        manager = self.single if bank_id is not None else self.multi
-        await manager.handle_request(scope, receive, send)
+        await (self.single if bank_id is not None else self.multi)(scope, receive, send)
 
     async def _admit(self, scope) -> tuple[Principal, str | None, str | None]:
         """(caller, bank from the URL, bank from X-Bank-Id), or the error that refuses the request."""
