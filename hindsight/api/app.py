@@ -21,10 +21,11 @@ from ..mcp.surfaces import build_server, http_session_manager
 from ..metrics import HTTP_REQUESTS, HTTP_SECONDS
 from ..oauth import endpoints as oauth_endpoints
 from ..oauth.resource import Guard, endpoint_bank
-from . import banks, compat, documents, errors, keys, memories, mental_models, oauth, system
+from . import banks, compat, documents, errors, json_weight, keys, memories, mental_models, oauth, system
 from .console import console
 from .drain import Drain
 from .edge import Edge
+from .json_weight import JsonWeight
 
 log = logging.getLogger("hindsight")
 
@@ -187,8 +188,10 @@ class App:
     def _bounded(self, scope, receive):
         """`receive`, refusing a body past HINDSIGHT_API_MAX_REQUEST_BYTES: at once when
         Content-Length says so, else as soon as that much has arrived (a chunked body), so a
-        huge body is never held in memory whole. A bank import file streams to disk under its
-        own limit (api/banks.py)."""
+        huge body is never held in memory whole. Its JSON is weighed as it arrives
+        (api/json_weight.py): a body whose parsing would allocate many times its size is refused
+        before it is parsed, as soon as no rest of the body could make up for it. A bank import
+        file streams to disk under its own limit (api/banks.py)."""
         limit = self.settings.max_request_bytes
         if scope["path"].endswith("/import") and scope["path"].startswith("/v1/banks/"):
             return receive
@@ -196,14 +199,20 @@ class App:
         for k, v in scope.get("headers", []):
             if k == b"content-length" and v.isdigit() and int(v) > limit:
                 raise too_large
-        seen = 0
+        weight = JsonWeight()
+        hopeless = max(json_weight.FREE, json_weight.PER_BYTE * limit)
 
         async def bounded():
-            nonlocal seen
             message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > limit:
+            weight.feed(message.get("body", b""))
+            if weight.size > limit:
                 raise too_large
+            if weight.objects > hopeless or (not message.get("more_body", False) and weight.too_heavy()):
+                raise TooLarge(
+                    f"body: its JSON would make ~{weight.objects // 2**20} MiB of objects once parsed, more than "
+                    f"{json_weight.FREE // 2**20} MiB and {json_weight.PER_BYTE} bytes for each byte of the body: "
+                    "send fewer, larger values, or split the request"
+                )
             return message
 
         return bounded

@@ -1,0 +1,81 @@
+"""A body's JSON is weighed by its structure outside strings, however it is cut into chunks
+(api/json_weight.py)."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hindsight.api.json_weight import FREE, PER_BYTE, JsonWeight
+
+TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), max_size=12) | st.sampled_from(
+    ['"', "\\", '\\"', "[{,:}]", '"\\\\"', "\\\\", '{"a": [1, 2]}']
+)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | TEXT,
+    lambda inner: st.lists(inner, max_size=6) | st.dictionaries(TEXT, inner, max_size=6),
+    max_leaves=40,
+)
+
+
+def expected(value) -> int:
+    """The weight from the parsed value: each container's bracket, each comma and colon between
+    its members, two quotes for every string, key or value."""
+    if isinstance(value, str):
+        return 50
+    if isinstance(value, list):
+        return 80 + 32 * max(0, len(value) - 1) + sum(expected(v) for v in value)
+    if isinstance(value, dict):
+        members = 32 * len(value) + 32 * max(0, len(value) - 1)
+        return 200 + members + sum(expected(k) + expected(v) for k, v in value.items())
+    return 0
+
+
+def weigh(body: bytes, cuts: list[int]) -> JsonWeight:
+    w = JsonWeight()
+    start = 0
+    for cut in sorted(set(cuts)):
+        w.feed(body[start:cut])
+        start = cut
+    w.feed(body[start:])
+    return w
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON, st.booleans(), st.lists(st.integers(min_value=0, max_value=400), max_size=8))
+def test_the_weight_is_the_structure_outside_strings_wherever_the_chunks_end(value, ascii_only, cuts):
+    body = json.dumps(value, ensure_ascii=ascii_only).encode()
+    w = weigh(body, [c % (len(body) + 1) for c in cuts])
+    assert w.size == len(body)
+    assert w.objects == expected(json.loads(body))
+
+
+def test_a_string_full_of_brackets_weighs_nothing_but_its_quotes():
+    text = '{"k": [1, 2, {"x": "y"}], "z": "\\"q\\""} ' * 1000
+    body = json.dumps({"text": text}).encode()
+    for size in (1, 2, 3, 7, 64, 4096):
+        w = weigh(body, list(range(size, len(body), size)))
+        assert w.objects == 200 + 32 + 4 * 25  # one object, one colon, two strings
+
+
+def test_a_backslash_at_the_end_of_a_chunk_escapes_the_next_chunks_first_byte():
+    body = b'["a\\\\\\"b", "c"]'  # the string a\"b holds an escaped backslash and an escaped quote
+    for cut in range(len(body) + 1):
+        assert weigh(body, [cut]).objects == 80 + 32 + 2 * 50
+
+
+def test_dense_structure_is_too_heavy_and_text_is_not():
+    lists = b"[" + b"[]," * 1_000_000 + b"[]]"
+    w = weigh(lists, list(range(65536, len(lists), 65536)))
+    assert w.objects > FREE and w.too_heavy()
+    prose = json.dumps({"content": "lorem ipsum, dolor: sit [amet] {x} " * 300_000}).encode()
+    w = weigh(prose, list(range(65536, len(prose), 65536)))
+    assert w.objects < 1000 and not w.too_heavy()
+    # past FREE, a body is judged by its weight a byte
+    w = JsonWeight()
+    w.size, w.objects = FREE, FREE + 1
+    assert not w.too_heavy()
+    w.objects = PER_BYTE * FREE + 1
+    assert w.too_heavy()
