@@ -12,6 +12,10 @@ A body is refused (413) when those objects would weigh more than FREE and more t
 times the body: at the request limit of 100 MiB that is ~200 MB of objects and ~1 s of parsing
 at worst, where a body of ordinary JSON (a retain of thousands of items, a document) weighs a
 fraction of it.
+
+Python's json also reads UTF-16 and UTF-32 bodies, whose other characters may hold the bytes of
+a quote: a body with a NUL in its first four bytes (those encodings; UTF-8 JSON has no NUL byte)
+is weighed by every structural byte, strings or not, so no string can hide structure.
 """
 
 from __future__ import annotations
@@ -41,11 +45,23 @@ class JsonWeight:
         self.objects = 0
         self._inside = 0  # 1 while a string is open at the end of what was fed
         self._escape = b""  # a backslash at the end of a chunk escapes the next chunk's first byte
+        self._head = b""  # the body's first bytes, until there are four to tell UTF-8 by
+        self._wide: bool | None = None  # UTF-16 or UTF-32: no string is taken for one
 
     def feed(self, chunk: bytes) -> None:
         if not chunk:
             return
         self.size += len(chunk)
+        if self._wide is None:
+            self._head += chunk
+            if len(self._head) < 4:
+                return
+            self._wide = b"\x00" in self._head[:4]
+            chunk, self._head = self._head, b""
+        if self._wide:
+            counts = np.bincount(np.frombuffer(chunk, dtype=np.uint8), minlength=256)
+            self.objects += int(counts @ _COSTS) + _PER_QUOTE * int(counts[_QUOTE])
+            return
         data = self._escape + chunk
         kept = data.rstrip(b"\\")
         # only the run's parity matters: pairs are escaped backslashes, an odd one escapes on
