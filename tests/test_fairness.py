@@ -145,3 +145,31 @@ async def test_an_agents_one_fact_is_stored_while_bulk_embedding_holds_the_cpu_s
     assert len(later) == len(big) + 1 and not any(n.startswith("embed-query") for n in later), runs.threads
     r = await rest.post(f"/v1/banks/{bank}/recall", json={"query": "Who waters the ferns?"})
     assert "Dana waters the ferns on Sundays." in [m["text"] for m in r.json()["results"]]
+
+
+async def test_a_bank_import_reads_its_file_on_the_cpu_slots(app, rest, bank):
+    """Inflating, parsing and checking an export file is a core's work: it waits for a CPU slot
+    like embedding and document reading, instead of running on a thread of its own beside them."""
+    items = [{"content": f"Harbour log {i}: boat {i} came in after the night shift."} for i in range(20)]
+    assert (await rest.post(f"/v1/banks/{bank}/memories", json={"items": items})).status_code == 200
+    export = await rest.get(f"/v1/banks/{bank}/export")
+    assert export.status_code == 200
+    rt = app.engine.rt
+    held = 0
+    while not rt.cpu_slots.locked():
+        await rt.cpu_slots.acquire()
+        held += 1
+    try:
+        # the same model made these vectors, so the import embeds nothing: only its reading waits
+        imported = asyncio.create_task(
+            rest.post(
+                f"/v1/banks/{bank}_copy/import", content=export.content, headers={"Content-Type": "application/gzip"}
+            )
+        )
+        await asyncio.sleep(0.5)
+        assert not imported.done()
+    finally:
+        for _ in range(held):
+            rt.cpu_slots.release()
+    done = await asyncio.wait_for(imported, 60)
+    assert done.status_code == 200 and done.json()["imported"]["memory"] == 20, done.text

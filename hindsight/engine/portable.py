@@ -30,7 +30,6 @@ Import rules (documented in docs/rest.md, "Export and import"):
 
 from __future__ import annotations
 
-import asyncio
 import gzip
 import json
 import re
@@ -54,6 +53,7 @@ from .retained import delete_retained
 from .strict import instant_problem, problem
 
 if TYPE_CHECKING:
+    from .cpu_slots import CpuSlots
     from .runtime import Runtime
 
 
@@ -178,10 +178,13 @@ def _bank_profile(header: dict) -> BankUpdate:
 
 
 class _Reader:
-    """Lines of the gzip file, read in a thread a batch at a time."""
+    """Lines of the gzip file, read a batch at a time on a CPU slot (engine/cpu_slots.py): inflating,
+    parsing and checking a batch is a core's work, which an import of a large file kept up beside
+    the embedding and document reading the slots bound."""
 
-    def __init__(self, fileobj: IO[bytes]):
+    def __init__(self, fileobj: IO[bytes], slots: CpuSlots):
         self.f = gzip.open(fileobj, "rt", encoding="utf-8")
+        self.slots = slots
         self.line_no = 0
 
     def _next(self, n: int) -> list[dict]:
@@ -220,7 +223,7 @@ class _Reader:
         return line
 
     async def batch(self, n: int = BATCH) -> list[dict]:
-        return await asyncio.to_thread(self._next, n)
+        return await self.slots.run(self._next, n)
 
 
 class _Importer:
@@ -484,7 +487,7 @@ class _Importer:
 async def import_bank(
     rt: Runtime, bank_id: str, fileobj: IO[bytes], on_conflict: OnConflict = "rename"
 ) -> ImportResult:
-    reader = _Reader(fileobj)
+    reader = _Reader(fileobj, rt.cpu_slots)
     first = await reader.batch(1)
     if (
         not first
