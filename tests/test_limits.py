@@ -63,16 +63,27 @@ def test_a_body_past_the_limit_is_413_with_or_without_its_length(small, bank):
 
 
 def test_a_body_whose_json_would_weigh_many_times_its_size_is_413_before_it_is_parsed(server, bank):
-    """3 MB of `[],` would be ~65 MB of Python lists (99 MB of it took 2.8 GB and 10.5 s of the
-    event loop); 20 MB of text full of brackets inside a string is only a string."""
-    dense = b'{"query": "x", "tags": [' + b"[]," * 1_000_000 + b"[]]}"
+    """6 MB of `[],` would be ~130 MB of Python lists (99 MB of it took 2.8 GB and 10.5 s of the
+    event loop), and a long text with one emoji is four bytes a character twice over; 20 MB of
+    text full of brackets inside a string is only a string. Only a bank import's POST (a file
+    streamed to disk) is not weighed: a bank or memory named `import` is."""
+    dense = b'{"query": "x", "tags": [' + b"[]," * 2_000_000 + b"[]]}"
+    # under the MCP SDK's own 4 MiB limit
+    dense_rpc = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"x": [' + b"[]," * 1_300_000 + b"[]]}}"
+    emoji = json.dumps({"query": "\U0001f600" + "a" * 40_000_000}, ensure_ascii=False).encode()
     code = json.dumps({"query": 'if (a) { b: [1, 2], c: {"d": e} }\n' * 600_000}).encode()
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     with httpx.Client(base_url=server.url, timeout=120) as c:
-        for path in (f"/v1/banks/{bank}/recall", f"/mcp/{bank}/"):
-            r = c.post(path, content=dense, headers=headers)
-            assert r.status_code == 413 and r.json()["error"] == "too_large", r.text[:300]
-            assert "objects once parsed" in r.json()["message"]
+        for method, path, body in (
+            ("POST", f"/v1/banks/{bank}/recall", dense),
+            ("POST", f"/mcp/{bank}/", dense_rpc),
+            ("PATCH", "/v1/banks/import", dense),
+            ("PATCH", f"/v1/banks/{bank}/memories/import", dense),
+            ("POST", f"/v1/banks/{bank}/recall", emoji),
+        ):
+            r = c.request(method, path, content=body, headers=headers)
+            assert r.status_code == 413 and r.json()["error"] == "too_large", (path, r.text[:300])
+            assert "memory to parse" in r.json()["message"]
         r = c.post(f"/v1/banks/{bank}/recall", content=code, headers=headers)
         assert r.status_code == 422 and "query" in r.json()["message"], r.text[:300]
         assert c.post(f"/v1/banks/{bank}/recall", json={"query": "still answering"}).status_code == 200

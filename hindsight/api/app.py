@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import re
 import time
 from collections.abc import AsyncIterator
 
@@ -193,7 +194,7 @@ class App:
         before it is parsed, as soon as no rest of the body could make up for it. A bank import
         file streams to disk under its own limit (api/banks.py)."""
         limit = self.settings.max_request_bytes
-        if scope["path"].endswith("/import") and scope["path"].startswith("/v1/banks/"):
+        if scope["method"] == "POST" and _BANK_IMPORT.fullmatch(scope["path"]):
             return receive
         too_large = TooLarge(f"body: larger than the limit of {limit} bytes (HINDSIGHT_API_MAX_REQUEST_BYTES)")
         for k, v in scope.get("headers", []):
@@ -207,11 +208,12 @@ class App:
             weight.feed(message.get("body", b""))
             if weight.size > limit:
                 raise too_large
-            if weight.objects > hopeless or (not message.get("more_body", False) and weight.too_heavy()):
+            if weight.weight() > hopeless or (not message.get("more_body", False) and weight.too_heavy()):
                 raise TooLarge(
-                    f"body: its JSON would make ~{weight.objects // 2**20} MiB of objects once parsed, more than "
-                    f"{json_weight.FREE // 2**20} MiB and {json_weight.PER_BYTE} bytes for each byte of the body: "
-                    "send fewer, larger values, or split the request"
+                    f"body: its JSON would take ~{weight.weight() // 2**20} MiB of memory to parse, more than "
+                    f"{json_weight.FREE // 2**20} MiB and {json_weight.PER_BYTE} bytes for each byte of the body "
+                    "(many small values, very long numbers, or characters past U+FFFF in a long text): "
+                    "split the request"
                 )
             return message
 
@@ -241,6 +243,10 @@ class App:
 
 def create_app(settings: Settings) -> App:
     return App(settings)
+
+
+# The one route whose body is not JSON and not held in memory: an export file, streamed to disk.
+_BANK_IMPORT = re.compile(r"/v1/banks/[^/]+/import")
 
 
 def _authorization(scope) -> str | None:

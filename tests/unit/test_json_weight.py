@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -68,7 +69,7 @@ def test_a_backslash_at_the_end_of_a_chunk_escapes_the_next_chunks_first_byte():
 
 
 def test_dense_structure_is_too_heavy_and_text_is_not():
-    lists = b"[" + b"[]," * 1_000_000 + b"[]]"
+    lists = b"[" + b"[]," * 2_000_000 + b"[]]"
     w = weigh(lists, list(range(65536, len(lists), 65536)))
     assert w.objects > FREE and w.too_heavy()
     prose = json.dumps({"content": "lorem ipsum, dolor: sit [amet] {x} " * 300_000}).encode()
@@ -104,3 +105,31 @@ def test_no_string_hides_structure_in_utf16():
     for cut in (1, 2, 3, 5, 65536):
         w = weigh(body, list(range(cut, len(body), cut)) if cut > 5 else [cut])
         assert w.too_heavy() and w.objects > 80 * 1_000_000
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(min_value=-(10**1200), max_value=10**1200) | st.floats(allow_nan=False), max_size=30),
+    st.lists(st.integers(0, 20_000), max_size=8),
+)
+def test_long_numbers_weigh_the_square_of_their_digits_wherever_the_chunks_end(numbers, cuts):
+    body = json.dumps(numbers).encode()
+    w = weigh(body, [c % (len(body) + 1) for c in cuts])
+    runs = [len(r) for r in re.findall(rb"[0-9]+", body)]
+    assert w.weight() - w.objects - w.chars - w.string_chars == sum(n * n // 512 for n in runs)
+
+
+def test_text_weighs_its_characters_at_the_width_of_the_widest():
+    """json.loads decodes the body to one str and makes a str of each string; a str takes 1, 2
+    or 4 bytes a character by its widest: one emoji makes 4 of every ASCII character."""
+    ascii_text = json.dumps({"t": "a" * 200_000}).encode()
+    emoji = json.dumps({"t": "a" * 200_000 + "\U0001f600"}, ensure_ascii=False).encode()
+    escaped = json.dumps({"t": "a" * 200_000 + "\U0001f600"}).encode()  # \ud83d\ude00
+    korean = json.dumps({"t": "a" * 200_000 + "한"}).encode()  # \ud55c: U+D55C, two bytes wide
+    accents = json.dumps({"t": "a" * 200_000 + "é"}, ensure_ascii=False).encode()  # Latin-1: one
+    for body, width in ((ascii_text, 1), (emoji, 4), (escaped, 4), (korean, 2), (accents, 1)):
+        for back in range(1, 20):  # a cut at every place of the last character or escape
+            w = weigh(body, [*range(65536, len(body), 65536), len(body) - back])
+            assert w.width == width, (body[-20:], back)
+            assert 2 * 200_000 <= w.chars + w.string_chars <= 2 * 200_000 + 40
+            assert w.weight() >= width * 400_000
