@@ -83,6 +83,16 @@ PLAIN = [
     ({"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": {"cursor": 5}}, []),
     ({"jsonrpc": "2.0", "id": 8, "method": "tools/list"}, [(b"content-type", b"application/json; charset=utf-8")]),
     ({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}, [(b"accept", b"*/*")]),
+    # methods the SDK answers itself
+    ({"jsonrpc": "2.0", "id": 10, "method": "prompts/get", "params": {"name": "x"}}, []),  # -32602
+    ({"jsonrpc": "2.0", "id": 11, "method": "resources/read", "params": {"uri": "file:///etc/passwd"}}, []),
+    ({"jsonrpc": "2.0", "id": 12, "method": "resources/templates/list"}, []),
+    ({"jsonrpc": "2.0", "id": 13, "method": "logging/setLevel", "params": {"level": "nope"}}, []),
+    ({"jsonrpc": "2.0", "id": 14, "method": "completion/complete", "params": {}}, []),
+    ({"jsonrpc": "2.0", "id": 15, "method": "server/discover"}, []),
+    ({"jsonrpc": "2.0", "id": -3, "method": "tools/list", "params": None}, []),
+    ({"jsonrpc": "2.0", "id": 2**63, "method": "tools/list"}, []),
+    ({"jsonrpc": "2.0", "id": "", "method": "tools/list", "params": {"_meta": {"progressToken": 5}}}, []),
 ]
 
 # Requests left to the SDK's transport: (raw body, headers replacing the defaults)
@@ -200,3 +210,26 @@ async def test_a_retain_in_one_exchange_is_stored(surfaces, rest, bank):
     (memory_id,) = result["structuredContent"]["memory_ids"]
     r = await rest.get(f"/v1/banks/{bank}/memories/{memory_id}")
     assert r.status_code == 200 and r.json()["text"] == "Ivo sold honey at the market"
+
+
+async def test_a_client_that_hangs_up_mid_body_is_not_answered(surfaces, bank, caplog):
+    """Half a body, then the connection closes: there is nobody to answer, and nothing to log
+    (the SDK's transport logged an error with its traceback and wrote a 500 to the closed
+    connection)."""
+    exchange, _, reached = surfaces
+    sent: list = []
+    messages = [
+        {"type": "http.request", "body": b'{"jsonrpc": "2.0", "id": 1, "method": "tools/li', "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+
+    async def receive():
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+
+    with caplog.at_level("DEBUG"):
+        await exchange(_scope([ACCEPT, JSON], bank), receive, send)
+    assert sent == [] and reached == []
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")], caplog.text

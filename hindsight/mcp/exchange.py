@@ -94,8 +94,13 @@ class SingleExchange:
         await self.app(scope, receive, send)
 
     async def _serve(self, scope, receive, send) -> None:
-        body, message = await _read(scope, receive)
-        request = _plain_request(scope, body) if message is not None else None
+        # The limit middleware has gathered the body into its one `http.request` message.
+        message = await receive() if scope["method"] == "POST" else None
+        if message is not None and (message["type"] != "http.request" or message.get("more_body", False)):
+            # The client hung up before its body was whole: nobody to answer (the transport
+            # would log an error and write a 500 to the closed connection).
+            return
+        request = _plain_request(scope, message.get("body", b"")) if message is not None else None
         if request is None:
             return await self.manager.handle_request(scope, _replay(message, receive), send)
         version = Headers(scope=scope).get(MCP_PROTOCOL_VERSION_HEADER) or DEFAULT_NEGOTIATED_VERSION
@@ -125,17 +130,6 @@ class SingleExchange:
         # written as the SDK's transport writes it (its header order too)
         text = answer.model_dump_json(by_alias=True, exclude_unset=True)
         await Response(text, status_code=200, headers={"Content-Type": _JSON})(scope, receive, send)
-
-
-async def _read(scope, receive) -> tuple[bytes, dict | None]:
-    """The body the limit middleware already gathered: its one `http.request` message, or no
-    message (a disconnect, or a body still to come) and the SDK's path from there."""
-    if scope["method"] != "POST":
-        return b"", None
-    message = await receive()
-    if message["type"] != "http.request" or message.get("more_body", False):
-        return b"", message
-    return message.get("body", b""), message
 
 
 def _plain_request(scope, body: bytes) -> JSONRPCRequest | None:

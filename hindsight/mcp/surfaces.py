@@ -238,9 +238,14 @@ def _middleware(accepted: dict[str, set[str]], top_level: set[str], multi: bool)
     """`accepted`: each tool's argument names on this surface."""
 
     async def middleware(ctx, call_next):
+        params = ctx.params if isinstance(ctx.params, dict) else {}
+        if ctx.method == "prompts/get":
+            # This server has no prompts. The SDK takes a name it does not know for its own fault
+            # (an error logged with its traceback, -32603) where it is the caller's, as an
+            # unknown resource is (-32602).
+            raise jsonrpc_error(InvalidArgument(f"unknown prompt {params.get('name')!r}", "name"))
         if ctx.method != "tools/call":
             return await call_next(ctx)
-        params = ctx.params if isinstance(ctx.params, dict) else {}
         name = params.get("name")
         if not isinstance(name, str) or name not in accepted:
             raise jsonrpc_error(InvalidArgument(f"unknown tool {name!r}", "name"))
