@@ -199,6 +199,14 @@ class Settings(BaseSettings):
         description="Server processes sharing the port and the database (the embedded PostgreSQL is started once); "
         "each embeds with its share of the cores. `/metrics` reports the process that answered.",
     )
+    bank_concurrency: int = Field(
+        8,
+        ge=1,
+        le=1024,
+        description="Requests of one bank at work at once in a server process (recall, retain, document search, "
+        "reflect's reading of the bank); more wait their turn, so that a flood on one bank does not hold up the others "
+        '(bench/README.md, "One bank\'s flood").',
+    )
     shutdown_grace: float = Field(
         20.0,
         ge=0,

@@ -17,8 +17,9 @@ import time
 
 import asyncpg
 import httpx
+import pytest
 
-from conftest import Server, fresh_database
+from conftest import Server, fresh_database, llm_env, running_app
 from support import Runs
 
 
@@ -173,3 +174,68 @@ async def test_a_bank_import_reads_its_file_on_the_cpu_slots(app, rest, bank):
             rt.cpu_slots.release()
     done = await asyncio.wait_for(imported, 60)
     assert done.status_code == 200 and done.json()["imported"]["memory"] == 20, done.text
+
+
+async def test_a_flood_on_one_bank_waits_at_its_own_gate(app, rest, bank):
+    """A bank's requests at work at once are bounded (HINDSIGHT_API_BANK_CONCURRENCY): with every
+    lane of one bank taken, another bank's retain, recall and document search are answered, and
+    the first bank's recall waits its turn, answered once a lane frees. Without the gate, 64
+    clients recalling from one bank made another bank's recall p50 337 ms instead of 11
+    (bench/README.md, "One bank's flood")."""
+    rt = app.engine.rt
+    busy, quiet = bank + "_busy", bank + "_quiet"
+    release, held = asyncio.Event(), []
+
+    async def hold():
+        async with rt.lanes.hold(busy):
+            held.append(1)
+            await release.wait()
+
+    holders = [asyncio.create_task(hold()) for _ in range(rt.lanes.width)]
+    while len(held) < rt.lanes.width:
+        await asyncio.sleep(0.01)
+    try:
+        waiting = asyncio.create_task(rest.post(f"/v1/banks/{busy}/recall", json={"query": "harbour boats"}))
+        r = await asyncio.wait_for(rest.post(f"/v1/banks/{quiet}/memories", json={"content": "Dana waters ferns."}), 30)
+        assert r.status_code == 200, r.text
+        r = await asyncio.wait_for(rest.post(f"/v1/banks/{quiet}/recall", json={"query": "Who waters ferns?"}), 30)
+        assert [m["text"] for m in r.json()["results"]] == ["Dana waters ferns."]
+        r = await asyncio.wait_for(rest.post(f"/v1/banks/{quiet}/documents/query", json={"query": "ferns"}), 30)
+        assert r.status_code == 200, r.text
+        await asyncio.sleep(0.3)
+        assert not waiting.done()
+    finally:
+        release.set()
+        await asyncio.gather(*holders)
+    r = await asyncio.wait_for(waiting, 30)
+    assert r.status_code == 200 and r.json()["results"] == [], r.text
+    assert rt.lanes.waiting(busy) == 0 and rt.lanes.waiting(quiet) == 0  # idle gates are dropped
+
+
+@pytest.fixture(scope="module")
+def lanes_db(pg_url):
+    return fresh_database(pg_url, "lanes_llm")
+
+
+async def test_a_retain_waiting_for_its_facts_holds_no_lane(lanes_db, stub, bank):
+    """`wait=true` waits for the LLM's fact extraction after the retain is stored; that wait
+    holds none of the bank's lanes, so the bank's recalls go on meanwhile (here with one lane)."""
+    env = llm_env(stub, lanes_db, bank_concurrency=1)
+    async with running_app(env) as application:
+        transport = httpx.ASGITransport(app=application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1", timeout=60) as c:
+            slow = asyncio.create_task(
+                c.post(f"/v1/banks/{bank}/memories?wait=true", json={"content": "Yan owns a blue canoe. [[sleep:3]]"})
+            )
+            while application.engine.rt.lanes.waiting(bank) or not await _stored(c, bank):
+                await asyncio.sleep(0.05)
+            r = await asyncio.wait_for(c.post(f"/v1/banks/{bank}/recall", json={"query": "canoe"}), 2)
+            assert r.status_code == 200 and r.json()["results"], r.text
+            assert not slow.done()
+            done = await asyncio.wait_for(slow, 60)
+            assert done.status_code == 200 and done.json()["extraction"] == "succeeded", done.text
+
+
+async def _stored(c, bank: str) -> bool:
+    r = await c.get(f"/v1/banks/{bank}/memories")
+    return r.status_code == 200 and r.json()["total"] > 0

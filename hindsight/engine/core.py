@@ -64,9 +64,9 @@ from .models import (
 from .recall import recall as _recall
 from .reflect import ReflectRequest, ReflectResult, empty_bank_reflection
 from .reflect import reflect as _reflect
-from .retain import RetainAccepted, retain_later
+from .retain import RetainAccepted, extraction_awaited, retain_later
 from .retain import retain as _retain
-from .runtime import BankWrites, Runtime
+from .runtime import BankGates, BankWrites, Runtime
 from .scheduler import Scheduler
 from .sizes import BankSizes
 from .tenant import TenantExtension, load_extension
@@ -134,6 +134,7 @@ class Engine:
             pool=pool,
             planned=pools.planned,
             writes=BankWrites(pool),
+            lanes=BankGates(s.bank_concurrency),
             embedder=embedder,
             llm=llm,
             queue=self.worker,
@@ -263,7 +264,10 @@ class Engine:
     # ---- memories -------------------------------------------------------------------
     async def retain(self, who: Principal, bank_id: str, items: list[RetainItem], wait: bool = False) -> RetainResult:
         self.require(who, bank_id, write=True)
-        return await _retain(self.rt, bank_id, items, wait, actor=actor_of(who.key_id, who.kind))
+        async with self.rt.lanes.hold(bank_id):
+            result = await _retain(self.rt, bank_id, items, actor=actor_of(who.key_id, who.kind))
+        # waiting for the LLM's extraction holds no lane: the bank's other requests go on meanwhile
+        return await extraction_awaited(self.rt, bank_id, result) if wait else result
 
     async def retain_later(self, who: Principal, bank_id: str, items: list[RetainItem]) -> RetainAccepted:
         """Accept now (items committed with their operation), store in the background."""
@@ -276,7 +280,8 @@ class Engine:
             raise InvalidArgument(
                 f"max_tokens: {req.max_tokens} exceeds the limit of {self.settings.max_recall_tokens}", "max_tokens"
             )
-        return await _recall(self.rt, bank_id, req)
+        async with self.rt.lanes.hold(bank_id):
+            return await _recall(self.rt, bank_id, req)
 
     async def list_memories(self, who: Principal, bank_id: str, query: memories.MemoryQuery) -> memories.MemoryList:
         self.require(who, bank_id)
@@ -414,13 +419,15 @@ class Engine:
         self, who: Principal, bank_id: str, req: rag.RagSearchRequest, caller: rag.Caller
     ) -> rag.RagSearchResult:
         self.require(who, bank_id)
-        return await rag.rag_search(self.rt, bank_id, req, caller)
+        async with self.rt.lanes.hold(bank_id):
+            return await rag.rag_search(self.rt, bank_id, req, caller)
 
     async def search_documents(
         self, who: Principal, bank_id: str, req: rag.DocumentSearchRequest, caller: rag.Caller
     ) -> rag.DocumentSearchResult:
         self.require(who, bank_id)
-        return await rag.search_documents(self.rt, bank_id, req, caller)
+        async with self.rt.lanes.hold(bank_id):
+            return await rag.search_documents(self.rt, bank_id, req, caller)
 
     async def verify_document_access(
         self, who: Principal, bank_id: str, segment_uid: str, caller: rag.Caller

@@ -233,27 +233,30 @@ async def reflect(
     exclude_model: str | None = None,
     max_answer_tokens: int | None = None,
 ) -> ReflectResult:
-    recalled = await recall(
-        rt,
-        bank_id,
-        RecallRequest(
-            query=req.query,
-            max_tokens=BUDGET_TOKENS[req.budget],
-            tags=req.tags,
-            tags_match=req.tags_match,
-        ),
-    )
-    qvec = await rt.embedder.query(req.query)
-    async with rt.pool.acquire() as conn:
-        bank = await conn.fetchrow(Q.bank_profile, bank_id)
-        models = await conn.fetch(
-            Q.mental_models_near,
+    # Reading the bank takes one of its lanes, as a recall does (runtime.BankGates); the LLM's
+    # answer is waited for without one.
+    async with rt.lanes.hold(bank_id):
+        recalled = await recall(
+            rt,
             bank_id,
-            qvec,
-            exclude_model,
-            MODEL_MIN_SIMILARITY,
-            MODEL_LIMIT,
+            RecallRequest(
+                query=req.query,
+                max_tokens=BUDGET_TOKENS[req.budget],
+                tags=req.tags,
+                tags_match=req.tags_match,
+            ),
         )
+        qvec = await rt.embedder.query(req.query)
+        async with rt.pool.acquire() as conn:
+            bank = await conn.fetchrow(Q.bank_profile, bank_id)
+            models = await conn.fetch(
+                Q.mental_models_near,
+                bank_id,
+                qvec,
+                exclude_model,
+                MODEL_MIN_SIMILARITY,
+                MODEL_LIMIT,
+            )
     memories = recalled.results
     limit = max_answer_tokens or req.max_tokens or MAX_ANSWER_TOKENS
     if not rt.llm.configured("reflect"):

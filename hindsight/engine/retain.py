@@ -243,11 +243,12 @@ def _prepared(items: list[RetainItem], unit_max_chars: int, embedder) -> tuple[l
 
 
 async def retain(
-    rt: Runtime, bank_id: str, items: list[RetainItem], wait: bool = False, on_commit=None, actor: str = "retain"
+    rt: Runtime, bank_id: str, items: list[RetainItem], on_commit=None, actor: str = "retain"
 ) -> RetainResult:
     """Store `items` in one transaction. `on_commit(conn, result)` runs inside it, last: a
     background retain marks its operation done there, so a retry cannot store the items twice.
-    An item's `supersedes` ends the memories it names (engine/truth.py), recorded as `actor`'s."""
+    An item's `supersedes` ends the memories it names (engine/truth.py), recorded as `actor`'s.
+    With an LLM the result names the fact extraction queued after it (extraction_awaited)."""
     s = rt.settings
     check_items(items, s.max_batch_items, s.max_content_chars)
 
@@ -297,14 +298,21 @@ async def retain(
     RETAIN_UNITS.labels("raw").inc(len(units))
     if op_id:
         rt.queue.poke()
-        if wait:
-            op = await rt.queue.wait(bank_id, str(op_id), s.retain_wait_timeout)
-            result.extraction = op.status
-            if op.status == "succeeded":
-                result.memory_ids = op.result["memory_ids"]
-                result.facts = op.result["new_facts"] + op.result["merged_facts"]
-                if not result.facts:
-                    result.extraction = "empty"
+    return result
+
+
+async def extraction_awaited(rt: Runtime, bank_id: str, result: RetainResult) -> RetainResult:
+    """A retain's result once its fact extraction has ended (`wait=true`), or as far as it got in
+    HINDSIGHT_API_RETAIN_WAIT_TIMEOUT."""
+    if result.operation_id is None:
+        return result
+    op = await rt.queue.wait(bank_id, result.operation_id, rt.settings.retain_wait_timeout)
+    result.extraction = op.status
+    if op.status == "succeeded":
+        result.memory_ids = op.result["memory_ids"]
+        result.facts = op.result["new_facts"] + op.result["merged_facts"]
+        if not result.facts:
+            result.extraction = "empty"
     return result
 
 

@@ -40,6 +40,34 @@ async def lock_writes(conn: asyncpg.Connection, bank_id: str) -> None:
     await conn.execute(Q.bank_lock_writes, f"bank-writes/{bank_id}")
 
 
+class BankGates:
+    """At most `width` holders per bank at once in this process; the others wait their turn,
+    first come first served. A bank's gate is made when first asked for and dropped when no one
+    holds it or waits, so idle banks cost nothing."""
+
+    def __init__(self, width: int):
+        self.width = width
+        self._gates: dict[str, tuple[asyncio.Semaphore, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, bank_id: str) -> AsyncIterator[None]:
+        gate, users = self._gates.get(bank_id) or (asyncio.Semaphore(self.width), 0)
+        self._gates[bank_id] = (gate, users + 1)
+        try:
+            async with gate:
+                yield
+        finally:
+            gate, users = self._gates[bank_id]
+            if users == 1:
+                del self._gates[bank_id]
+            else:
+                self._gates[bank_id] = (gate, users - 1)
+
+    def waiting(self, bank_id: str) -> int:
+        """Holders and waiters of a bank's gate."""
+        return self._gates.get(bank_id, (None, 0))[1]
+
+
 class BankWrites:
     """The one way into a transaction that writes a bank: this process's writers of a bank queue
     here, in memory, and only the first takes a pooled connection and the bank's write lock.
@@ -52,22 +80,13 @@ class BankWrites:
 
     def __init__(self, pool: asyncpg.Pool):
         self.pool = pool
-        self._queues: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._queues = BankGates(1)
 
     @contextlib.asynccontextmanager
     async def open(self, bank_id: str) -> AsyncIterator[asyncpg.Connection]:
-        lock, waiting = self._queues.get(bank_id) or (asyncio.Lock(), 0)
-        self._queues[bank_id] = (lock, waiting + 1)
-        try:
-            async with lock, self.pool.acquire() as conn, conn.transaction():
-                await lock_writes(conn, bank_id)
-                yield conn
-        finally:
-            lock, waiting = self._queues[bank_id]
-            if waiting == 1:
-                del self._queues[bank_id]
-            else:
-                self._queues[bank_id] = (lock, waiting - 1)
+        async with self._queues.hold(bank_id), self.pool.acquire() as conn, conn.transaction():
+            await lock_writes(conn, bank_id)
+            yield conn
 
 
 class Queue(Protocol):
@@ -87,6 +106,9 @@ class Runtime:
     # recall arms whose best plan depends on them.
     planned: asyncpg.Pool
     writes: BankWrites  # the way into a transaction that writes a bank
+    # A bank's requests at work at once (recall, retain, document search, reflect's reading): a
+    # flood on one bank queues at its own gate instead of ahead of every other bank's requests.
+    lanes: BankGates
     embedder: Embedder
     llm: LLM
     queue: Queue
