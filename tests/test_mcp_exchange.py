@@ -233,3 +233,28 @@ async def test_a_client_that_hangs_up_mid_body_is_not_answered(surfaces, bank, c
         await exchange(_scope([ACCEPT, JSON], bank), receive, send)
     assert sent == [] and reached == []
     assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")], caplog.text
+
+
+async def test_a_notification_or_initialize_is_parsed_once(surfaces, bank, monkeypatch):
+    """What the SDK's transport answers is not parsed first by the exchange as well (a 4 MiB
+    notification cost twice the CPU)."""
+    import hindsight.mcp.exchange as exchange_module
+
+    parsed: list[bytes] = []
+    from_json = exchange_module.pydantic_core.from_json
+
+    class Counting:
+        @staticmethod
+        def from_json(data, *args, **kw):
+            parsed.append(data)
+            return from_json(data, *args, **kw)
+
+    monkeypatch.setattr(exchange_module, "pydantic_core", Counting)
+    exchange, _, reached = surfaces
+    note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized", "params": {"x": "y" * 100_000}})
+    init = OTHERS[1][0]  # a valid initialize
+    for raw in (note.encode(), init):
+        await _answer(exchange, _scope([ACCEPT, JSON], bank), raw)
+    assert parsed == [] and len(reached) == 2
+    await _answer(exchange, _scope([ACCEPT, JSON], bank), json.dumps(_call("list_mental_models", {})).encode())
+    assert len(parsed) == 1 and len(reached) == 2

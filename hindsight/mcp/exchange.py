@@ -147,6 +147,10 @@ def _plain_request(scope, body: bytes) -> JSONRPCRequest | None:
         return None
     if not check_accept_headers(Request(scope))[0]:
         return None
+    if b'"id"' not in body or b'"initialize"' in body:
+        # Not parsed twice: a body with no `"id"` is a notification or not a request at all, and
+        # one naming `initialize` may be that (an id spelt with escapes goes the SDK's way too).
+        return None
     try:
         message = jsonrpc_message_adapter.validate_python(pydantic_core.from_json(body), by_name=False)
     except ValueError:  # not JSON, or not a JSON-RPC message (ValidationError is a ValueError)
