@@ -200,12 +200,12 @@ class Settings(BaseSettings):
         "each embeds with its share of the cores. `/metrics` reports the process that answered.",
     )
     bank_concurrency: int = Field(
-        8,
-        ge=1,
-        le=1024,
-        description="Requests of one bank at work at once in a server process (recall, retain, document search, "
-        "reflect's reading of the bank); more wait their turn, so that a flood on one bank does not hold up the others "
-        '(bench/README.md, "One bank\'s flood").',
+        0,
+        ge=0,
+        le=4096,
+        description="Requests of one bank at work at once (recall, a small retain's model work, document search, "
+        "listings, reflect's reading of the bank), shared evenly by the server's processes; more wait their turn, so "
+        'that a flood on one bank does not hold up the others (bench/README.md, "One bank\'s flood"). 0 means four a core.',
     )
     shutdown_grace: float = Field(
         20.0,

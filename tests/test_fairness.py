@@ -202,13 +202,17 @@ async def test_a_flood_on_one_bank_waits_at_its_own_gate(app, rest, bank):
         assert [m["text"] for m in r.json()["results"]] == ["Dana waters ferns."]
         r = await asyncio.wait_for(rest.post(f"/v1/banks/{quiet}/documents/query", json={"query": "ferns"}), 30)
         assert r.status_code == 200, r.text
+        r = await asyncio.wait_for(rest.get(f"/v1/banks/{quiet}/memories", params={"q": "ferns"}), 30)
+        assert r.status_code == 200 and r.json()["total"] == 1, r.text
+        listing = asyncio.create_task(rest.get(f"/v1/banks/{busy}/memories", params={"q": "harbour"}))
         await asyncio.sleep(0.3)
-        assert not waiting.done()
+        assert not waiting.done() and not listing.done()
     finally:
         release.set()
         await asyncio.gather(*holders)
     r = await asyncio.wait_for(waiting, 30)
     assert r.status_code == 200 and r.json()["results"] == [], r.text
+    assert (await asyncio.wait_for(listing, 30)).status_code == 200
     assert rt.lanes.waiting(busy) == 0 and rt.lanes.waiting(quiet) == 0  # idle gates are dropped
 
 
@@ -239,3 +243,60 @@ async def test_a_retain_waiting_for_its_facts_holds_no_lane(lanes_db, stub, bank
 async def _stored(c, bank: str) -> bool:
     r = await c.get(f"/v1/banks/{bank}/memories")
     return r.status_code == 200 and r.json()["total"] > 0
+
+
+async def test_retains_waiting_for_the_write_queue_hold_no_lane(app, rest, bank):
+    """A bank's writers take turns at its write queue (runtime.BankWrites); a retain waits there
+    holding none of the bank's lanes, so more retains than lanes, all waiting behind a long write
+    (an import, another process's writer), do not keep the bank's recalls waiting (they did for as
+    long as the write lasted: 3 s in the review's run)."""
+    rt = app.engine.rt
+    assert (await rest.post(f"/v1/banks/{bank}/memories", json={"content": "Ivo keeps bees."})).status_code == 200
+    release, taken = asyncio.Event(), asyncio.Event()
+
+    async def long_write():
+        async with rt.writes.open(bank):
+            taken.set()
+            await release.wait()
+
+    writer = asyncio.create_task(long_write())
+    await taken.wait()
+    try:
+        retains = [
+            asyncio.create_task(rest.post(f"/v1/banks/{bank}/memories", json={"content": f"Ivo sold jar {i}."}))
+            for i in range(rt.lanes.width + 2)
+        ]
+        await asyncio.sleep(0.5)
+        r = await asyncio.wait_for(rest.post(f"/v1/banks/{bank}/recall", json={"query": "bees"}), 5)
+        assert r.status_code == 200 and "Ivo keeps bees." in [m["text"] for m in r.json()["results"]]
+        assert not any(t.done() for t in retains)  # all still waiting for the write queue
+    finally:
+        release.set()
+        await writer
+    assert all(r.status_code == 200 for r in await asyncio.wait_for(asyncio.gather(*retains), 60))
+
+
+async def test_a_banks_exports_run_one_at_a_time(app, rest, bank):
+    """An export holds a pooled connection at its reader's pace: a bank's second export waits for
+    the first, so a few slow readers of one bank cannot hold the pool every bank needs."""
+    from hindsight.engine import portable
+
+    rt = app.engine.rt
+    for b in (bank, bank + "_other"):
+        assert (await rest.post(f"/v1/banks/{b}/memories", json={"content": "Ivo keeps bees."})).status_code == 200
+    first, second, other = (portable.export_bank(rt, b) for b in (bank, bank, bank + "_other"))
+    started = asyncio.ensure_future(asyncio.sleep(0))
+    try:
+        await first.__anext__()  # reading, slowly
+        started = asyncio.ensure_future(second.__anext__())
+        await asyncio.sleep(0.3)
+        assert not started.done()
+        await asyncio.wait_for(other.__anext__(), 10)  # another bank's export is not held up
+        await first.aclose()  # the reader left
+        assert await asyncio.wait_for(started, 10)
+    finally:
+        started.cancel()
+        await asyncio.gather(started, return_exceptions=True)
+        for stream in (first, second, other):
+            await stream.aclose()
+    assert rt.exports.waiting(bank) == 0

@@ -66,7 +66,7 @@ from .reflect import ReflectRequest, ReflectResult, empty_bank_reflection
 from .reflect import reflect as _reflect
 from .retain import RetainAccepted, extraction_awaited, retain_later
 from .retain import retain as _retain
-from .runtime import BankGates, BankWrites, Runtime
+from .runtime import CPU_SLOTS, BankGates, BankWrites, Runtime, lane_width
 from .scheduler import Scheduler
 from .sizes import BankSizes
 from .tenant import TenantExtension, load_extension
@@ -134,11 +134,13 @@ class Engine:
             pool=pool,
             planned=pools.planned,
             writes=BankWrites(pool),
-            lanes=BankGates(s.bank_concurrency),
+            lanes=BankGates(lane_width(s)),
+            bulk=BankGates(CPU_SLOTS),
+            exports=BankGates(1),
             embedder=embedder,
             llm=llm,
             queue=self.worker,
-            cpu_slots=CpuSlots(2),
+            cpu_slots=CpuSlots(CPU_SLOTS),
             sizes=BankSizes(pool),
         )
         self.worker.attach(self.rt)
@@ -253,7 +255,8 @@ class Engine:
 
     async def count_bank(self, who: Principal, bank_id: str) -> BankCounts:
         self.require(who, bank_id)
-        return await banks.count_bank(self.rt, bank_id)
+        async with self.rt.lanes.hold(bank_id):
+            return await banks.count_bank(self.rt, bank_id)
 
     async def delete_bank(self, who: Principal, bank_id: str) -> BankDeleted:
         check_bank_id(bank_id)
@@ -264,9 +267,7 @@ class Engine:
     # ---- memories -------------------------------------------------------------------
     async def retain(self, who: Principal, bank_id: str, items: list[RetainItem], wait: bool = False) -> RetainResult:
         self.require(who, bank_id, write=True)
-        async with self.rt.lanes.hold(bank_id):
-            result = await _retain(self.rt, bank_id, items, actor=actor_of(who.key_id, who.kind))
-        # waiting for the LLM's extraction holds no lane: the bank's other requests go on meanwhile
+        result = await _retain(self.rt, bank_id, items, actor=actor_of(who.key_id, who.kind))
         return await extraction_awaited(self.rt, bank_id, result) if wait else result
 
     async def retain_later(self, who: Principal, bank_id: str, items: list[RetainItem]) -> RetainAccepted:
@@ -285,7 +286,8 @@ class Engine:
 
     async def list_memories(self, who: Principal, bank_id: str, query: memories.MemoryQuery) -> memories.MemoryList:
         self.require(who, bank_id)
-        return await memories.list_memories(self.rt, bank_id, query)
+        async with self.rt.lanes.hold(bank_id):
+            return await memories.list_memories(self.rt, bank_id, query)
 
     async def get_retained_document(self, who: Principal, bank_id: str, document_id: str) -> retained.RetainedDocument:
         self.require(who, bank_id)
@@ -295,13 +297,15 @@ class Engine:
         self, who: Principal, bank_id: str, query: retained.RetainedQuery
     ) -> tuple[list[retained.RetainedDocument], int]:
         self.require(who, bank_id)
-        return await retained.list_retained_documents(self.rt, bank_id, query)
+        async with self.rt.lanes.hold(bank_id):
+            return await retained.list_retained_documents(self.rt, bank_id, query)
 
     async def list_document_units(
         self, who: Principal, bank_id: str, document_id: str, limit: int, offset: int
     ) -> tuple[list[Memory], int]:
         self.require(who, bank_id)
-        return await retained.list_document_units(self.rt, bank_id, document_id, limit, offset)
+        async with self.rt.lanes.hold(bank_id):
+            return await retained.list_document_units(self.rt, bank_id, document_id, limit, offset)
 
     async def delete_retained_document(self, who: Principal, bank_id: str, document_id: str) -> int:
         self.require(who, bank_id, write=True)
@@ -317,12 +321,14 @@ class Engine:
 
     async def list_entities(self, who: Principal, bank_id: str, query: memories.EntityQuery) -> memories.EntityList:
         self.require(who, bank_id)
-        return await memories.list_entities(self.rt, bank_id, query)
+        async with self.rt.lanes.hold(bank_id):
+            return await memories.list_entities(self.rt, bank_id, query)
 
     async def get_memories(self, who: Principal, bank_id: str, memory_ids: list[str]) -> list[Memory]:
         """The bank's memories among `memory_ids`, in that order (those not found are left out)."""
         self.require(who, bank_id)
-        return await memories.get_memories(self.rt, bank_id, memory_ids)
+        async with self.rt.lanes.hold(bank_id):
+            return await memories.get_memories(self.rt, bank_id, memory_ids)
 
     async def delete_memory(self, who: Principal, bank_id: str, memory_id: str) -> memories.MemoryDeleted:
         self.require(who, bank_id, write=True)
@@ -394,7 +400,8 @@ class Engine:
 
     async def list_documents(self, who: Principal, bank_id: str, req: docs.DocumentListQuery) -> docs.DocumentList:
         self.require(who, bank_id)
-        return await docs.list_documents(self.rt, bank_id, req)
+        async with self.rt.lanes.hold(bank_id):
+            return await docs.list_documents(self.rt, bank_id, req)
 
     async def get_document(self, who: Principal, bank_id: str, document_id: str) -> docs.Document:
         self.require(who, bank_id)
@@ -466,7 +473,8 @@ class Engine:
 
     async def usage(self, who: Principal, bank_id: str) -> dict:
         self.require(who, bank_id)
-        return await get_bank_usage(self.rt, bank_id)
+        async with self.rt.lanes.hold(bank_id):
+            return await get_bank_usage(self.rt, bank_id)
 
     def require(self, who: Principal, bank_id: str, write: bool = False) -> None:
         """A valid bank id the caller may read (or write). A bank that was never written reads as

@@ -98,7 +98,7 @@ async def export_bank(rt: Runtime, bank_id: str) -> AsyncIterator[bytes]:
     """Gzip bytes of the bank's archive, produced row by row from one consistent snapshot."""
     gz = zlib.compressobj(6, zlib.DEFLATED, 31)
     counts: Counter = Counter()
-    async with rt.pool.acquire() as conn:
+    async with rt.exports.hold(bank_id), rt.pool.acquire() as conn:
         async with conn.transaction(isolation="repeatable_read", readonly=True):
             bank = await conn.fetchval(Q.export_bank, bank_id)
             header = {

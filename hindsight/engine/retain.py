@@ -259,13 +259,18 @@ async def retain(
     # lock (and a connection) only for the database work, so writers queued behind a bulk import
     # wait for its COPY, not for its embedding (bench/README.md, "Retain pipeline", measured the
     # overlap this gives up).
+    # The bank's gates bound its share of the model: a lane for the query threads it shares with
+    # recalls, its bulk gate for the CPU slots. Neither is held while the write queue is waited for:
+    # a bank's writers take turns there, and lanes held by waiting writers kept its recalls waiting.
     if _short(items):
-        units, only = await rt.embedder.short(_prepared, items, s.unit_max_chars, rt.embedder)
+        async with rt.lanes.hold(bank_id):
+            units, only = await rt.embedder.short(_prepared, items, s.unit_max_chars, rt.embedder)
         steps, vectors = ([units], [only]) if units else ([], [])
     else:
-        units = await rt.cpu_slots.run(prepare_units, items, s.unit_max_chars)
-        steps = [units[i : i + STEP_UNITS] for i in range(0, len(units), STEP_UNITS)]
-        vectors = [await embedded(step) for step in steps]
+        async with rt.bulk.hold(bank_id):
+            units = await rt.cpu_slots.run(prepare_units, items, s.unit_max_chars)
+            steps = [units[i : i + STEP_UNITS] for i in range(0, len(units), STEP_UNITS)]
+            vectors = [await embedded(step) for step in steps]
     doc_ids = sorted({it.document_id for it in items if it.document_id})
     async with rt.writes.open(bank_id) as conn:
         await ensure_bank(conn, bank_id)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 import asyncpg
 
 from ..config import Settings
+from ..cpus import cores
 from ..db.sql import Q
 from .cpu_slots import CpuSlots
 
@@ -38,6 +39,17 @@ async def lock_writes(conn: asyncpg.Connection, bank_id: str) -> None:
     Writers already queue on the bank's memory-count row, so the lock costs little concurrency:
     the CPU work (splitting, embedding) happens before it is taken."""
     await conn.execute(Q.bank_lock_writes, f"bank-writes/{bank_id}")
+
+
+# Embedding batches saturate the cores; more than two at once only adds queueing.
+CPU_SLOTS = 2
+
+
+def lane_width(s: Settings) -> int:
+    """Lanes a bank has in this process: HINDSIGHT_API_BANK_CONCURRENCY (0: four a core, which
+    keeps the cores busy for one busy bank), shared evenly by the server's processes."""
+    width = s.bank_concurrency or 4 * cores()
+    return max(1, width // max(1, s.workers))
 
 
 class BankGates:
@@ -106,12 +118,18 @@ class Runtime:
     # recall arms whose best plan depends on them.
     planned: asyncpg.Pool
     writes: BankWrites  # the way into a transaction that writes a bank
-    # A bank's requests at work at once (recall, retain, document search, reflect's reading): a
-    # flood on one bank queues at its own gate instead of ahead of every other bank's requests.
+    # A bank's requests at work at once (recall, a small retain's model work, document search,
+    # listings, reflect's reading): a flood on one bank queues at its own gate instead of ahead
+    # of every other bank's requests (lane_width).
     lanes: BankGates
+    # A bank's bulk retains at the CPU slots at once: as many as there are slots, so one bank's
+    # batches do not fill the slots' queue ahead of every other bank's.
+    bulk: BankGates
+    # A bank's exports at once: one. An export holds a pooled connection at its reader's pace,
+    # and a handful of slow readers would hold the whole pool.
+    exports: BankGates
     embedder: Embedder
     llm: LLM
     queue: Queue
-    # Embedding batches saturate the cores; more than two at once only adds queueing.
-    cpu_slots: CpuSlots
+    cpu_slots: CpuSlots  # CPU_SLOTS of them
     sizes: BankSizes  # each bank's memory count beside all banks', for recall's semantic and time arms

@@ -59,3 +59,14 @@ async def test_a_cancelled_waiter_leaves_no_trace():
     assert gates._gates == {}
     async with gates.hold("a"):  # the gate works after all that
         assert gates.waiting("a") == 1
+
+
+def test_a_bank_has_four_lanes_a_core_shared_by_the_processes():
+    from hindsight.config import load_settings
+    from hindsight.cpus import cores
+    from hindsight.engine.runtime import lane_width
+
+    assert lane_width(load_settings({})) == 4 * cores()
+    assert lane_width(load_settings({"HINDSIGHT_API_WORKERS": "2"})) == max(1, 4 * cores() // 2)
+    assert lane_width(load_settings({"HINDSIGHT_API_BANK_CONCURRENCY": "12", "HINDSIGHT_API_WORKERS": "3"})) == 4
+    assert lane_width(load_settings({"HINDSIGHT_API_BANK_CONCURRENCY": "1", "HINDSIGHT_API_WORKERS": "4"})) == 1
