@@ -4,7 +4,7 @@ and the flooded bank's recalls per second; the server's per-bank gate
 (HINDSIGHT_API_BANK_CONCURRENCY) is what keeps the first low.
 
     .venv/bin/python bench/flood.py                        # 64 clients, 15 s a phase
-    .venv/bin/python bench/flood.py --clients 128 --bank-concurrency 1024   # the gate as good as off
+    .venv/bin/python bench/flood.py --bank-concurrency 1024   # the gate as good as off
 """
 
 from __future__ import annotations
@@ -90,5 +90,7 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--clients", type=int, default=64, help="clients flooding the busy bank")
     ap.add_argument("--seconds", type=float, default=15, help="length of each phase")
-    ap.add_argument("--bank-concurrency", type=int, default=8, help="HINDSIGHT_API_BANK_CONCURRENCY of the server")
+    ap.add_argument(
+        "--bank-concurrency", type=int, default=0, help="HINDSIGHT_API_BANK_CONCURRENCY of the server (0: four a core)"
+    )
     asyncio.run(main(ap.parse_args()))
