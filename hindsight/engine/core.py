@@ -254,8 +254,7 @@ class Engine:
         return await banks.update_bank(self.rt, bank_id, req)
 
     async def count_bank(self, who: Principal, bank_id: str) -> BankCounts:
-        self.require(who, bank_id)
-        async with self.rt.lanes.hold(bank_id):
+        async with self._reading(who, bank_id):
             return await banks.count_bank(self.rt, bank_id)
 
     async def delete_bank(self, who: Principal, bank_id: str) -> BankDeleted:
@@ -285,8 +284,7 @@ class Engine:
             return await _recall(self.rt, bank_id, req)
 
     async def list_memories(self, who: Principal, bank_id: str, query: memories.MemoryQuery) -> memories.MemoryList:
-        self.require(who, bank_id)
-        async with self.rt.lanes.hold(bank_id):
+        async with self._reading(who, bank_id):
             return await memories.list_memories(self.rt, bank_id, query)
 
     async def get_retained_document(self, who: Principal, bank_id: str, document_id: str) -> retained.RetainedDocument:
@@ -296,15 +294,13 @@ class Engine:
     async def list_retained_documents(
         self, who: Principal, bank_id: str, query: retained.RetainedQuery
     ) -> tuple[list[retained.RetainedDocument], int]:
-        self.require(who, bank_id)
-        async with self.rt.lanes.hold(bank_id):
+        async with self._reading(who, bank_id):
             return await retained.list_retained_documents(self.rt, bank_id, query)
 
     async def list_document_units(
         self, who: Principal, bank_id: str, document_id: str, limit: int, offset: int
     ) -> tuple[list[Memory], int]:
-        self.require(who, bank_id)
-        async with self.rt.lanes.hold(bank_id):
+        async with self._reading(who, bank_id):
             return await retained.list_document_units(self.rt, bank_id, document_id, limit, offset)
 
     async def delete_retained_document(self, who: Principal, bank_id: str, document_id: str) -> int:
@@ -320,14 +316,12 @@ class Engine:
         return await memories.get_lineage(self.rt, bank_id, memory_id)
 
     async def list_entities(self, who: Principal, bank_id: str, query: memories.EntityQuery) -> memories.EntityList:
-        self.require(who, bank_id)
-        async with self.rt.lanes.hold(bank_id):
+        async with self._reading(who, bank_id):
             return await memories.list_entities(self.rt, bank_id, query)
 
     async def get_memories(self, who: Principal, bank_id: str, memory_ids: list[str]) -> list[Memory]:
         """The bank's memories among `memory_ids`, in that order (those not found are left out)."""
-        self.require(who, bank_id)
-        async with self.rt.lanes.hold(bank_id):
+        async with self._reading(who, bank_id):
             return await memories.get_memories(self.rt, bank_id, memory_ids)
 
     async def delete_memory(self, who: Principal, bank_id: str, memory_id: str) -> memories.MemoryDeleted:
@@ -399,8 +393,7 @@ class Engine:
         return await docs.import_documents(self.rt, bank_id, req, wait)
 
     async def list_documents(self, who: Principal, bank_id: str, req: docs.DocumentListQuery) -> docs.DocumentList:
-        self.require(who, bank_id)
-        async with self.rt.lanes.hold(bank_id):
+        async with self._reading(who, bank_id):
             return await docs.list_documents(self.rt, bank_id, req)
 
     async def get_document(self, who: Principal, bank_id: str, document_id: str) -> docs.Document:
@@ -425,15 +418,13 @@ class Engine:
     async def rag_search(
         self, who: Principal, bank_id: str, req: rag.RagSearchRequest, caller: rag.Caller
     ) -> rag.RagSearchResult:
-        self.require(who, bank_id)
-        async with self.rt.lanes.hold(bank_id):
+        async with self._reading(who, bank_id):
             return await rag.rag_search(self.rt, bank_id, req, caller)
 
     async def search_documents(
         self, who: Principal, bank_id: str, req: rag.DocumentSearchRequest, caller: rag.Caller
     ) -> rag.DocumentSearchResult:
-        self.require(who, bank_id)
-        async with self.rt.lanes.hold(bank_id):
+        async with self._reading(who, bank_id):
             return await rag.search_documents(self.rt, bank_id, req, caller)
 
     async def verify_document_access(
@@ -472,9 +463,15 @@ class Engine:
         return await ops.cancel_operation(self.rt, bank_id, operation_id)
 
     async def usage(self, who: Principal, bank_id: str) -> dict:
-        self.require(who, bank_id)
-        async with self.rt.lanes.hold(bank_id):
+        async with self._reading(who, bank_id):
             return await get_bank_usage(self.rt, bank_id)
+
+    def _reading(self, who: Principal, bank_id: str):
+        """For a read of the bank as a whole: the caller may read it, and one of the bank's lanes
+        is held while the read runs (runtime.BankGates), so a flood of them waits at this bank's
+        gate, not ahead of other banks' requests."""
+        self.require(who, bank_id)
+        return self.rt.lanes.hold(bank_id)
 
     def require(self, who: Principal, bank_id: str, write: bool = False) -> None:
         """A valid bank id the caller may read (or write). A bank that was never written reads as
