@@ -12,7 +12,9 @@ single-exchange driver (`serve_one`, what the SDK runs for a 2026-07-28 request)
 exactly as the transport would have answered it. Everything else (`initialize`, notifications,
 malformed bodies, wrong headers, the 2026-07-28 era) goes to the SDK's transport as before, so
 its errors and edge cases stay the SDK's; tests/test_mcp_exchange.py checks both paths give the
-same bytes.
+same bytes. One answer differs on purpose: a handler that raises something unexpected (a bug) is
+-32603 "Internal server error", as on the 2026-07-28 path, where the SDK's dispatcher answered
+code 0 with the exception's text.
 """
 
 from __future__ import annotations
@@ -100,10 +102,11 @@ class SingleExchange:
             # The client hung up before its body was whole: nobody to answer (the transport
             # would log an error and write a 500 to the closed connection).
             return
-        request = _plain_request(scope, message.get("body", b"")) if message is not None else None
+        headers = Headers(scope=scope)
+        request = _plain_request(scope, headers, message.get("body", b"")) if message is not None else None
         if request is None:
             return await self.manager.handle_request(scope, _replay(message, receive), send)
-        version = Headers(scope=scope).get(MCP_PROTOCOL_VERSION_HEADER) or DEFAULT_NEGOTIATED_VERSION
+        version = headers.get(MCP_PROTOCOL_VERSION_HEADER) or DEFAULT_NEGOTIATED_VERSION
         http_request = Request(scope, _replay(message, receive))
         dctx = _Exchange(
             request_id=request.id,
@@ -132,10 +135,9 @@ class SingleExchange:
         await Response(text, status_code=200, headers={"Content-Type": _JSON})(scope, receive, send)
 
 
-def _plain_request(scope, body: bytes) -> JSONRPCRequest | None:
+def _plain_request(scope, headers: Headers, body: bytes) -> JSONRPCRequest | None:
     """The request, when the SDK's transport would hand this POST to its dispatcher as one
     request and answer it with JSON; None for anything it treats otherwise."""
-    headers = Headers(scope=scope)
     version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
     if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
         return None  # the 2026-07-28 era and unknown versions: the SDK's classifier answers
