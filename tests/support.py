@@ -33,6 +33,7 @@ BANK_TABLES = {
     "oauth_grants",
     "oauth_codes",
     "oauth_tokens",
+    "bank_turns",
 }
 WITHOUT_BANK_COLUMN = {"memory_entities", "fact_sources", "document_uploads", "oauth_codes", "oauth_tokens"}
 

@@ -37,13 +37,54 @@ UPDATE operations SET status = 'cancelled', finished_at = now(), updated_at = no
 WHERE id = $1 AND bank_id = $2 AND status IN ('queued', 'running');
 
 -- operation_claim --
--- A worker claims due work of the types it can run, and work whose lease expired (its worker
--- crashed); SKIP LOCKED lets several workers claim at once without waiting on each other.
-WITH c AS (
-    SELECT id FROM operations
-    WHERE ((status = 'queued' AND run_after <= now()) OR (status = 'running' AND lease_until < now()))
-      AND type = ANY($4::text[])
-    ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED
+-- A worker claims due work of the types it can run, bank by bank in turn (migration 016): work
+-- whose lease expired (its worker crashed) first; then the oldest due operation of each of the
+-- first banks in turn order, then each one's second, and so on, a bank's own work in the order
+-- it was queued. The banks served go to the back (turn now), and those of the first turns with
+-- nothing queued leave the turns until they queue again. The oldest due operation of all also
+-- competes, as if its turn came a minute after it was queued: work of a bank past the first
+-- turns, or whose turn was lost (a bank that queued again just as it was found idle), waits a
+-- minute at most for its turn. SKIP LOCKED, on the operations and on the turns, lets several
+-- workers claim at once without waiting on each other (a turn another claim holds keeps its
+-- place this time).
+WITH turns AS (
+    SELECT bank_id, turn_at FROM bank_turns ORDER BY turn_at LIMIT 64
+), candidates AS (
+    SELECT DISTINCT ON (id) id, rank, turn_at, created_at FROM (
+        SELECT id, 0 AS rank, '-infinity'::timestamptz AS turn_at, created_at, 0 AS source FROM operations
+        WHERE status = 'running' AND lease_until < now() AND type = ANY($4::text[])
+        UNION ALL
+        SELECT h.id, h.rank, turns.turn_at, h.created_at, 1 FROM turns, LATERAL (
+            SELECT q.id, q.created_at, row_number() OVER (ORDER BY q.created_at) AS rank
+            FROM operations q
+            WHERE q.bank_id = turns.bank_id AND q.status = 'queued' AND q.run_after <= now()
+              AND q.type = ANY($4::text[])
+            ORDER BY q.created_at LIMIT $2
+        ) h
+        UNION ALL
+        (SELECT id, 1, created_at + interval '1 minute', created_at, 2 FROM operations
+         WHERE status = 'queued' AND run_after <= now() AND type = ANY($4::text[])
+         ORDER BY created_at LIMIT 1)
+    ) every ORDER BY id, source
+), c AS (
+    SELECT o.id, o.bank_id FROM operations o JOIN candidates ON candidates.id = o.id
+    WHERE ((o.status = 'queued' AND o.run_after <= now()) OR (o.status = 'running' AND o.lease_until < now()))
+    ORDER BY candidates.rank, candidates.turn_at, candidates.created_at
+    LIMIT $2 FOR UPDATE OF o SKIP LOCKED
+), moved AS (
+    -- the turns this claim may move: those of the banks it serves and the first ones (probed
+    -- one by one for queued work, through operations_queued_bank)
+    SELECT t.bank_id, t.bank_id IN (SELECT bank_id FROM c) AS served,
+           EXISTS (SELECT 1 FROM operations q WHERE q.bank_id = t.bank_id AND q.status = 'queued') AS busy
+    FROM bank_turns t
+    WHERE t.bank_id IN (SELECT bank_id FROM c UNION SELECT bank_id FROM turns)
+    FOR UPDATE OF t SKIP LOCKED
+), turned AS (
+    UPDATE bank_turns t SET turn_at = now()
+    WHERE t.bank_id IN (SELECT bank_id FROM moved WHERE served)
+), idle AS (
+    DELETE FROM bank_turns t
+    WHERE t.bank_id IN (SELECT bank_id FROM moved WHERE NOT served AND NOT busy)
 )
 UPDATE operations o SET status = 'running', attempts = o.attempts + 1, locked_by = $1,
        lease_until = now() + make_interval(secs => $3), started_at = coalesce(o.started_at, now()),
