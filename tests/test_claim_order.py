@@ -6,6 +6,7 @@ PostgreSQL, with the statements the server runs to queue and to claim."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import asyncpg
 import pytest
@@ -16,6 +17,7 @@ from hindsight.engine.operations import enqueue_operation
 from conftest import migrated_database
 
 TYPES = ["retain"]
+OTHERS = ["extract"]  # what the claiming worker does not run
 
 
 async def _queue(conn, bank: str, n: int, type_: str = "retain") -> None:
@@ -43,7 +45,7 @@ def claim_db(pg_url):
 
 
 async def _claim(conn, limit: int) -> list[tuple[str, int]]:
-    rows = await conn.fetch(Q.operation_claim, "test-worker", limit, 30.0, TYPES)
+    rows = await conn.fetch(Q.operation_claim, "test-worker", limit, 30.0, TYPES, OTHERS)
     return sorted((r["bank_id"], json.loads(r["payload"])["n"]) for r in rows)
 
 
@@ -104,6 +106,90 @@ async def test_work_whose_bank_lost_its_turn_is_not_stranded(claim_db):
         await conn.close()
 
 
+async def _fill_waiting(conn) -> None:
+    """70 banks whose work retries in an hour (a rate limit), then y's backlog, then x's one."""
+    await conn.execute("INSERT INTO banks (id) SELECT 'w' || g FROM generate_series(1, 70) g")
+    await conn.execute("INSERT INTO banks (id) VALUES ('x'), ('y')")
+    for g in range(1, 71):
+        await _queue(conn, f"w{g}", 1)
+    await conn.execute("UPDATE operations SET run_after = now() + interval '1 hour'")
+    await _queue(conn, "y", 30)
+    await _queue(conn, "x", 1)
+
+
+@pytest.fixture(scope="module")
+def waiting_db(pg_url):
+    return migrated_database(pg_url, "claim_order_waiting", _fill_waiting)
+
+
+async def test_banks_with_nothing_due_do_not_hold_the_first_turns(waiting_db):
+    """More banks than the claim reads turns of have work retrying later: they wait behind the
+    banks with work to do, until their work is due, instead of keeping x behind y's backlog."""
+    conn = await asyncpg.connect(waiting_db)
+    try:
+        claimed = [x for _ in range(4) for x in await _claim(conn, 1)]
+        assert ("x", 1) in claimed, claimed
+        turns = await _turns(conn)
+        waiting = await conn.fetchval("SELECT min(run_after) FROM operations WHERE bank_id LIKE 'w%'")
+        assert min(turns[f"w{g}"] for g in range(1, 71)) >= waiting - timedelta(seconds=1)
+        # an hour and more later: their work is due, and their turns (when it came due) are
+        # earlier than y's, served just now
+        await conn.execute("UPDATE operations SET run_after = run_after - interval '2 hours' WHERE bank_id LIKE 'w%'")
+        await conn.execute("UPDATE bank_turns SET turn_at = turn_at - interval '2 hours' WHERE bank_id LIKE 'w%'")
+        assert {b for b, _ in await _claim(conn, 10)} <= {f"w{g}" for g in range(1, 71)}
+    finally:
+        await conn.close()
+
+
+async def _fill_mixed(conn) -> None:
+    """a and b with backlogs, then d with only work of a type the first worker does not run."""
+    await conn.execute("INSERT INTO banks (id) SELECT unnest(ARRAY['a', 'b', 'd'])")
+    await _queue(conn, "a", 20)
+    await _queue(conn, "b", 20)
+    await _queue(conn, "d", 1, "extract")
+
+
+@pytest.fixture
+def mixed_db(pg_url):
+    return migrated_database(pg_url, "claim_order_mixed", _fill_mixed)
+
+
+async def test_a_worker_passes_over_work_it_does_not_run_and_leaves_its_turn(mixed_db):
+    """A worker without an LLM passes over d's extraction and leaves d's turn where it is, so
+    that a worker that runs it finds d at the front rather than behind every other bank."""
+    conn = await asyncpg.connect(mixed_db)
+    try:
+        before = (await _turns(conn))["d"]
+        assert [b for _ in range(4) for b, _n in await _claim(conn, 1)] == ["a", "b", "a", "b"]
+        assert (await _turns(conn))["d"] == before
+        rows = await conn.fetch(Q.operation_claim, "llm-worker", 1, 30.0, ["retain", "extract"], [])
+        assert [r["bank_id"] for r in rows] == ["d"]
+    finally:
+        await conn.close()
+
+
+async def test_an_open_transaction_does_not_hold_its_banks_turn(mixed_db):
+    """A transaction that queues work and goes on (an import storing its files) leaves the bank's
+    turn free until it commits: the claim still sends the bank to the back after serving it."""
+    conn, other = await asyncpg.connect(mixed_db), await asyncpg.connect(mixed_db)
+    try:
+        open_tx = other.transaction()
+        await open_tx.start()
+        await enqueue_operation(other, "b", "retain", {"n": 99}, max_attempts=5)
+        assert [b for _ in range(6) for b, _n in await _claim(conn, 1)] == ["a", "b", "a", "b", "a", "b"]
+        await open_tx.commit()
+        # once committed, b keeps the turn it had (the earlier one), in a row written anew
+        version = await conn.fetchval("SELECT xmin::text FROM bank_turns WHERE bank_id = 'b'")
+        async with other.transaction():
+            for n in (100, 101):
+                await enqueue_operation(other, "b", "retain", {"n": n}, max_attempts=5)
+        assert await conn.fetchval("SELECT xmin::text FROM bank_turns WHERE bank_id = 'b'") != version
+        assert [b for _ in range(2) for b, _n in await _claim(conn, 1)] == ["a", "b"]
+    finally:
+        await conn.close()
+        await other.close()
+
+
 async def _fill_big(conn) -> None:
     await conn.execute("INSERT INTO banks (id) SELECT 'bank' || g FROM generate_series(1, 2000) g")
     # 60,000 queued in 20 banks (in one statement: the trigger gives the banks their turns),
@@ -138,7 +224,7 @@ async def test_the_claim_reads_a_few_rows_a_bank_not_the_whole_queue(big_queue_d
     conn = await asyncpg.connect(big_queue_db)
     try:
         (plan,) = json.loads(
-            await conn.fetchval("EXPLAIN (ANALYZE, FORMAT JSON) " + Q.operation_claim, "w", 2, 30.0, TYPES)
+            await conn.fetchval("EXPLAIN (ANALYZE, FORMAT JSON) " + Q.operation_claim, "w", 2, 30.0, TYPES, OTHERS)
         )
     finally:
         await conn.close()

@@ -165,16 +165,12 @@ async def wait_for_operation(
 
 # ---- used by the worker ---------------------------------------------------------------------
 async def claim_operations(
-    rt: Runtime, worker_id: str, limit: int, lease: float, types: list[str]
+    rt: Runtime, worker_id: str, limit: int, lease: float, types: list[str], others: list[str]
 ) -> list[asyncpg.Record]:
+    """`others`, the types this worker does not run: a bank with due work of those keeps its
+    turn for a worker that runs them."""
     async with rt.pool.acquire() as conn:
-        return await conn.fetch(
-            Q.operation_claim,
-            worker_id,
-            limit,
-            lease,
-            types,
-        )
+        return await conn.fetch(Q.operation_claim, worker_id, limit, lease, types, others)
 
 
 async def renew_lease(rt: Runtime, job: Job, lease: float) -> bool:

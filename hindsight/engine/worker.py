@@ -93,7 +93,8 @@ class Worker:
                 return
             llm = self.rt.llm
             types = [name for name, kind in KINDS.items() if kind.needs_llm is None or llm.configured(kind.needs_llm)]
-            rows = await ops.claim_operations(self.rt, self.id, room, self.lease, types)
+            others = [name for name in KINDS if name not in types]
+            rows = await ops.claim_operations(self.rt, self.id, room, self.lease, types, others)
             for row in rows:
                 job = Job(row, self.id)
                 self.running[job.id] = asyncio.create_task(self._run(job), name=f"operation {job.id}")

@@ -37,34 +37,62 @@ UPDATE operations SET status = 'cancelled', finished_at = now(), updated_at = no
 WHERE id = $1 AND bank_id = $2 AND status IN ('queued', 'running');
 
 -- operation_claim --
--- A worker claims due work of the types it can run, bank by bank in turn (migration 016): work
--- whose lease expired (its worker crashed) first; then the oldest due operation of each of the
--- first banks in turn order, then each one's second, and so on, a bank's own work in the order
--- it was queued. The banks served go to the back (turn now), and those of the first turns with
--- nothing queued leave the turns until they queue again. The oldest due operation of all also
--- competes, as if its turn came a minute after it was queued: work of a bank past the first
--- turns, or whose turn was lost (a bank that queued again just as it was found idle), waits a
--- minute at most for its turn. SKIP LOCKED, on the operations and on the turns, lets several
--- workers claim at once without waiting on each other (a turn another claim holds keeps its
--- place this time).
-WITH turns AS (
-    SELECT bank_id, turn_at FROM bank_turns ORDER BY turn_at LIMIT 64
+-- A worker claims due work of the types it runs ($4; $5, the types it does not run), bank by bank
+-- in turn (migration 016): work whose lease expired (its worker crashed) first; then the oldest
+-- due operation of each of the first banks in turn order with work it can start, then each
+-- one's second, and so on, a bank's own work in the order it was queued. The banks served go to
+-- the back (turn now). Of the first turns due, those with nothing queued leave the turns until
+-- they queue again, and those whose queued work is none of it due (retrying later) wait until
+-- their next work is due (read among 256 of it), so that they do not hold the first turns. A bank
+-- with due work of a type this worker does not run keeps its turn for a worker that does: this
+-- one passes over it (an index probe per type) and leaves its turn alone. The oldest due
+-- operation of those it runs among the 256 oldest queued also competes, as if its turn came a
+-- minute after it was queued, so that work past the first turns is never stranded. SKIP LOCKED,
+-- on the operations and on the turns, lets several workers claim at once without waiting on
+-- each other (a turn another claim holds keeps its place this time); a turn written since this
+-- statement's snapshot (xmin: work queued at that moment) is neither removed nor delayed. Each
+-- read of a queue names its type as a range (BETWEEN k.type AND k.type) and is ordered exactly as
+-- its index, type first, so that the planner can only read that index and stop early: a LIMIT
+-- without an order was planned as a sequential scan of 200,000 rows, and with the type as an
+-- equality, whose order then adds nothing, as a walk of the bank's every operation through
+-- operations_bank (bank_id, created_at), once for each type.
+WITH probe AS (
+    SELECT t.bank_id, t.xmin AS v FROM bank_turns t
+    WHERE t.turn_at <= now() AND NOT EXISTS (
+        SELECT 1 FROM unnest($5::text[]) k(type), LATERAL (
+            SELECT 1 FROM operations q
+            WHERE q.bank_id = t.bank_id AND q.type BETWEEN k.type AND k.type AND q.status = 'queued' AND q.run_after <= now()
+            ORDER BY q.type, q.created_at LIMIT 1
+        ) x
+    )
+    ORDER BY t.turn_at LIMIT 64
+), turns AS (
+    SELECT t.bank_id, t.turn_at FROM bank_turns t
+    WHERE t.turn_at <= now() AND EXISTS (
+        SELECT 1 FROM unnest($4::text[]) k(type), LATERAL (
+            SELECT 1 FROM operations q
+            WHERE q.bank_id = t.bank_id AND q.type BETWEEN k.type AND k.type AND q.status = 'queued' AND q.run_after <= now()
+            ORDER BY q.type, q.created_at LIMIT 1
+        ) x
+    )
+    ORDER BY t.turn_at LIMIT 64
+), heads AS (
+    SELECT x.id, turns.bank_id, turns.turn_at, x.created_at FROM turns, unnest($4::text[]) k(type), LATERAL (
+        SELECT q.id, q.created_at FROM operations q
+        WHERE q.bank_id = turns.bank_id AND q.type BETWEEN k.type AND k.type AND q.status = 'queued' AND q.run_after <= now()
+        ORDER BY q.type, q.created_at LIMIT $2
+    ) x
 ), candidates AS (
     SELECT DISTINCT ON (id) id, rank, turn_at, created_at FROM (
         SELECT id, 0 AS rank, '-infinity'::timestamptz AS turn_at, created_at, 0 AS source FROM operations
         WHERE status = 'running' AND lease_until < now() AND type = ANY($4::text[])
         UNION ALL
-        SELECT h.id, h.rank, turns.turn_at, h.created_at, 1 FROM turns, LATERAL (
-            SELECT q.id, q.created_at, row_number() OVER (ORDER BY q.created_at) AS rank
-            FROM operations q
-            WHERE q.bank_id = turns.bank_id AND q.status = 'queued' AND q.run_after <= now()
-              AND q.type = ANY($4::text[])
-            ORDER BY q.created_at LIMIT $2
-        ) h
+        SELECT id, row_number() OVER (PARTITION BY bank_id ORDER BY created_at), turn_at, created_at, 1 FROM heads
         UNION ALL
-        (SELECT id, 1, created_at + interval '1 minute', created_at, 2 FROM operations
-         WHERE status = 'queued' AND run_after <= now() AND type = ANY($4::text[])
-         ORDER BY created_at LIMIT 1)
+        (SELECT y.id, 1, y.created_at + interval '1 minute', y.created_at, 2 FROM (
+            SELECT q.id, q.created_at, q.type, q.run_after FROM operations q
+            WHERE q.status = 'queued' ORDER BY q.created_at LIMIT 256
+        ) y WHERE y.run_after <= now() AND y.type = ANY($4::text[]) ORDER BY y.created_at LIMIT 1)
     ) every ORDER BY id, source
 ), c AS (
     SELECT o.id, o.bank_id FROM operations o JOIN candidates ON candidates.id = o.id
@@ -72,19 +100,28 @@ WITH turns AS (
     ORDER BY candidates.rank, candidates.turn_at, candidates.created_at
     LIMIT $2 FOR UPDATE OF o SKIP LOCKED
 ), moved AS (
-    -- the turns this claim may move: those of the banks it serves and the first ones (probed
-    -- one by one for queued work, through operations_queued_bank)
-    SELECT t.bank_id, t.bank_id IN (SELECT bank_id FROM c) AS served,
-           EXISTS (SELECT 1 FROM operations q WHERE q.bank_id = t.bank_id AND q.status = 'queued') AS busy
-    FROM bank_turns t
-    WHERE t.bank_id IN (SELECT bank_id FROM c UNION SELECT bank_id FROM turns)
+    -- the turns this claim may move: those of the banks it serves, and the first ones due
+    -- (probed for queued work through operations_queued_bank)
+    SELECT t.bank_id, probe.v, t.bank_id IN (SELECT bank_id FROM c) AS served,
+           (SELECT 1 FROM operations q WHERE q.bank_id = t.bank_id AND q.status = 'queued'
+            ORDER BY q.type, q.created_at LIMIT 1) IS NOT NULL AS busy
+    FROM bank_turns t LEFT JOIN probe ON probe.bank_id = t.bank_id
+    WHERE t.bank_id IN (SELECT bank_id FROM c UNION ALL SELECT bank_id FROM probe)
     FOR UPDATE OF t SKIP LOCKED
+), waiting AS (
+    -- the banks served, and those of the first turns with work queued but none due
+    SELECT m.bank_id, m.v, m.served, CASE WHEN m.served THEN now() ELSE (
+        SELECT min(r.run_after) FROM (
+            SELECT q.run_after FROM operations q WHERE q.bank_id = m.bank_id AND q.status = 'queued'
+            ORDER BY q.type, q.created_at LIMIT 256
+        ) r) END AS next_at
+    FROM moved m WHERE m.busy AND (m.served OR m.bank_id NOT IN (SELECT bank_id FROM turns))
 ), turned AS (
-    UPDATE bank_turns t SET turn_at = now()
-    WHERE t.bank_id IN (SELECT bank_id FROM moved WHERE served)
+    UPDATE bank_turns t SET turn_at = w.next_at FROM waiting w
+    WHERE t.bank_id = w.bank_id AND (w.served OR (w.next_at > now() AND t.xmin = w.v))
 ), idle AS (
-    DELETE FROM bank_turns t
-    WHERE t.bank_id IN (SELECT bank_id FROM moved WHERE NOT served AND NOT busy)
+    DELETE FROM bank_turns t USING moved m
+    WHERE t.bank_id = m.bank_id AND NOT m.served AND NOT m.busy AND t.xmin = m.v
 )
 UPDATE operations o SET status = 'running', attempts = o.attempts + 1, locked_by = $1,
        lease_until = now() + make_interval(secs => $3), started_at = coalesce(o.started_at, now()),
