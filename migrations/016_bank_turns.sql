@@ -9,11 +9,11 @@
 -- (to the back), a bank found with nothing queued leaves until it queues again, and one whose
 -- queued work is none of it due (retrying later) waits until it is. The claim reads the first
 -- turns in order, through their index, and each bank's oldest due work through
--- operations_queued_bank (of each type the worker runs): a few
--- index probes, whatever the backlog (sorting every due row, as before, took ~11-21 ms with
--- 100,000 queued). operations_queued_age finds the oldest due work among the oldest queued,
--- which competes as if its turn came a minute after it was queued, so that work past the first
--- turns is never stranded. operations_queued_bank has the type after the bank: a worker that
+-- operations_queued_bank (of each type the worker runs): a few index probes, whatever the
+-- backlog (sorting every due row, as before, took ~11-21 ms with 100,000 queued).
+-- operations_queued_age finds the oldest due work among the oldest queued, which competes as if
+-- its turn came a minute after it was queued, so that work past the first turns is never
+-- stranded. operations_queued_bank has the type after the bank: a worker that
 -- does not run a type (no LLM configured) passes over a bank's backlog of it without reading it.
 -- The trigger runs at commit (a deferred constraint trigger): a transaction that queues work and
 -- goes on (an import uploading its files) would otherwise hold the bank's turn locked, and a
@@ -34,8 +34,8 @@ CREATE FUNCTION operations_bank_turn() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     -- the time of the commit, not of the transaction's start: a transaction kept open would
     -- otherwise give its bank a turn ahead of every bank served meanwhile. A bank with a turn
-    -- already keeps the earlier of the two; the row is rewritten even then
-    -- (a heap-only update: turn_at is unchanged), once a transaction, not once an operation
+    -- already keeps the earlier of the two; the row is rewritten even when that is its own
+    -- (a heap-only update, turn_at unchanged), once a transaction, not once an operation
     INSERT INTO bank_turns (bank_id, turn_at) VALUES (NEW.bank_id, clock_timestamp())
     ON CONFLICT (bank_id) DO UPDATE SET turn_at = least(bank_turns.turn_at, excluded.turn_at)
     WHERE bank_turns.xmin <> pg_current_xact_id()::xid;

@@ -26,7 +26,6 @@ from . import banks, compat, documents, errors, json_weight, keys, memories, men
 from .console import console
 from .drain import Drain
 from .edge import Edge
-from .json_weight import JsonWeight
 
 log = logging.getLogger("hindsight")
 
@@ -200,7 +199,7 @@ class App:
         for k, v in scope.get("headers", []):
             if k == b"content-length" and v.isdigit() and int(v) > limit:
                 raise too_large
-        weight = JsonWeight()
+        weight = json_weight.JsonWeight()
         hopeless = max(json_weight.FREE, json_weight.PER_BYTE * limit)
 
         async def bounded():
