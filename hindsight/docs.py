@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic.fields import FieldInfo
 
-from .config import env_table
-from .mcp.catalog import TOOLS
+from hindsight.config import env_table
+from hindsight.mcp.catalog import TOOLS
 
 _MARKERS = re.compile(r"(<!-- generated:(\w+) -->\n)(.*?)(<!-- /generated:\2 -->)", re.S)
 

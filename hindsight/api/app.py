@@ -12,20 +12,20 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
 
-from .. import __version__, malloc
-from ..config import Settings
-from ..engine.core import Engine
-from ..engine.errors import HindsightError, NotFound, TooLarge, known
-from ..engine.keys import PRINCIPAL, Principal
-from ..mcp.routing import MCPRouter
-from ..mcp.surfaces import build_server, http_session_manager
-from ..metrics import HTTP_REQUESTS, HTTP_SECONDS
-from ..oauth import endpoints as oauth_endpoints
-from ..oauth.resource import Guard, endpoint_bank
-from . import banks, compat, documents, errors, json_weight, keys, memories, mental_models, oauth, system
-from .console import console
-from .drain import Drain
-from .edge import Edge
+from hindsight import __version__, malloc
+from hindsight.api import banks, compat, documents, errors, json_weight, keys, memories, mental_models, oauth, system
+from hindsight.api.console import console
+from hindsight.api.drain import Drain
+from hindsight.api.edge import Edge
+from hindsight.config import Settings
+from hindsight.engine.core import Engine
+from hindsight.engine.errors import HindsightError, NotFound, TooLarge, known
+from hindsight.engine.keys import PRINCIPAL, Principal
+from hindsight.mcp.routing import MCPRouter
+from hindsight.mcp.surfaces import build_server, http_session_manager
+from hindsight.metrics import HTTP_REQUESTS, HTTP_SECONDS
+from hindsight.oauth import endpoints as oauth_endpoints
+from hindsight.oauth.resource import Guard, endpoint_bank
 
 log = logging.getLogger("hindsight")
 
@@ -79,7 +79,7 @@ class App:
             if settings.oauth_resource:
                 external = None
                 if settings.oauth_issuer:  # PyJWT loads only for an external issuer (~2 MB)
-                    from ..oauth.external import IssuerTokens
+                    from hindsight.oauth.external import IssuerTokens
 
                     external = IssuerTokens(settings)
                 self.guard = Guard(engine.rt, engine.authenticate, external)

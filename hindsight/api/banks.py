@@ -5,10 +5,10 @@ import tempfile
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
-from ..engine.errors import InvalidArgument
-from ..engine.models import Bank, BankCreate, BankDeleted, BankList, BankUpdate
-from ..engine.portable import ImportResult, OnConflict
-from .deps import BankId, Caller, EngineDep
+from hindsight.api.deps import BankId, Caller, EngineDep
+from hindsight.engine.errors import InvalidArgument
+from hindsight.engine.models import Bank, BankCreate, BankDeleted, BankList, BankUpdate
+from hindsight.engine.portable import ImportResult, OnConflict
 
 router = APIRouter(prefix="/v1/banks", tags=["banks"])
 

@@ -10,9 +10,9 @@ from typing import Annotated
 
 from fastapi import Depends, Path, Request
 
-from ..config import BANK_ID_RULE
-from ..engine.core import Engine
-from ..engine.keys import PRINCIPAL, Principal
+from hindsight.config import BANK_ID_RULE
+from hindsight.engine.core import Engine
+from hindsight.engine.keys import PRINCIPAL, Principal
 
 
 async def engine(request: Request) -> Engine:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query, Request
 
-from ..engine.documents import (
+from hindsight.api.deps import BankId, Caller, EngineDep
+from hindsight.engine.documents import (
     Document,
     DocumentDeleted,
     DocumentList,
@@ -12,8 +13,13 @@ from ..engine.documents import (
     ImportAccepted,
     ImportRequest,
 )
-from ..engine.rag import DocumentSearchRequest, DocumentSearchResult, RagSearchRequest, RagSearchResult, parse_caller
-from .deps import BankId, Caller, EngineDep
+from hindsight.engine.rag import (
+    DocumentSearchRequest,
+    DocumentSearchResult,
+    RagSearchRequest,
+    RagSearchResult,
+    parse_caller,
+)
 
 router = APIRouter(prefix="/v1/banks/{bank_id}/documents", tags=["documents"])
 

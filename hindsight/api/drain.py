@@ -18,8 +18,8 @@ from collections.abc import Awaitable, Callable
 
 from starlette.responses import JSONResponse
 
-from ..engine.errors import Stopping
-from .errors import send_error
+from hindsight.api.errors import send_error
+from hindsight.engine.errors import Stopping
 
 log = logging.getLogger("hindsight")
 

@@ -21,9 +21,9 @@ import re
 import socket
 from urllib.parse import parse_qsl, urlsplit
 
-from ..config import Settings
-from ..engine.errors import Forbidden, HindsightError, InvalidArgument, InvalidHeader
-from ..engine.strict import text_problem
+from hindsight.config import Settings
+from hindsight.engine.errors import Forbidden, HindsightError, InvalidArgument, InvalidHeader
+from hindsight.engine.strict import text_problem
 
 LOOPBACK_NAMES = {"localhost", "localhost.", "ip6-localhost"}
 

@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
-from ..engine.errors import (
+from hindsight.engine.errors import (
     BadRequest,
     HindsightError,
     InvalidArgument,
@@ -23,8 +23,8 @@ from ..engine.errors import (
     known,
     unavailable,
 )
-from ..engine.validation import describe
-from ..llm import LLMError
+from hindsight.engine.validation import describe
+from hindsight.llm import LLMError
 
 log = logging.getLogger("hindsight.api")
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from ..engine.models import ApiKey, ApiKeyCreate, ApiKeyList
-from .deps import Caller, EngineDep
+from hindsight.api.deps import Caller, EngineDep
+from hindsight.engine.models import ApiKey, ApiKeyCreate, ApiKeyList
 
 router = APIRouter(prefix="/v1/keys", tags=["keys"])
 

@@ -4,12 +4,12 @@ from typing import Any
 
 from fastapi import APIRouter, Body, Query, Response
 
-from ..engine.curation import MemoryHistory, MemoryInvalidation, MemoryUpdate, MemoryUpdated
-from ..engine.errors import InvalidArgument
-from ..engine.memories import EntityList, EntityQuery, Lineage, MemoryDeleted, MemoryList, MemoryQuery
-from ..engine.models import Memory, RecallRequest, RecallResult, RetainBatchRequest, RetainItem, RetainResult
-from ..engine.validation import inline_defs, parse
-from .deps import BankId, Caller, EngineDep
+from hindsight.api.deps import BankId, Caller, EngineDep
+from hindsight.engine.curation import MemoryHistory, MemoryInvalidation, MemoryUpdate, MemoryUpdated
+from hindsight.engine.errors import InvalidArgument
+from hindsight.engine.memories import EntityList, EntityQuery, Lineage, MemoryDeleted, MemoryList, MemoryQuery
+from hindsight.engine.models import Memory, RecallRequest, RecallResult, RetainBatchRequest, RetainItem, RetainResult
+from hindsight.engine.validation import inline_defs, parse
 
 router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["memories"])
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query
 
-from ..engine.mental_models import (
+from hindsight.api.deps import BankId, Caller, EngineDep
+from hindsight.api.errors import LLM_ERROR_RESPONSES
+from hindsight.engine.mental_models import (
     MentalModel,
     MentalModelCreate,
     MentalModelDeleted,
@@ -14,10 +16,8 @@ from ..engine.mental_models import (
     MentalModelUpdate,
     MentalModelVersion,
 )
-from ..engine.models import Operation, OperationList, OperationQuery
-from ..engine.reflect import ReflectRequest, ReflectResult
-from .deps import BankId, Caller, EngineDep
-from .errors import LLM_ERROR_RESPONSES
+from hindsight.engine.models import Operation, OperationList, OperationQuery
+from hindsight.engine.reflect import ReflectRequest, ReflectResult
 
 router = APIRouter(prefix="/v1/banks/{bank_id}")
 

@@ -8,10 +8,11 @@ import uuid
 
 from fastapi import APIRouter, Request
 
-from ..engine.errors import Forbidden, NotFound
-from ..engine.keys import OPEN
-from ..oauth import consent
-from ..oauth.consent import (
+from hindsight.api.deps import BankId, Caller, EngineDep
+from hindsight.engine.errors import Forbidden, NotFound
+from hindsight.engine.keys import OPEN
+from hindsight.oauth import consent
+from hindsight.oauth.consent import (
     ConnectedAppList,
     ConsentAnswer,
     ConsentDecision,
@@ -19,7 +20,6 @@ from ..oauth.consent import (
     ConsentRequest,
     Disconnected,
 )
-from .deps import BankId, Caller, EngineDep
 
 router = APIRouter(tags=["oauth"])
 

@@ -15,9 +15,9 @@ from types import FrameType
 
 import uvicorn
 
-from .. import logs
-from ..config import Settings
-from .app import App, create_app
+from hindsight import logs
+from hindsight.api.app import App, create_app
+from hindsight.config import Settings
 
 
 class DrainingServer(uvicorn.Server):

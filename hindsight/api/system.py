@@ -6,10 +6,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse
 
-from .. import __version__
-from ..engine.errors import RETRY_AFTER
-from ..metrics import exposition
-from .deps import EngineDep
+from hindsight import __version__
+from hindsight.api.deps import EngineDep
+from hindsight.engine.errors import RETRY_AFTER
+from hindsight.metrics import exposition
 
 router = APIRouter(tags=["system"])
 

@@ -19,8 +19,8 @@ from types import FrameType
 
 import uvicorn
 
-from .. import logs, malloc
-from ..config import Settings
+from hindsight import logs, malloc
+from hindsight.config import Settings
 
 log = logging.getLogger("hindsight")
 
@@ -33,7 +33,7 @@ def _worker(settings: Settings, sock: socket.socket, index: int, ready) -> None:
     logs.configure(settings.log_format, settings.log_level)
     malloc.configure()
     threading.Thread(target=_orphan_watch, args=(os.getppid(),), daemon=True).start()
-    from .serve import run  # the server, imported in the worker only (see the module's docstring)
+    from hindsight.api.serve import run  # the server, imported in the worker only (see the module's docstring)
 
     sys.exit(run(settings, [sock], scheduler=index == 0, ready=ready))
 

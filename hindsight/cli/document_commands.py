@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from .client import Client, make_group, out, pass_client
+from hindsight.cli.client import Client, make_group, out, pass_client
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
 

@@ -6,7 +6,7 @@ import time
 
 import click
 
-from .client import DEFAULT_URL, Client, make_group, out, pass_client
+from hindsight.cli.client import DEFAULT_URL, Client, make_group, out, pass_client
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
 

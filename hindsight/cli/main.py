@@ -10,11 +10,11 @@ import sys
 
 import click
 
-from .client import DEFAULT_URL, Client, make_group, pass_client
-from .client import out as _out
-from .document_commands import register as register_document_commands
-from .llm_commands import register as register_llm_commands
-from .memory_commands import register as register_memory_commands
+from hindsight.cli.client import DEFAULT_URL, Client, make_group, pass_client
+from hindsight.cli.client import out as _out
+from hindsight.cli.document_commands import register as register_document_commands
+from hindsight.cli.llm_commands import register as register_llm_commands
+from hindsight.cli.memory_commands import register as register_memory_commands
 
 
 @click.group()
@@ -28,8 +28,8 @@ def cli() -> None:
 @click.option("--port", default=None, type=int, help="Port [HINDSIGHT_API_PORT, default 8888].")
 def serve(host: str | None, port: int | None) -> None:
     """Run the server (embedded PostgreSQL unless HINDSIGHT_API_DATABASE_URL is set)."""
-    from .. import malloc
-    from ..config import ConfigError, load_settings
+    from hindsight import malloc
+    from hindsight.config import ConfigError, load_settings
 
     malloc.configure()
 
@@ -46,10 +46,10 @@ def serve(host: str | None, port: int | None) -> None:
         sys.exit(2)
     settings = settings.model_copy(update={"host": host or settings.host, "port": port or settings.port})
     if settings.workers > 1:
-        from ..api.workers import Supervisor
+        from hindsight.api.workers import Supervisor
 
         sys.exit(Supervisor(settings).run())
-    from ..api.serve import serve_settings
+    from hindsight.api.serve import serve_settings
 
     sys.exit(serve_settings(settings))
 
@@ -68,9 +68,9 @@ def serve(host: str | None, port: int | None) -> None:
 )
 def mcp_stdio(bank: str, user_id: str | None, session_tags: tuple[str, ...]) -> None:
     """Serve one bank's MCP tools over stdio (for agents that spawn a process)."""
-    from ..config import ConfigError, load_settings
-    from ..engine.banks import check_bank_id
-    from ..engine.errors import InvalidArgument
+    from hindsight.config import ConfigError, load_settings
+    from hindsight.engine.banks import check_bank_id
+    from hindsight.engine.errors import InvalidArgument
 
     try:
         settings = load_settings()
@@ -78,8 +78,8 @@ def mcp_stdio(bank: str, user_id: str | None, session_tags: tuple[str, ...]) -> 
     except (ConfigError, InvalidArgument) as exc:
         click.echo(f"hindsight: {getattr(exc, 'message', exc)}", err=True)
         sys.exit(2)
-    from .. import logs
-    from ..mcp.stdio import serve_stdio
+    from hindsight import logs
+    from hindsight.mcp.stdio import serve_stdio
 
     # stderr only (stdout carries the protocol), and warnings only, as before
     logs.configure(settings.log_format, "warning")
@@ -298,7 +298,7 @@ def recall(bank_id, query, max_tokens, tags, as_of, include_superseded, as_json,
 @cli.command("config")
 def config_table():
     """Print every setting with its default (Markdown)."""
-    from ..docs import settings_table
+    from hindsight.docs import settings_table
 
     click.echo(settings_table(), nl=False)
 
@@ -311,7 +311,7 @@ def docs(paths: tuple[str, ...], check: bool) -> None:
     (default: README.md and docs/*.md under the current folder)."""
     from pathlib import Path
 
-    from ..docs import documentation, update
+    from hindsight.docs import documentation, update
 
     files = [Path(p) for p in paths] or [f for f in documentation(Path.cwd()) if f.exists()]
     stale = []

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from .client import Client, make_group, out, pass_client
+from hindsight.cli.client import Client, make_group, out, pass_client
 
 
 def register(cli: click.Group) -> None:

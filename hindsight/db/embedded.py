@@ -45,7 +45,7 @@ from typing import Any
 
 import psutil
 
-from .pool import DatabaseError
+from hindsight.db.pool import DatabaseError
 
 log = logging.getLogger("hindsight.db")
 

@@ -21,7 +21,7 @@ import sys
 
 import asyncpg
 
-from .sql import Q
+from hindsight.db.sql import Q
 
 log = logging.getLogger("hindsight.db")
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import asyncpg
 from pgvector.asyncpg import register_vector
 
-from .priority import lower_priority
-from .sql import Q
+from hindsight.db.priority import lower_priority
+from hindsight.db.sql import Q
 
 log = logging.getLogger("hindsight.db")
 

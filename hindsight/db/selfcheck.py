@@ -21,8 +21,8 @@ import asyncpg
 import numpy as np
 from pgvector.asyncpg import register_vector
 
-from .pool import DatabaseError
-from .sql import Q
+from hindsight.db.pool import DatabaseError
+from hindsight.db.sql import Q
 
 DIM = 384  # the self-check table's dimension (hindsight/sql/database.sql, selfcheck_table)
 ROWS = 64

@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from .embedded import EmbeddedPostgres, StartFailed
+from hindsight.db.embedded import EmbeddedPostgres, StartFailed
 
 log = logging.getLogger("hindsight.db")
 

@@ -7,9 +7,9 @@ BERT-style ONNX folder may be given instead. Changing the model re-embeds what i
 
 from pathlib import Path
 
-from .base import BaseEmbedder as Embedder
-from .multilingual import MultilingualEmbedder
-from .onnx import load_bert
+from hindsight.embedding.base import BaseEmbedder as Embedder
+from hindsight.embedding.multilingual import MultilingualEmbedder
+from hindsight.embedding.onnx import load_bert
 
 __all__ = ["Embedder", "load_embedder", "vector_literal"]
 

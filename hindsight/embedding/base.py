@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .. import malloc
-from ..metrics import EMBED_SECONDS, EMBED_TEXTS
+from hindsight import malloc
+from hindsight.metrics import EMBED_SECONDS, EMBED_TEXTS
 
 T = TypeVar("T")
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from ..cpus import cores
-from .base import BaseEmbedder
+from hindsight.cpus import cores
+from hindsight.embedding.base import BaseEmbedder
 
 NAME = "universal-sentence-encoder-multilingual-3-onnx-int8"
 EXTRA = "pip install 'hindsight-memory[multilingual]'"

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import malloc
-from ..cpus import cores
-from .base import BaseEmbedder
-from .fold import fold
-from .quantize import RECIPE, quantized
+from hindsight import malloc
+from hindsight.cpus import cores
+from hindsight.embedding.base import BaseEmbedder
+from hindsight.embedding.fold import fold
+from hindsight.embedding.quantize import RECIPE, quantized
 
 VENDORED = Path(__file__).resolve().parent / "minilm"
 MAX_TOKENS = 256  # all-MiniLM-L6-v2 was trained on 256-token inputs

@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .fold import fold
+from hindsight.embedding.fold import fold
 
 log = logging.getLogger("hindsight")
 
@@ -109,7 +109,11 @@ def _make(source: str, target: str) -> None:
     store the word table as int8 again where that loses nothing."""
     import onnx
 
-    from .graph import int8_tables, same_function, simplify  # graph.py imports onnx, which a server never needs
+    from hindsight.embedding.graph import (  # graph.py imports onnx, which a server never needs
+        int8_tables,
+        same_function,
+        simplify,
+    )
 
     folded, simple = target + ".float.onnx", target + ".simple.onnx"
     try:

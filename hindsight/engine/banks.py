@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 
-from ..config import BANK_ID_RULE, valid_bank_id
-from ..db.sql import Q
-from .errors import InvalidArgument, NotFound
-from .models import Bank, BankCounts, BankCreate, BankUpdate
+from hindsight.config import BANK_ID_RULE, valid_bank_id
+from hindsight.db.sql import Q
+from hindsight.engine.errors import InvalidArgument, NotFound
+from hindsight.engine.models import Bank, BankCounts, BankCreate, BankUpdate
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from hindsight.engine.runtime import Runtime
 
 
 def check_bank_id(bank_id: object, field: str = "bank_id") -> str:

@@ -12,26 +12,24 @@ import time
 
 import asyncpg
 
-from ..config import Settings
-from ..db import hugepages
-from ..db.embedded import EmbeddedPostgres
-from ..db.pool import DatabaseError, Pools, ensure_vector_extension, migrate, redact
-from ..db.selfcheck import self_check
-from ..db.sql import Q
-from ..db.watchdog import Watchdog
-from ..embedding import load_embedder
-from ..llm import LLM
-from ..metrics import OPERATIONS, POOL
-from . import banks, curation, embedding_model, keys, memories, portable, rag, retained
-from . import documents as docs
-from . import mental_models as mm
-from . import operations as ops
-from .banks import check_bank_id
-from .cpu_slots import CpuSlots
-from .curation import actor_of
-from .errors import InvalidArgument, NotFound, unavailable
-from .keys import Principal
-from .mental_models import (
+from hindsight.config import Settings
+from hindsight.db import hugepages
+from hindsight.db.embedded import EmbeddedPostgres
+from hindsight.db.pool import DatabaseError, Pools, ensure_vector_extension, migrate, redact
+from hindsight.db.selfcheck import self_check
+from hindsight.db.sql import Q
+from hindsight.db.watchdog import Watchdog
+from hindsight.embedding import load_embedder
+from hindsight.engine import banks, curation, embedding_model, keys, memories, portable, rag, retained
+from hindsight.engine import documents as docs
+from hindsight.engine import mental_models as mm
+from hindsight.engine import operations as ops
+from hindsight.engine.banks import check_bank_id
+from hindsight.engine.cpu_slots import CpuSlots
+from hindsight.engine.curation import actor_of
+from hindsight.engine.errors import InvalidArgument, NotFound, unavailable
+from hindsight.engine.keys import Principal
+from hindsight.engine.mental_models import (
     MentalModel,
     MentalModelCreate,
     MentalModelDeleted,
@@ -41,7 +39,7 @@ from .mental_models import (
     MentalModelUpdate,
     MentalModelVersion,
 )
-from .models import (
+from hindsight.engine.models import (
     ApiKey,
     ApiKeyCreate,
     ApiKeyList,
@@ -61,17 +59,19 @@ from .models import (
     RetainItem,
     RetainResult,
 )
-from .recall import recall as _recall
-from .reflect import ReflectRequest, ReflectResult, empty_bank_reflection
-from .reflect import reflect as _reflect
-from .retain import RetainAccepted, extraction_awaited, retain_later
-from .retain import retain as _retain
-from .runtime import CPU_SLOTS, BankGates, BankWrites, Runtime, lane_width
-from .scheduler import Scheduler
-from .sizes import BankSizes
-from .tenant import TenantExtension, load_extension
-from .usage import get_bank_usage
-from .worker import Worker
+from hindsight.engine.recall import recall as _recall
+from hindsight.engine.reflect import ReflectRequest, ReflectResult, empty_bank_reflection
+from hindsight.engine.reflect import reflect as _reflect
+from hindsight.engine.retain import RetainAccepted, extraction_awaited, retain_later
+from hindsight.engine.retain import retain as _retain
+from hindsight.engine.runtime import CPU_SLOTS, BankGates, BankWrites, Runtime, lane_width
+from hindsight.engine.scheduler import Scheduler
+from hindsight.engine.sizes import BankSizes
+from hindsight.engine.tenant import TenantExtension, load_extension
+from hindsight.engine.usage import get_bank_usage
+from hindsight.engine.worker import Worker
+from hindsight.llm import LLM
+from hindsight.metrics import OPERATIONS, POOL
 
 log = logging.getLogger("hindsight")
 

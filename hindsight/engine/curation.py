@@ -21,18 +21,18 @@ from typing import TYPE_CHECKING, Any, Literal
 import asyncpg
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from ..db.sql import Q, fill
-from .binder import Binder
-from .entities import canonical, extract_entities, merge_entities
-from .errors import InvalidArgument, NotFound
-from .memories import LINKED_NAMES, get_memory, parse_memory_id
-from .models import MAX_TAGS, Memory, MemoryType, _clean_tags
-from .retain import link_entities
-from .strict import Strict
-from .truth import began, restore_predecessors
+from hindsight.db.sql import Q, fill
+from hindsight.engine.binder import Binder
+from hindsight.engine.entities import canonical, extract_entities, merge_entities
+from hindsight.engine.errors import InvalidArgument, NotFound
+from hindsight.engine.memories import LINKED_NAMES, get_memory, parse_memory_id
+from hindsight.engine.models import MAX_TAGS, Memory, MemoryType, _clean_tags
+from hindsight.engine.retain import link_entities
+from hindsight.engine.strict import Strict
+from hindsight.engine.truth import began, restore_predecessors
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from hindsight.engine.runtime import Runtime
 
 _LOCK = fill(Q.curation_lock, linked_names=LINKED_NAMES)
 _ENTITY_NAMES = fill(Q.curation_entity_names, linked_names=LINKED_NAMES)

@@ -18,19 +18,19 @@ from urllib.parse import urlparse
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from ..db.sql import Q
-from ..files.chunking import chunk_blocks
-from ..files.fetch import fetch
-from ..files.readers import UnreadableFile, detect_type, read
-from . import operations as ops
-from .banks import ensure_bank
-from .errors import InvalidArgument, NotFound, parse_uuid
-from .models import Offset, _clean_tags, confirmation
-from .strict import Strict
+from hindsight.db.sql import Q
+from hindsight.engine import operations as ops
+from hindsight.engine.banks import ensure_bank
+from hindsight.engine.errors import InvalidArgument, NotFound, parse_uuid
+from hindsight.engine.models import Offset, _clean_tags, confirmation
+from hindsight.engine.strict import Strict
+from hindsight.files.chunking import chunk_blocks
+from hindsight.files.fetch import fetch
+from hindsight.files.readers import UnreadableFile, detect_type, read
 
 if TYPE_CHECKING:
-    from .operations import Job
-    from .runtime import Runtime
+    from hindsight.engine.operations import Job
+    from hindsight.engine.runtime import Runtime
 
 
 IMPORT = "document_import"

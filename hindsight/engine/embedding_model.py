@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import asyncpg
 
-from ..db.sql import Q, fill
-from ..embedding import vector_literal
-from .cpu_slots import CpuSlots
+from hindsight.db.sql import Q, fill
+from hindsight.embedding import vector_literal
+from hindsight.engine.cpu_slots import CpuSlots
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from hindsight.engine.runtime import Runtime
 
 log = logging.getLogger("hindsight")
 

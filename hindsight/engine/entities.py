@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-from .cjk import CJK_RUN
-from .zh_names import Budget, chinese_names
+from hindsight.engine.cjk import CJK_RUN
+from hindsight.engine.zh_names import Budget, chinese_names
 
 # Words of any cased alphabet (Zoë, Émile, São Paulo, Москва), numbers and sentence punctuation.
 _TOKEN = re.compile(r"[^\W\d_](?:[^\W\d_]|['’\-])*|[0-9]+|[.!?;:,()\"\n]")

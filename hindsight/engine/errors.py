@@ -14,7 +14,7 @@ import math
 
 import asyncpg
 
-from ..llm import LLMError
+from hindsight.llm import LLMError
 
 INVALID_PARAMS = -32602
 # JSON-RPC leaves -32000..-32099 to implementations; -32001 is authentication and authorisation

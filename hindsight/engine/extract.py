@@ -38,20 +38,20 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, Field
 
-from ..db.sql import Q
-from ..llm import LLMError, Rejected, Usage
-from ..metrics import RETAIN_UNITS
-from ..text import estimate_tokens
-from .entities import extract_entities, merge_entities
-from .models import GivenEntity, RetainItem
-from .retain import Unit, store_units
-from .temporal import find_time_windows
-from .truth import began, end_with_raw_units, supersede
-from .zh_names import Budget
+from hindsight.db.sql import Q
+from hindsight.engine.entities import extract_entities, merge_entities
+from hindsight.engine.models import GivenEntity, RetainItem
+from hindsight.engine.retain import Unit, store_units
+from hindsight.engine.temporal import find_time_windows
+from hindsight.engine.truth import began, end_with_raw_units, supersede
+from hindsight.engine.zh_names import Budget
+from hindsight.llm import LLMError, Rejected, Usage
+from hindsight.metrics import RETAIN_UNITS
+from hindsight.text import estimate_tokens
 
 if TYPE_CHECKING:
-    from .operations import Job
-    from .runtime import Runtime
+    from hindsight.engine.operations import Job
+    from hindsight.engine.runtime import Runtime
 
 
 MAX_ITEMS_PER_CALL = 40

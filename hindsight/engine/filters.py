@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
-from .entities import canonical
-from .errors import InvalidArgument
-from .strict import instant_problem
+from hindsight.engine.entities import canonical
+from hindsight.engine.errors import InvalidArgument
+from hindsight.engine.strict import instant_problem
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 MAX_CHARS = 2_000

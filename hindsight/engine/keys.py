@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 
-from ..db.sql import Q
-from .errors import Forbidden, InvalidArgument, NotFound
-from .models import ApiKey, ApiKeyCreate
+from hindsight.db.sql import Q
+from hindsight.engine.errors import Forbidden, InvalidArgument, NotFound
+from hindsight.engine.models import ApiKey, ApiKeyCreate
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from hindsight.engine.runtime import Runtime
 
 KEY_PREFIX = "hsk_"
 

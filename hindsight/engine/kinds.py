@@ -12,11 +12,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import documents, extract, mental_models, retain
+from hindsight.engine import documents, extract, mental_models, retain
 
 if TYPE_CHECKING:
-    from .operations import Job
-    from .runtime import Runtime
+    from hindsight.engine.operations import Job
+    from hindsight.engine.runtime import Runtime
 
 
 @dataclass(frozen=True)

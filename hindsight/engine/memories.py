@@ -8,16 +8,16 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import from_json
 
-from ..db.sql import Q, fill
-from .binder import Binder
-from .errors import NotFound, parse_uuid
-from .models import Memory, MemoryType, Offset, _clean_tags
-from .strict import Strict
-from .tags import TagsMatch, tag_condition
-from .truth import restore_predecessors
+from hindsight.db.sql import Q, fill
+from hindsight.engine.binder import Binder
+from hindsight.engine.errors import NotFound, parse_uuid
+from hindsight.engine.models import Memory, MemoryType, Offset, _clean_tags
+from hindsight.engine.strict import Strict
+from hindsight.engine.tags import TagsMatch, tag_condition
+from hindsight.engine.truth import restore_predecessors
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from hindsight.engine.runtime import Runtime
 
 LINKED_NAMES = Q.memory_linked_names
 COLUMNS = fill(Q.memory_columns, linked_names=LINKED_NAMES)  # what to_memory reads

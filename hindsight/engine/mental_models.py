@@ -24,19 +24,19 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..db.sql import Q, fill
-from . import operations as ops
-from .banks import ensure_bank
-from .binder import Binder
-from .errors import Conflict, HindsightError, InvalidArgument, NotFound
-from .models import _clean_tags
-from .reflect import ReflectRequest, reflect
-from .strict import Strict
-from .tags import MENTAL_MODEL_MATCH, TagsMatch, tag_condition
+from hindsight.db.sql import Q, fill
+from hindsight.engine import operations as ops
+from hindsight.engine.banks import ensure_bank
+from hindsight.engine.binder import Binder
+from hindsight.engine.errors import Conflict, HindsightError, InvalidArgument, NotFound
+from hindsight.engine.models import _clean_tags
+from hindsight.engine.reflect import ReflectRequest, reflect
+from hindsight.engine.strict import Strict
+from hindsight.engine.tags import MENTAL_MODEL_MATCH, TagsMatch, tag_condition
 
 if TYPE_CHECKING:
-    from .operations import Job
-    from .runtime import Runtime
+    from hindsight.engine.operations import Job
+    from hindsight.engine.runtime import Runtime
 
 
 MODEL_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"

@@ -9,11 +9,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from ..config import BANK_ID_RULE, valid_bank_id
-from .entities import kind_of_type
-from .relevance import SearchOptions
-from .strict import Strict
-from .tags import TagsMatch
+from hindsight.config import BANK_ID_RULE, valid_bank_id
+from hindsight.engine.entities import kind_of_type
+from hindsight.engine.relevance import SearchOptions
+from hindsight.engine.strict import Strict
+from hindsight.engine.tags import TagsMatch
 
 
 def _bank_id(v: str) -> str:

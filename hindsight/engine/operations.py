@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
-from ..db.sql import Q
-from .errors import NotFound, parse_uuid
-from .models import TERMINAL, Operation, OperationList, OperationQuery
+from hindsight.db.sql import Q
+from hindsight.engine.errors import NotFound, parse_uuid
+from hindsight.engine.models import TERMINAL, Operation, OperationList, OperationQuery
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from hindsight.engine.runtime import Runtime
 
 
 class Cancelled(Exception):

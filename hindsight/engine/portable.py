@@ -44,17 +44,17 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 import asyncpg
 from pydantic import BaseModel, Field, ValidationError
 
-from ..db.sql import Q, fill
-from ..embedding import vector_literal
-from .banks import bank_config, ensure_bank
-from .errors import InvalidArgument
-from .models import METADATA_BYTES, BankUpdate
-from .retained import delete_retained
-from .strict import instant_problem, problem
+from hindsight.db.sql import Q, fill
+from hindsight.embedding import vector_literal
+from hindsight.engine.banks import bank_config, ensure_bank
+from hindsight.engine.errors import InvalidArgument
+from hindsight.engine.models import METADATA_BYTES, BankUpdate
+from hindsight.engine.retained import delete_retained
+from hindsight.engine.strict import instant_problem, problem
 
 if TYPE_CHECKING:
-    from .cpu_slots import CpuSlots
-    from .runtime import Runtime
+    from hindsight.engine.cpu_slots import CpuSlots
+    from hindsight.engine.runtime import Runtime
 
 
 FORMAT = "hindsight-bank"

@@ -22,17 +22,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from ..db.sql import Q, fill
-from .binder import Binder, Fragment
-from .errors import InvalidArgument
-from .filters import CHUNK_FIELDS, compile_filter
-from .recall import content_words, fetch_ids, left_out, rarest_first, rarity_score, seed_candidates
-from .relevance import MAX_TOP_K as MAX_SEARCH_TOP_K
-from .relevance import SearchOptions, relevance_of, relevance_sql
-from .strict import Strict
+from hindsight.db.sql import Q, fill
+from hindsight.engine.binder import Binder, Fragment
+from hindsight.engine.errors import InvalidArgument
+from hindsight.engine.filters import CHUNK_FIELDS, compile_filter
+from hindsight.engine.recall import content_words, fetch_ids, left_out, rarest_first, rarity_score, seed_candidates
+from hindsight.engine.relevance import MAX_TOP_K as MAX_SEARCH_TOP_K
+from hindsight.engine.relevance import SearchOptions, relevance_of, relevance_sql
+from hindsight.engine.strict import Strict
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from hindsight.engine.runtime import Runtime
 
 
 RRF_K = 60

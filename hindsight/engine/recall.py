@@ -28,23 +28,23 @@ from collections.abc import Awaitable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from ..db.sql import Q, fill
-from ..metrics import RECALL_ARM_SECONDS
-from ..text import estimate_tokens
-from . import cjk
-from .binder import Binder, Fragment
-from .entities import canonical
-from .filters import MEMORY_FIELDS, compile_filter
-from .memories import COLUMNS, to_memory
-from .models import RecallRequest, RecallResult
-from .relevance import relevance_of, relevance_sql
-from .sizes import EXACT_READ_ROWS
-from .tags import tag_condition
-from .temporal import TimeWindow, find_time_windows
-from .truth import truth_conditions
+from hindsight.db.sql import Q, fill
+from hindsight.engine import cjk
+from hindsight.engine.binder import Binder, Fragment
+from hindsight.engine.entities import canonical
+from hindsight.engine.filters import MEMORY_FIELDS, compile_filter
+from hindsight.engine.memories import COLUMNS, to_memory
+from hindsight.engine.models import RecallRequest, RecallResult
+from hindsight.engine.relevance import relevance_of, relevance_sql
+from hindsight.engine.sizes import EXACT_READ_ROWS
+from hindsight.engine.tags import tag_condition
+from hindsight.engine.temporal import TimeWindow, find_time_windows
+from hindsight.engine.truth import truth_conditions
+from hindsight.metrics import RECALL_ARM_SECONDS
+from hindsight.text import estimate_tokens
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from hindsight.engine.runtime import Runtime
 
 
 RRF_K = 20

@@ -22,17 +22,17 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..db.sql import Q
-from ..llm import Cause, LLMError, Rejected, Usage
-from ..text import estimate_tokens
-from .errors import LLMUnavailable
-from .models import RecallRequest, _clean_tags, not_blank
-from .recall import recall
-from .strict import Strict
-from .tags import TagsMatch
+from hindsight.db.sql import Q
+from hindsight.engine.errors import LLMUnavailable
+from hindsight.engine.models import RecallRequest, _clean_tags, not_blank
+from hindsight.engine.recall import recall
+from hindsight.engine.strict import Strict
+from hindsight.engine.tags import TagsMatch
+from hindsight.llm import Cause, LLMError, Rejected, Usage
+from hindsight.text import estimate_tokens
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from hindsight.engine.runtime import Runtime
 
 
 # Recall tokens per budget: how much memory the answer may draw on.

@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from .strict import Strict
+from hindsight.engine.strict import Strict
 
 Mode = Literal["hybrid", "vector", "keyword"]
 STRICTNESS = {0: 0.0, 1: 0.2, 2: 0.3, 3: 0.4, 4: 0.5, 5: 0.6}

@@ -20,23 +20,23 @@ from typing import TYPE_CHECKING
 import asyncpg
 from pydantic import BaseModel
 
-from ..db.sql import Q
-from ..metrics import RETAIN_ITEMS, RETAIN_UNITS
-from ..text import split_units
-from . import operations as ops
-from .banks import ensure_bank
-from .cjk import HAN_RUN
-from .entities import canonical, extract_entities, merge_entities
-from .errors import InvalidArgument
-from .models import RetainItem, RetainResult
-from .retained import delete_retained, store_retained
-from .temporal import find_time_windows
-from .truth import began, check_existing, supersede
-from .zh_names import Budget
+from hindsight.db.sql import Q
+from hindsight.engine import operations as ops
+from hindsight.engine.banks import ensure_bank
+from hindsight.engine.cjk import HAN_RUN
+from hindsight.engine.entities import canonical, extract_entities, merge_entities
+from hindsight.engine.errors import InvalidArgument
+from hindsight.engine.models import RetainItem, RetainResult
+from hindsight.engine.retained import delete_retained, store_retained
+from hindsight.engine.temporal import find_time_windows
+from hindsight.engine.truth import began, check_existing, supersede
+from hindsight.engine.zh_names import Budget
+from hindsight.metrics import RETAIN_ITEMS, RETAIN_UNITS
+from hindsight.text import split_units
 
 if TYPE_CHECKING:
-    from .operations import Job
-    from .runtime import Runtime
+    from hindsight.engine.operations import Job
+    from hindsight.engine.runtime import Runtime
 
 
 _FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|me|my|mine|myself|we|we're|our|us)\b")

@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING, Any
 import asyncpg
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..db.sql import Q, fill
-from .binder import Binder
-from .errors import NotFound
-from .memories import COLUMNS, to_memory
-from .models import Memory, Offset, RetainItem, _clean_tags
-from .strict import Strict
-from .tags import TagsMatch, tag_condition
+from hindsight.db.sql import Q, fill
+from hindsight.engine.binder import Binder
+from hindsight.engine.errors import NotFound
+from hindsight.engine.memories import COLUMNS, to_memory
+from hindsight.engine.models import Memory, Offset, RetainItem, _clean_tags
+from hindsight.engine.strict import Strict
+from hindsight.engine.tags import TagsMatch, tag_condition
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from hindsight.engine.runtime import Runtime
 
 
 async def delete_retained(conn: asyncpg.Connection, bank_id: str, document_ids: list[str]) -> int:

@@ -18,16 +18,16 @@ from typing import TYPE_CHECKING, Protocol
 
 import asyncpg
 
-from ..config import Settings
-from ..cpus import cores
-from ..db.sql import Q
-from .cpu_slots import CpuSlots
+from hindsight.config import Settings
+from hindsight.cpus import cores
+from hindsight.db.sql import Q
+from hindsight.engine.cpu_slots import CpuSlots
 
 if TYPE_CHECKING:
-    from ..embedding import Embedder
-    from ..llm import LLM
-    from .models import Operation
-    from .sizes import BankSizes
+    from hindsight.embedding import Embedder
+    from hindsight.engine.models import Operation
+    from hindsight.engine.sizes import BankSizes
+    from hindsight.llm import LLM
 
 
 async def lock_writes(conn: asyncpg.Connection, bank_id: str) -> None:

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from . import mental_models
-from .worker import Worker, log_failure
+from hindsight.engine import mental_models
+from hindsight.engine.worker import Worker, log_failure
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from hindsight.engine.runtime import Runtime
 
 
 log = logging.getLogger("hindsight.scheduler")

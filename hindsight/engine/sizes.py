@@ -18,7 +18,7 @@ import time
 
 import asyncpg
 
-from ..db.sql import Q
+from hindsight.db.sql import Q
 
 # Sorted when the bank holds at most EXACT_BANK_ROWS memories and rows^2 <= EXACT_SHARE x all.
 # A sort reads at most EXACT_READ_ROWS of the bank's rows, in case it grew past the line since its

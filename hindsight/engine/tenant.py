@@ -11,11 +11,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from ..config import ConfigError
-from .keys import OPEN, Principal
+from hindsight.config import ConfigError
+from hindsight.engine.keys import OPEN, Principal
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from hindsight.engine.runtime import Runtime
 
 
 class TenantExtension:

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 
-from ..db.sql import Q
-from .binder import Fragment
-from .errors import InvalidArgument
+from hindsight.db.sql import Q
+from hindsight.engine.binder import Fragment
+from hindsight.engine.errors import InvalidArgument
 
 if TYPE_CHECKING:
-    from .models import RecallRequest
+    from hindsight.engine.models import RecallRequest
 
 # When a memory became true, for a row `m` whose valid_from was never set: when it happened or
 # when it was said, whichever came first (a plan said today for 2030 is true from today, so a

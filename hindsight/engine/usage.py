@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..db.sql import Q
+from hindsight.db.sql import Q
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from hindsight.engine.runtime import Runtime
 
 
 async def get_bank_usage(rt: Runtime, bank_id: str) -> dict:

@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import InvalidArgument
-from .models import RetainItem
-from .strict import text_problem
+from hindsight.engine.errors import InvalidArgument
+from hindsight.engine.models import RetainItem
+from hindsight.engine.strict import text_problem
 
 M = TypeVar("M", bound=BaseModel)
 # pydantic's own words for a string with a lone surrogate ("unable to parse raw data as a unicode

@@ -11,15 +11,15 @@ import time
 import uuid
 from typing import TYPE_CHECKING
 
-from ..config import Settings
-from ..llm import LLMError, deadline
-from . import operations as ops
-from .errors import HindsightError, LLMUnavailable, unavailable
-from .kinds import KINDS
-from .operations import Job
+from hindsight.config import Settings
+from hindsight.engine import operations as ops
+from hindsight.engine.errors import HindsightError, LLMUnavailable, unavailable
+from hindsight.engine.kinds import KINDS
+from hindsight.engine.operations import Job
+from hindsight.llm import LLMError, deadline
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from hindsight.engine.runtime import Runtime
 
 
 log = logging.getLogger("hindsight.worker")

@@ -31,7 +31,7 @@ import logging
 import re
 from collections.abc import Iterator
 
-from .cjk import HAN_RUN
+from hindsight.engine.cjk import HAN_RUN
 
 # jieba's tags for names: person (nr, nrfg, nrt), place (ns), organisation (nt); others (nz) are
 # too loose to be worth an entity.

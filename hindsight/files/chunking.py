@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..text import split_units
-from .readers import Block
+from hindsight.files.readers import Block
+from hindsight.text import split_units
 
 HEADLINE_WORDS = 10
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import httpx
 
-from .readers import UnreadableFile
+from hindsight.files.readers import UnreadableFile
 
 TIMEOUT_S = 30
 MAX_REDIRECTS = 5

@@ -41,8 +41,8 @@ from typing import Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ValidationError
 
-from ..db.sql import Q
-from ..metrics import LLM_CALLS, LLM_COST, LLM_SECONDS, LLM_TOKENS
+from hindsight.db.sql import Q
+from hindsight.metrics import LLM_CALLS, LLM_COST, LLM_SECONDS, LLM_TOKENS
 
 log = logging.getLogger("hindsight.llm")
 M = TypeVar("M", bound=BaseModel)

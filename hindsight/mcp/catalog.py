@@ -4,6 +4,6 @@ read this list."""
 
 from __future__ import annotations
 
-from . import collections, tools
+from hindsight.mcp import collections, tools
 
 TOOLS = [*tools.TOOLS, *collections.TOOLS]

@@ -12,15 +12,15 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..config import valid_bank_id
-from ..engine.documents import ImportRequest, http_url
-from ..engine.errors import InvalidArgument
-from ..engine.models import BankCreate, ChunkSize, confirmation
-from ..engine.rag import DocumentSearchRequest, DocumentSearchResult, Phrase
-from ..engine.relevance import MAX_TOP_K
-from ..engine.strict import Strict
-from ..engine.validation import parse
-from .tools import Call, ToolDef, toolbox
+from hindsight.config import valid_bank_id
+from hindsight.engine.documents import ImportRequest, http_url
+from hindsight.engine.errors import InvalidArgument
+from hindsight.engine.models import BankCreate, ChunkSize, confirmation
+from hindsight.engine.rag import DocumentSearchRequest, DocumentSearchResult, Phrase
+from hindsight.engine.relevance import MAX_TOP_K
+from hindsight.engine.strict import Strict
+from hindsight.engine.validation import parse
+from hindsight.mcp.tools import Call, ToolDef, toolbox
 
 # The collection tools (mcp/catalog.py lists them beside the bank tools).
 TOOLS: list[ToolDef] = []

@@ -14,17 +14,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..api.errors import send_error
-from ..config import valid_bank_id
-from ..engine.errors import InvalidHeader, MethodNotAllowed, known
-from ..engine.keys import PRINCIPAL
-from ..oauth.resource import endpoint_bank
-from .exchange import SingleExchange
-from .surfaces import SCOPE_KEY, RequestState
+from hindsight.api.errors import send_error
+from hindsight.config import valid_bank_id
+from hindsight.engine.errors import InvalidHeader, MethodNotAllowed, known
+from hindsight.engine.keys import PRINCIPAL
+from hindsight.mcp.exchange import SingleExchange
+from hindsight.mcp.surfaces import SCOPE_KEY, RequestState
+from hindsight.oauth.resource import endpoint_bank
 
 if TYPE_CHECKING:
-    from ..engine.core import Engine
-    from ..engine.keys import Principal
+    from hindsight.engine.core import Engine
+    from hindsight.engine.keys import Principal
 
 
 _ACCEPT = b"application/json, text/event-stream"

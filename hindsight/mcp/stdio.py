@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 
-from ..engine.core import Engine
-from ..engine.keys import Principal
-from .surfaces import RequestState, build_server
+from hindsight.engine.core import Engine
+from hindsight.engine.keys import Principal
+from hindsight.mcp.surfaces import RequestState, build_server
 
 
 async def serve_stdio(

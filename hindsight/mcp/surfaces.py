@@ -28,16 +28,16 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ValidationError, WithJsonSchema
 
-from ..engine.errors import Forbidden, HindsightError, InvalidArgument, known
-from ..engine.keys import Principal
-from ..engine.validation import inline_defs, invalid, parse
-from ..metrics import MCP_CALLS, MCP_SECONDS
-from .catalog import TOOLS
-from .output_schema import cheap_to_validate
-from .tools import Call, ToolDef
+from hindsight.engine.errors import Forbidden, HindsightError, InvalidArgument, known
+from hindsight.engine.keys import Principal
+from hindsight.engine.validation import inline_defs, invalid, parse
+from hindsight.mcp.catalog import TOOLS
+from hindsight.mcp.output_schema import cheap_to_validate
+from hindsight.mcp.tools import Call, ToolDef
+from hindsight.metrics import MCP_CALLS, MCP_SECONDS
 
 if TYPE_CHECKING:
-    from ..engine.core import Engine
+    from hindsight.engine.core import Engine
 
 
 SCOPE_KEY = "hindsight"

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ..engine.curation import MemoryChange, MemoryInvalidate, MemoryUpdated
-from ..engine.documents import (
+from hindsight.engine.curation import MemoryChange, MemoryInvalidate, MemoryUpdated
+from hindsight.engine.documents import (
     Document,
     DocumentDelete,
     DocumentDeleted,
@@ -29,8 +29,8 @@ from ..engine.documents import (
     ImportAccepted,
     ImportDocumentsRequest,
 )
-from ..engine.keys import Principal
-from ..engine.mental_models import (
+from hindsight.engine.keys import Principal
+from hindsight.engine.mental_models import (
     MentalModel,
     MentalModelChange,
     MentalModelCreate,
@@ -40,7 +40,7 @@ from ..engine.mental_models import (
     MentalModelQuery,
     MentalModelRef,
 )
-from ..engine.models import (
+from hindsight.engine.models import (
     BankCreate,
     BankCreated,
     BankList,
@@ -54,7 +54,7 @@ from ..engine.models import (
     RetainRequest,
     RetainResult,
 )
-from ..engine.rag import (
+from hindsight.engine.rag import (
     AccessRequest,
     AccessResult,
     Caller,
@@ -64,10 +64,10 @@ from ..engine.rag import (
     RagSearchResult,
     parse_caller,
 )
-from ..engine.reflect import ReflectRequest, ReflectResult
+from hindsight.engine.reflect import ReflectRequest, ReflectResult
 
 if TYPE_CHECKING:
-    from ..engine.core import Engine
+    from hindsight.engine.core import Engine
 
 
 @dataclass

@@ -26,13 +26,13 @@ from mcp.server.auth.provider import RegistrationError
 from mcp.shared.auth import OAuthClientInformationFull
 from pydantic import ValidationError
 
-from ..engine.strict import problem
-from ..files.fetch import fetch
-from ..files.readers import UnreadableFile
-from . import store
+from hindsight.engine.strict import problem
+from hindsight.files.fetch import fetch
+from hindsight.files.readers import UnreadableFile
+from hindsight.oauth import store
 
 if TYPE_CHECKING:
-    from ..engine.runtime import Runtime
+    from hindsight.engine.runtime import Runtime
 
 SCOPES = ["read", "write"]
 MAX_REDIRECT_URIS = 10

@@ -24,16 +24,16 @@ from urllib.parse import urlsplit
 from mcp.server.auth.provider import construct_redirect_uri
 from pydantic import BaseModel, Field
 
-from ..config import BANK_ID_RULE
-from ..engine.banks import check_bank_id
-from ..engine.errors import Forbidden, InvalidArgument, NotFound
-from ..engine.keys import Principal
-from ..engine.strict import Strict
-from . import store
-from .resource import resource_bank
+from hindsight.config import BANK_ID_RULE
+from hindsight.engine.banks import check_bank_id
+from hindsight.engine.errors import Forbidden, InvalidArgument, NotFound
+from hindsight.engine.keys import Principal
+from hindsight.engine.strict import Strict
+from hindsight.oauth import store
+from hindsight.oauth.resource import resource_bank
 
 if TYPE_CHECKING:
-    from ..engine.runtime import Runtime
+    from hindsight.engine.runtime import Runtime
 
 Access = Literal["read", "read_write"]
 REQUEST_ID = Field(min_length=1, max_length=200, description="The `request` of the consent page's URL fragment.")

@@ -34,13 +34,13 @@ from pydantic import AnyHttpUrl, ConfigDict, TypeAdapter, ValidationError
 from starlette.requests import Request
 from starlette.routing import request_response
 
-from ..engine.errors import BadRequest, MethodNotAllowed, NotFound, TooLarge
-from .clients import SCOPES
-from .provider import Provider
-from .resource import PRM_PREFIX, base_url, endpoint_bank, mcp_resource
+from hindsight.engine.errors import BadRequest, MethodNotAllowed, NotFound, TooLarge
+from hindsight.oauth.clients import SCOPES
+from hindsight.oauth.provider import Provider
+from hindsight.oauth.resource import PRM_PREFIX, base_url, endpoint_bank, mcp_resource
 
 if TYPE_CHECKING:
-    from ..engine.runtime import Runtime
+    from hindsight.engine.runtime import Runtime
 
 METHODS = {
     "/.well-known/oauth-authorization-server": ("GET", "HEAD", "OPTIONS"),

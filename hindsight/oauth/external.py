@@ -23,8 +23,8 @@ from typing import Any
 import httpx
 import jwt
 
-from ..config import Settings, valid_bank_id
-from ..engine.keys import Principal
+from hindsight.config import Settings, valid_bank_id
+from hindsight.engine.keys import Principal
 
 log = logging.getLogger("hindsight.oauth")
 

@@ -35,14 +35,21 @@ from mcp.server.auth.provider import (
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyUrl, ConfigDict
 
-from ..engine.keys import hash_key
-from ..engine.strict import text_problem
-from . import store
-from .clients import ClientProblem, as_client, check_metadata, document_client, is_document_id, registration_error
-from .resource import resource_bank
+from hindsight.engine.keys import hash_key
+from hindsight.engine.strict import text_problem
+from hindsight.oauth import store
+from hindsight.oauth.clients import (
+    ClientProblem,
+    as_client,
+    check_metadata,
+    document_client,
+    is_document_id,
+    registration_error,
+)
+from hindsight.oauth.resource import resource_bank
 
 if TYPE_CHECKING:
-    from ..engine.runtime import Runtime
+    from hindsight.engine.runtime import Runtime
 
 log = logging.getLogger("hindsight.oauth")
 

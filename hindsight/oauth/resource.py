@@ -19,14 +19,14 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
-from ..config import BANK_ID_RULE, Settings, valid_bank_id
-from ..engine.errors import NotFound, Unauthorized
-from ..engine.keys import Principal
-from . import store
+from hindsight.config import BANK_ID_RULE, Settings, valid_bank_id
+from hindsight.engine.errors import NotFound, Unauthorized
+from hindsight.engine.keys import Principal
+from hindsight.oauth import store
 
 if TYPE_CHECKING:
-    from ..engine.runtime import Runtime
-    from .external import IssuerTokens
+    from hindsight.engine.runtime import Runtime
+    from hindsight.oauth.external import IssuerTokens
 
 PRM_PREFIX = "/.well-known/oauth-protected-resource"
 # How often a connection's "last used" time is written: at most once a minute, not every call.

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..config import Settings
-from ..db.sql import Q
-from ..engine.keys import hash_key
+from hindsight.config import Settings
+from hindsight.db.sql import Q
+from hindsight.engine.keys import hash_key
 
 if TYPE_CHECKING:
-    from ..engine.runtime import Runtime
+    from hindsight.engine.runtime import Runtime
 
 ACCESS_PREFIX = "hsa_"
 REFRESH_PREFIX = "hsr_"

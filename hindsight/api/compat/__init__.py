@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from . import banks, memories, mental_models, operations, system
+from hindsight.api.compat import banks, memories, mental_models, operations, system
 
 PREFIX = "/v1/default"
 

@@ -8,14 +8,14 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 
-from ...engine.core import Engine
-from ...engine.errors import InvalidArgument
-from ...engine.keys import Principal
-from ...engine.models import MAX_OFFSET, Bank, BankCreate, BankUpdate
-from ...engine.validation import parse
-from ..deps import BankId, Caller, EngineDep
-from . import convert
-from . import models as M
+from hindsight.api.compat import convert
+from hindsight.api.compat import models as M
+from hindsight.api.deps import BankId, Caller, EngineDep
+from hindsight.engine.core import Engine
+from hindsight.engine.errors import InvalidArgument
+from hindsight.engine.keys import Principal
+from hindsight.engine.models import MAX_OFFSET, Bank, BankCreate, BankUpdate
+from hindsight.engine.validation import parse
 
 router = APIRouter(prefix="/v1/default/banks", tags=["Hindsight-compatible: banks"])
 

@@ -6,12 +6,12 @@ import json
 from datetime import datetime
 from typing import Any
 
-from ...engine.curation import MemoryHistory
-from ...engine.errors import InvalidArgument
-from ...engine.mental_models import MentalModel
-from ...engine.models import Bank, Memory, Operation, RetainItem
-from ...engine.validation import parse_retain_items
-from . import models as M
+from hindsight.api.compat import models as M
+from hindsight.engine.curation import MemoryHistory
+from hindsight.engine.errors import InvalidArgument
+from hindsight.engine.mental_models import MentalModel
+from hindsight.engine.models import Bank, Memory, Operation, RetainItem
+from hindsight.engine.validation import parse_retain_items
 
 # Our operation states in the reference's words, and back (either word is accepted in filters).
 STATUS_OUT = {

@@ -8,17 +8,17 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 
-from ...engine.curation import MemoryUpdate
-from ...engine.memories import MemoryQuery
-from ...engine.models import MAX_OFFSET, RecallRequest
-from ...engine.reflect import ReflectRequest
-from ...engine.retained import RetainedQuery
-from ...engine.tags import TagsMatch
-from ...engine.validation import parse
-from ..deps import BankId, Caller, EngineDep
-from ..errors import LLM_ERROR_RESPONSES
-from . import convert
-from . import models as M
+from hindsight.api.compat import convert
+from hindsight.api.compat import models as M
+from hindsight.api.deps import BankId, Caller, EngineDep
+from hindsight.api.errors import LLM_ERROR_RESPONSES
+from hindsight.engine.curation import MemoryUpdate
+from hindsight.engine.memories import MemoryQuery
+from hindsight.engine.models import MAX_OFFSET, RecallRequest
+from hindsight.engine.reflect import ReflectRequest
+from hindsight.engine.retained import RetainedQuery
+from hindsight.engine.tags import TagsMatch
+from hindsight.engine.validation import parse
 
 router = APIRouter(prefix="/v1/default/banks/{bank_id}", tags=["Hindsight-compatible: memories"])
 

@@ -8,13 +8,13 @@ from typing import Literal
 
 from fastapi import APIRouter, Body, Query
 
-from ...engine.mental_models import MentalModelCreate, MentalModelQuery, MentalModelUpdate
-from ...engine.models import MAX_OFFSET
-from ...engine.tags import TagsMatch
-from ...engine.validation import parse
-from ..deps import BankId, Caller, EngineDep
-from . import convert
-from . import models as M
+from hindsight.api.compat import convert
+from hindsight.api.compat import models as M
+from hindsight.api.deps import BankId, Caller, EngineDep
+from hindsight.engine.mental_models import MentalModelCreate, MentalModelQuery, MentalModelUpdate
+from hindsight.engine.models import MAX_OFFSET
+from hindsight.engine.tags import TagsMatch
+from hindsight.engine.validation import parse
 
 router = APIRouter(prefix="/v1/default/banks/{bank_id}/mental-models", tags=["Hindsight-compatible: mental models"])
 Detail = Literal["metadata", "content", "full"]

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ...engine.strict import Strict
-from ...engine.tags import TagsMatch
+from hindsight.engine.strict import Strict
+from hindsight.engine.tags import TagsMatch
 
 Budget = Literal["low", "mid", "high"]
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query
 
-from ...engine.errors import Conflict, InvalidArgument
-from ...engine.models import MAX_OFFSET, TERMINAL, OperationQuery
-from ...engine.validation import parse
-from ..deps import BankId, Caller, EngineDep
-from . import convert
-from . import models as M
+from hindsight.api.compat import convert
+from hindsight.api.compat import models as M
+from hindsight.api.deps import BankId, Caller, EngineDep
+from hindsight.engine.errors import Conflict, InvalidArgument
+from hindsight.engine.models import MAX_OFFSET, TERMINAL, OperationQuery
+from hindsight.engine.validation import parse
 
 router = APIRouter(prefix="/v1/default/banks/{bank_id}/operations", tags=["Hindsight-compatible: operations"])
 

@@ -7,9 +7,9 @@ import time
 
 from fastapi import APIRouter
 
-from ... import __version__
-from ..deps import EngineDep
-from . import models as M
+from hindsight import __version__
+from hindsight.api.compat import models as M
+from hindsight.api.deps import EngineDep
 
 router = APIRouter(tags=["Hindsight-compatible: system"])
 

@@ -4,9 +4,9 @@ hindsight.extensions.builtin.tenant:ApiKeyTenantExtension`). The engine loads it
 
 from __future__ import annotations
 
-from ...engine.errors import Unauthorized
-from ...engine.keys import Principal, authenticate
-from ...engine.tenant import TenantExtension
+from hindsight.engine.errors import Unauthorized
+from hindsight.engine.keys import Principal, authenticate
+from hindsight.engine.tenant import TenantExtension
 
 __all__ = ["ApiKeyTenantExtension", "TenantExtension"]
 
