@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import locomo as lb  # noqa: E402  (bench/locomo.py: data, timing and reporting helpers)
 
-from hindsight.engine.sizes import TTL_SECONDS  # noqa: E402
+from hindsight.engine.banks.sizes import TTL_SECONDS  # noqa: E402
 
 
 async def measure(client, bank: str, questions: list[str], clients: int, rss) -> dict:
@@ -67,7 +67,7 @@ async def main(args) -> None:
                 print(f"growing the bank to {size} memories ...", flush=True)
                 await lb.synthesize(pg_url, "curve", size, [lb.bank_of(c) for c in convs], start=have)
                 have = size
-                # The server keeps a bank's size for TTL_SECONDS (engine/sizes.py) to choose between
+                # The server keeps a bank's size for TTL_SECONDS (engine/banks/sizes.py) to choose between
                 # sorting its rows and walking the index; grown by COPY in less than that, the bank
                 # would be ranked by its old size's plan for the first recalls.
                 await asyncio.sleep(TTL_SECONDS)

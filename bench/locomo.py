@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from hindsight.db.embedded import EmbeddedPostgres  # noqa: E402
 from hindsight.db.sql import Q  # noqa: E402
 from hindsight.embedding import load_embedder  # noqa: E402
-from hindsight.engine.retain import COPY_COLUMNS  # noqa: E402
+from hindsight.engine.memory.retain import COPY_COLUMNS  # noqa: E402
 from hindsight.testing import Server, machine  # noqa: E402
 
 LOCOMO = Path(os.environ.get("LOCOMO_DIR", ROOT.parent / "shared" / "bench" / "locomo"))

@@ -36,7 +36,7 @@ HOSTILE_STRINGS = [
     "../../etc/passwd",
     "'; DROP TABLE memories; --",
     "http://169.254.169.254/latest/meta-data/",
-    # Han characters spread over the block, most of which jieba's tagger never saw (engine/zh_names.py)
+    # Han characters spread over the block, most of which jieba's tagger never saw (language/chinese_names.py)
     "".join(chr(0x4E00 + i * 7919 % 0x51D6) for i in range(3_000)),
 ]
 

@@ -137,8 +137,8 @@ async def mcp_local(app, bank: str | None = None, multi: bool = False, who=None,
     for `who` (default: no API keys configured), as if the router had resolved that request."""
     from mcp import Client
 
-    from hindsight.engine.keys import OPEN
-    from hindsight.mcp.surfaces import RequestState, build_server
+    from hindsight.engine.access.keys import OPEN
+    from hindsight.mcp.servers import RequestState, build_server
 
     state = RequestState(who=who or OPEN, bank_id=bank, header_bank=header_bank, caller=caller or {})
     async with Client(build_server(app.engine, multi, state)) as client:

@@ -12,7 +12,7 @@ import asyncpg
 import pytest
 
 from hindsight.db.sql import Q
-from hindsight.engine.operations import enqueue_operation
+from hindsight.engine.queue.operations import enqueue_operation
 
 from conftest import migrated_database
 

@@ -13,9 +13,9 @@ import asyncpg
 import pytest
 from pgvector.asyncpg import register_vector
 
+from hindsight.db.binder import Binder, Fragment
 from hindsight.db.sql import Q, fill
-from hindsight.engine.binder import Binder, Fragment
-from hindsight.engine.rag import Caller, keyword_statement
+from hindsight.engine.knowledge.rag import Caller, keyword_statement
 
 from conftest import migrated_database
 from support import plan_nodes

@@ -110,7 +110,7 @@ async def test_an_agents_one_fact_is_stored_while_bulk_embedding_holds_the_cpu_s
     had waited 870 ms at the median where recalls waited 120 (bench/README.md, "Small retains in
     the query lane"). A retain past the limit, or of Han text, still takes the slots, as bulk work
     should."""
-    from hindsight.engine.retain import SHORT_ITEMS
+    from hindsight.engine.memory.retain import SHORT_ITEMS
 
     rt = app.engine.rt
     held = 0
@@ -279,7 +279,7 @@ async def test_retains_waiting_for_the_write_queue_hold_no_lane(app, rest, bank)
 async def test_a_banks_exports_run_one_at_a_time(app, rest, bank):
     """An export holds a pooled connection at its reader's pace: a bank's second export waits for
     the first, so a few slow readers of one bank cannot hold the pool every bank needs."""
-    from hindsight.engine import portable
+    from hindsight.engine.transfer import portable
 
     rt = app.engine.rt
     for b in (bank, bank + "_other"):

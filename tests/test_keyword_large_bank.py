@@ -7,8 +7,8 @@ from __future__ import annotations
 from types import SimpleNamespace  # the arm needs only the Runtime's planned pool
 
 from hindsight.db.pool import Pools
-from hindsight.engine.models import RecallRequest
-from hindsight.engine.recall import SEED_FETCH_ALL, SMALL_BANK, keyword_ids, request_filters
+from hindsight.engine.search.recall import SEED_FETCH_ALL, SMALL_BANK, keyword_ids, request_filters
+from hindsight.engine.search.schemas import RecallRequest
 
 FILLERS = 2_200  # 1,100 hold "weather": not fetched whole either
 GARDEN = 1_200  # more memories than SEED_FETCH_ALL hold "garden": it is not fetched whole

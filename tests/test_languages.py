@@ -119,7 +119,7 @@ async def test_a_chinese_bank_through_mcp(server, bank):
 def test_an_item_of_random_han_characters_is_stored_in_seconds(api, bank):
     """Random Han characters, most of which jieba's tagger has never seen, cost it ~2.4 ms each
     (pure Python, holding the GIL and a CPU slot): an item of max_content_chars (100,000) took
-    four minutes to store. Now it costs less than prose does (engine/zh_names.py), the retain comes
+    four minutes to store. Now it costs less than prose does (language/chinese_names.py), the retain comes
     back within the client's two minutes, and the prose stored beside it keeps its names."""
     rng = random.Random(27)
     noise = "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(100_000))

@@ -119,7 +119,7 @@ async def test_facts_are_read_off_the_event_loop(in_process_db, stub, bank, monk
     """The LLM's facts (up to 100 an item, 2,000 characters each) have their names and dates found
     in pure Python, Chinese names at ~17 us a character: on a worker thread with their embedding,
     never on the event loop, where every request would wait for them."""
-    from hindsight.engine import extract
+    from hindsight.engine.memory import extraction as extract
 
     threads: list[bool] = []
     found = extract.extract_entities

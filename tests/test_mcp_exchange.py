@@ -1,4 +1,4 @@
-"""A handshake-era request answered in one exchange (mcp/exchange.py) is answered byte for byte
+"""A handshake-era request answered in one exchange (mcp/single_exchange.py) is answered byte for byte
 as the SDK's transport answers it, and every request that exchange does not take reaches that
 transport unchanged."""
 
@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from hindsight.engine.keys import OPEN
-from hindsight.mcp.surfaces import SCOPE_KEY, RequestState
+from hindsight.engine.access.keys import OPEN
+from hindsight.mcp.servers import SCOPE_KEY, RequestState
 
 JSON = (b"content-type", b"application/json")
 ACCEPT = (b"accept", b"application/json, text/event-stream")
@@ -238,7 +238,7 @@ async def test_a_client_that_hangs_up_mid_body_is_not_answered(surfaces, bank, c
 async def test_a_notification_or_initialize_is_parsed_once(surfaces, bank, monkeypatch):
     """What the SDK's transport answers is not parsed first by the exchange as well (a 4 MiB
     notification cost twice the CPU)."""
-    import hindsight.mcp.exchange as exchange_module
+    import hindsight.mcp.single_exchange as exchange_module
 
     parsed: list[bytes] = []
     from_json = exchange_module.pydantic_core.from_json

@@ -11,9 +11,9 @@ import asyncpg
 import httpx
 import pytest
 
-from hindsight.engine.filters import MEMORY_FIELDS
-from hindsight.engine.models import RecallRequest
-from hindsight.engine.recall import TERM_COLUMNS, keyword_rows, request_filters
+from hindsight.engine.search.filters import MEMORY_FIELDS
+from hindsight.engine.search.recall import TERM_COLUMNS, keyword_rows, request_filters
+from hindsight.engine.search.schemas import RecallRequest
 
 from conftest import fresh_database
 

@@ -340,7 +340,7 @@ def test_metadata_stored_too_deep_before_the_check_does_not_break_the_bank(api, 
     here directly): recall and listing answer, its metadata a note saying so."""
     from test_entity_names import db
 
-    from hindsight.engine.memories import TOO_DEEP
+    from hindsight.engine.memory.records import TOO_DEEP
 
     api.post(f"/v1/banks/{bank}/memories", json={"content": "Caroline went hiking."}).raise_for_status()
     db(pg_url, "UPDATE memories SET metadata = $2::jsonb WHERE bank_id = $1", bank, '{"a": ' * 300 + "1" + "}" * 300)

@@ -15,13 +15,13 @@ import asyncpg
 import pytest
 from pgvector.asyncpg import register_vector
 
+from hindsight.db.binder import Binder
 from hindsight.db.pool import Pools
 from hindsight.db.sql import Q, fill
-from hindsight.engine import recall as recall_module
-from hindsight.engine import sizes as sizes_module
-from hindsight.engine.binder import Binder
-from hindsight.engine.models import RecallRequest
-from hindsight.engine.recall import (
+from hindsight.engine.banks import sizes as sizes_module
+from hindsight.engine.banks.sizes import EXACT_BANK_ROWS, EXACT_READ_ROWS, BankSizes, ranks_exactly
+from hindsight.engine.search import recall as recall_module
+from hindsight.engine.search.recall import (
     ARM_LIMIT,
     entity_candidates,
     entity_ids,
@@ -29,7 +29,7 @@ from hindsight.engine.recall import (
     semantic_ids,
     sorted_arms,
 )
-from hindsight.engine.sizes import EXACT_BANK_ROWS, EXACT_READ_ROWS, BankSizes, ranks_exactly
+from hindsight.engine.search.schemas import RecallRequest
 
 from conftest import migrated_database
 from support import plan_nodes

@@ -11,13 +11,13 @@ import json
 from datetime import UTC, datetime
 from types import SimpleNamespace  # the arm needs only the Runtime's planned pool and sizes
 
+from hindsight.db.binder import Binder
 from hindsight.db.pool import TEMPORAL_WALK_ROWS, Pools
 from hindsight.db.sql import Q, fill
-from hindsight.engine.binder import Binder
-from hindsight.engine.models import RecallRequest
-from hindsight.engine.recall import ARM_LIMIT, TEMPORAL_EXACT_CAP, request_filters, temporal_ids
-from hindsight.engine.sizes import BankSizes
-from hindsight.engine.temporal import TimeWindow
+from hindsight.engine.banks.sizes import BankSizes
+from hindsight.engine.search.recall import ARM_LIMIT, TEMPORAL_EXACT_CAP, request_filters, temporal_ids
+from hindsight.engine.search.schemas import RecallRequest
+from hindsight.language.time_expressions import TimeWindow
 
 from support import plan_nodes
 
@@ -144,7 +144,7 @@ async def test_a_walk_that_stops_short_is_replaced_by_the_exact_ranking(api, ban
             # No walk at all (the plan a bank this small gets): exact too.
             ids, nodes = await run(enable_indexscan="off")
             assert "memories_embedding_hnsw" not in nodes and ids == scan[:ARM_LIMIT]
-            # A bank small beside the others (engine/sizes.py): the walk is not even started,
+            # A bank small beside the others (engine/banks/sizes.py): the walk is not even started,
             # whatever the planner would prefer.
             ids, nodes = await run(sort=True, **walk)
             assert "memories_embedding_hnsw" not in nodes and ids == scan[:ARM_LIMIT]

@@ -18,11 +18,11 @@ from hindsight.api.console import console
 from hindsight.api.drain import Drain
 from hindsight.api.edge import Edge
 from hindsight.config import Settings
-from hindsight.engine.core import Engine
+from hindsight.engine.access.keys import PRINCIPAL, Principal
 from hindsight.engine.errors import HindsightError, NotFound, TooLarge, known
-from hindsight.engine.keys import PRINCIPAL, Principal
+from hindsight.engine.facade import Engine
 from hindsight.mcp.routing import MCPRouter
-from hindsight.mcp.surfaces import build_server, http_session_manager
+from hindsight.mcp.servers import build_server, http_session_manager
 from hindsight.metrics import HTTP_REQUESTS, HTTP_SECONDS
 from hindsight.oauth import endpoints as oauth_endpoints
 from hindsight.oauth.resource import Guard, endpoint_bank
@@ -93,8 +93,8 @@ class App:
             log.warning(
                 "hindsight %s ready: %s; %s; MCP %s; auth %s",
                 __version__,
-                engine.database_label,
-                engine.llm_label,
+                engine.lifecycle.database_label,
+                engine.lifecycle.llm_label,
                 "on /mcp" if settings.mcp_enabled else "disabled",
                 _auth_label(settings),
             )

@@ -6,9 +6,9 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from hindsight.api.deps import BankId, Caller, EngineDep
+from hindsight.engine.banks.schemas import Bank, BankCreate, BankDeleted, BankList, BankUpdate
 from hindsight.engine.errors import InvalidArgument
-from hindsight.engine.models import Bank, BankCreate, BankDeleted, BankList, BankUpdate
-from hindsight.engine.portable import ImportResult, OnConflict
+from hindsight.engine.transfer.portable import ImportResult, OnConflict
 
 router = APIRouter(prefix="/v1/banks", tags=["banks"])
 

@@ -11,8 +11,8 @@ from typing import Annotated
 from fastapi import Depends, Path, Request
 
 from hindsight.config import BANK_ID_RULE
-from hindsight.engine.core import Engine
-from hindsight.engine.keys import PRINCIPAL, Principal
+from hindsight.engine.access.keys import PRINCIPAL, Principal
+from hindsight.engine.facade import Engine
 
 
 async def engine(request: Request) -> Engine:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query, Request
 
 from hindsight.api.deps import BankId, Caller, EngineDep
-from hindsight.engine.documents import (
+from hindsight.engine.knowledge.documents import (
     Document,
     DocumentDeleted,
     DocumentList,
@@ -13,7 +13,7 @@ from hindsight.engine.documents import (
     ImportAccepted,
     ImportRequest,
 )
-from hindsight.engine.rag import (
+from hindsight.engine.knowledge.rag import (
     DocumentSearchRequest,
     DocumentSearchResult,
     RagSearchRequest,

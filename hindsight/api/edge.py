@@ -9,7 +9,7 @@ console) or one the operator allowed, and the server answers only to Host values
 cannot have: IP addresses, loopback names, this machine's own name and the names the operator
 lists (a rebound page's requests are same-origin, so they need not carry an Origin at all).
 
-URLs: the request models hold bodies to one text rule (engine/strict.py); path and query
+URLs: the request models hold bodies to one text rule (engine/rules/text.py); path and query
 parameters are checked here with the same rule, so a NUL in `?q=` or a path id is a 422 naming
 the parameter, not a database error.
 """
@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from hindsight.config import Settings
 from hindsight.engine.errors import Forbidden, HindsightError, InvalidArgument, InvalidHeader
-from hindsight.engine.strict import text_problem
+from hindsight.engine.rules.text import text_problem
 
 LOOPBACK_NAMES = {"localhost", "localhost.", "ip6-localhost"}
 
@@ -142,7 +142,7 @@ class Edge:
 
 
 def url_refusal(scope) -> InvalidArgument | None:
-    """A 422 naming the path or query parameter whose text breaks the rule of engine/strict.py."""
+    """A 422 naming the path or query parameter whose text breaks the rule of engine/rules/text.py."""
     if p := text_problem(scope.get("path", "")):
         return InvalidArgument(f"path: {p}", "path")
     query = scope.get("query_string", b"").decode("latin-1")

@@ -23,7 +23,7 @@ from hindsight.engine.errors import (
     known,
     unavailable,
 )
-from hindsight.engine.validation import describe
+from hindsight.engine.rules.validation import describe
 from hindsight.llm import LLMError
 
 log = logging.getLogger("hindsight.api")

@@ -3,7 +3,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from hindsight.api.deps import Caller, EngineDep
-from hindsight.engine.models import ApiKey, ApiKeyCreate, ApiKeyList
+from hindsight.engine.access.schemas import ApiKey, ApiKeyCreate, ApiKeyList
 
 router = APIRouter(prefix="/v1/keys", tags=["keys"])
 

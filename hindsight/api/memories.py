@@ -5,11 +5,12 @@ from typing import Any
 from fastapi import APIRouter, Body, Query, Response
 
 from hindsight.api.deps import BankId, Caller, EngineDep
-from hindsight.engine.curation import MemoryHistory, MemoryInvalidation, MemoryUpdate, MemoryUpdated
 from hindsight.engine.errors import InvalidArgument
-from hindsight.engine.memories import EntityList, EntityQuery, Lineage, MemoryDeleted, MemoryList, MemoryQuery
-from hindsight.engine.models import Memory, RecallRequest, RecallResult, RetainBatchRequest, RetainItem, RetainResult
-from hindsight.engine.validation import inline_defs, parse
+from hindsight.engine.memory.curation import MemoryHistory, MemoryInvalidation, MemoryUpdate, MemoryUpdated
+from hindsight.engine.memory.records import EntityList, EntityQuery, Lineage, MemoryDeleted, MemoryList, MemoryQuery
+from hindsight.engine.memory.schemas import Memory, RetainBatchRequest, RetainItem, RetainResult
+from hindsight.engine.rules.validation import inline_defs, parse
+from hindsight.engine.search.schemas import RecallRequest, RecallResult
 
 router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["memories"])
 

@@ -6,7 +6,8 @@ from fastapi import APIRouter, Query
 
 from hindsight.api.deps import BankId, Caller, EngineDep
 from hindsight.api.errors import LLM_ERROR_RESPONSES
-from hindsight.engine.mental_models import (
+from hindsight.engine.queue.schemas import Operation, OperationList, OperationQuery
+from hindsight.engine.reflection.mental_models import (
     MentalModel,
     MentalModelCreate,
     MentalModelDeleted,
@@ -16,8 +17,7 @@ from hindsight.engine.mental_models import (
     MentalModelUpdate,
     MentalModelVersion,
 )
-from hindsight.engine.models import Operation, OperationList, OperationQuery
-from hindsight.engine.reflect import ReflectRequest, ReflectResult
+from hindsight.engine.reflection.reflect import ReflectRequest, ReflectResult
 
 router = APIRouter(prefix="/v1/banks/{bank_id}")
 

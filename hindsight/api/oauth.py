@@ -9,8 +9,8 @@ import uuid
 from fastapi import APIRouter, Request
 
 from hindsight.api.deps import BankId, Caller, EngineDep
+from hindsight.engine.access.keys import OPEN
 from hindsight.engine.errors import Forbidden, NotFound
-from hindsight.engine.keys import OPEN
 from hindsight.oauth import consent
 from hindsight.oauth.consent import (
     ConnectedAppList,

@@ -44,7 +44,7 @@ async def health(eng: EngineDep) -> dict:
 async def metrics(request: Request, eng: EngineDep):
     if eng.settings.metrics_admin_only:
         (await eng.authenticate(request.headers.get("authorization"))).require_admin()
-    await eng.observe()
+    await eng.lifecycle.observe()
     body, content_type = exposition()
     return Response(body, media_type=content_type)
 
@@ -60,7 +60,7 @@ async def ready(eng: EngineDep):
     """200 only while requests can be served; 503 with the reason otherwise (starting, the
     embedded PostgreSQL restarting, the database not answering within PING_TIMEOUT). The
     `status` field is what Hindsight's clients read."""
-    problem = await eng.database_problem()
+    problem = await eng.lifecycle.database_problem()
     database = "external" if eng.settings.database_url else "embedded"
     if problem is None:
         return {"ready": True, "status": "ready", "database": database}

@@ -69,7 +69,7 @@ def serve(host: str | None, port: int | None) -> None:
 def mcp_stdio(bank: str, user_id: str | None, session_tags: tuple[str, ...]) -> None:
     """Serve one bank's MCP tools over stdio (for agents that spawn a process)."""
     from hindsight.config import ConfigError, load_settings
-    from hindsight.engine.banks import check_bank_id
+    from hindsight.engine.banks.registry import check_bank_id
     from hindsight.engine.errors import InvalidArgument
 
     try:

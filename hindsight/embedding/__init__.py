@@ -3,7 +3,7 @@
 The default is all-MiniLM-L6-v2 (English, 384 dimensions, onnx.py); `multilingual` is Google's
 Universal Sentence Encoder Multilingual (16 languages, 512 dimensions, multilingual.py); any
 BERT-style ONNX folder may be given instead. Changing the model re-embeds what is stored
-(engine/embedding_model.py)."""
+(engine/memory/reembedding.py)."""
 
 from pathlib import Path
 

@@ -89,7 +89,7 @@ class BaseEmbedder:
     async def short(self, fn: Callable[..., T], *args: Any) -> T:
         """`fn(*args)` on the query threads: for model work as small as a query's (an agent's
         one-fact retain), which then waits in the threads' own queue, first come first served,
-        instead of for a turn at the event loop between every step (engine/retain.py)."""
+        instead of for a turn at the event loop between every step (engine/memory/retain.py)."""
         return await asyncio.get_running_loop().run_in_executor(self._queries, fn, *args)
 
     def _cached(self, text: str) -> np.ndarray | None:

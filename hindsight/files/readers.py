@@ -64,7 +64,7 @@ class Block:
 
 class UnreadableFile(Exception):
     """The file's type is unsupported or its content could not be read. An import reports it as
-    that file's outcome (engine/documents.py); it never ends a request."""
+    that file's outcome (engine/knowledge/documents.py); it never ends a request."""
 
     def __init__(self, message: str, field: str = "files"):
         super().__init__(message)

@@ -13,13 +13,14 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hindsight.config import valid_bank_id
-from hindsight.engine.documents import ImportRequest, http_url
+from hindsight.engine.banks.schemas import BankCreate, ChunkSize
 from hindsight.engine.errors import InvalidArgument
-from hindsight.engine.models import BankCreate, ChunkSize, confirmation
-from hindsight.engine.rag import DocumentSearchRequest, DocumentSearchResult, Phrase
-from hindsight.engine.relevance import MAX_TOP_K
-from hindsight.engine.strict import Strict
-from hindsight.engine.validation import parse
+from hindsight.engine.knowledge.documents import ImportRequest, http_url
+from hindsight.engine.knowledge.rag import DocumentSearchRequest, DocumentSearchResult, Phrase
+from hindsight.engine.rules.fields import confirmation
+from hindsight.engine.rules.text import Strict
+from hindsight.engine.rules.validation import parse
+from hindsight.engine.search.relevance import MAX_TOP_K
 from hindsight.mcp.tools import Call, ToolDef, toolbox
 
 # The collection tools (mcp/catalog.py lists them beside the bank tools).

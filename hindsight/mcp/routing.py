@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from hindsight.api.errors import send_error
 from hindsight.config import valid_bank_id
+from hindsight.engine.access.keys import PRINCIPAL
 from hindsight.engine.errors import InvalidHeader, MethodNotAllowed, known
-from hindsight.engine.keys import PRINCIPAL
-from hindsight.mcp.exchange import SingleExchange
-from hindsight.mcp.surfaces import SCOPE_KEY, RequestState
+from hindsight.mcp.servers import SCOPE_KEY, RequestState
+from hindsight.mcp.single_exchange import SingleExchange
 from hindsight.oauth.resource import endpoint_bank
 
 if TYPE_CHECKING:
-    from hindsight.engine.core import Engine
-    from hindsight.engine.keys import Principal
+    from hindsight.engine.access.keys import Principal
+    from hindsight.engine.facade import Engine
 
 
 _ACCEPT = b"application/json, text/event-stream"

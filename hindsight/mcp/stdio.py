@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 
-from hindsight.engine.core import Engine
-from hindsight.engine.keys import Principal
-from hindsight.mcp.surfaces import RequestState, build_server
+from hindsight.engine.access.keys import Principal
+from hindsight.engine.facade import Engine
+from hindsight.mcp.servers import RequestState, build_server
 
 
 async def serve_stdio(

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from hindsight.engine.curation import MemoryChange, MemoryInvalidate, MemoryUpdated
-from hindsight.engine.documents import (
+from hindsight.engine.access.keys import Principal
+from hindsight.engine.banks.schemas import BankCreate, BankCreated, BankList
+from hindsight.engine.knowledge.documents import (
     Document,
     DocumentDelete,
     DocumentDeleted,
@@ -29,32 +30,7 @@ from hindsight.engine.documents import (
     ImportAccepted,
     ImportDocumentsRequest,
 )
-from hindsight.engine.keys import Principal
-from hindsight.engine.mental_models import (
-    MentalModel,
-    MentalModelChange,
-    MentalModelCreate,
-    MentalModelDeleted,
-    MentalModelList,
-    MentalModelOperation,
-    MentalModelQuery,
-    MentalModelRef,
-)
-from hindsight.engine.models import (
-    BankCreate,
-    BankCreated,
-    BankList,
-    Operation,
-    OperationList,
-    OperationQuery,
-    OperationRef,
-    RecallRequest,
-    RecallResult,
-    RetainBatchRequest,
-    RetainRequest,
-    RetainResult,
-)
-from hindsight.engine.rag import (
+from hindsight.engine.knowledge.rag import (
     AccessRequest,
     AccessResult,
     Caller,
@@ -64,10 +40,24 @@ from hindsight.engine.rag import (
     RagSearchResult,
     parse_caller,
 )
-from hindsight.engine.reflect import ReflectRequest, ReflectResult
+from hindsight.engine.memory.curation import MemoryChange, MemoryInvalidate, MemoryUpdated
+from hindsight.engine.memory.schemas import RetainBatchRequest, RetainRequest, RetainResult
+from hindsight.engine.queue.schemas import Operation, OperationList, OperationQuery, OperationRef
+from hindsight.engine.reflection.mental_models import (
+    MentalModel,
+    MentalModelChange,
+    MentalModelCreate,
+    MentalModelDeleted,
+    MentalModelList,
+    MentalModelOperation,
+    MentalModelQuery,
+    MentalModelRef,
+)
+from hindsight.engine.reflection.reflect import ReflectRequest, ReflectResult
+from hindsight.engine.search.schemas import RecallRequest, RecallResult
 
 if TYPE_CHECKING:
-    from hindsight.engine.core import Engine
+    from hindsight.engine.facade import Engine
 
 
 @dataclass

@@ -3,7 +3,7 @@
 Registration (RFC 7591) is open to anyone who can reach the server, as hosted assistants need it
 to be, and a Client ID Metadata Document is fetched from a URL anyone can name; so what either
 declares is held to rules before it is stored or shown to a person: the text rule of every
-request (engine/strict.py), bounded sizes, and redirect URIs that can only land where the client
+request (engine/rules/text.py), bounded sizes, and redirect URIs that can only land where the client
 itself is (https, the loopback interface of a native app, or a native app's private-use scheme),
 never a `javascript:` or `data:` URL. Redirect URIs then match exactly (the SDK compares them).
 
@@ -26,7 +26,7 @@ from mcp.server.auth.provider import RegistrationError
 from mcp.shared.auth import OAuthClientInformationFull
 from pydantic import ValidationError
 
-from hindsight.engine.strict import problem
+from hindsight.engine.rules.text import problem
 from hindsight.files.fetch import fetch
 from hindsight.files.readers import UnreadableFile
 from hindsight.oauth import store

@@ -25,10 +25,10 @@ from mcp.server.auth.provider import construct_redirect_uri
 from pydantic import BaseModel, Field
 
 from hindsight.config import BANK_ID_RULE
-from hindsight.engine.banks import check_bank_id
+from hindsight.engine.access.keys import Principal
+from hindsight.engine.banks.registry import check_bank_id
 from hindsight.engine.errors import Forbidden, InvalidArgument, NotFound
-from hindsight.engine.keys import Principal
-from hindsight.engine.strict import Strict
+from hindsight.engine.rules.text import Strict
 from hindsight.oauth import store
 from hindsight.oauth.resource import resource_bank
 

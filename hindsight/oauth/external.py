@@ -24,7 +24,7 @@ import httpx
 import jwt
 
 from hindsight.config import Settings, valid_bank_id
-from hindsight.engine.keys import Principal
+from hindsight.engine.access.keys import Principal
 
 log = logging.getLogger("hindsight.oauth")
 

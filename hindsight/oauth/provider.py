@@ -35,8 +35,8 @@ from mcp.server.auth.provider import (
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyUrl, ConfigDict
 
-from hindsight.engine.keys import hash_key
-from hindsight.engine.strict import text_problem
+from hindsight.engine.access.keys import hash_key
+from hindsight.engine.rules.text import text_problem
 from hindsight.oauth import store
 from hindsight.oauth.clients import (
     ClientProblem,

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 from hindsight.config import BANK_ID_RULE, Settings, valid_bank_id
+from hindsight.engine.access.keys import Principal
 from hindsight.engine.errors import NotFound, Unauthorized
-from hindsight.engine.keys import Principal
 from hindsight.oauth import store
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 on a grant naming its bank.
 
 Secrets are 256-bit random values, so one SHA-256 is the right storage, as for API keys
-(engine/keys.py). Each kind of secret has its own prefix, which tells the MCP endpoints an OAuth
+(engine/access/keys.py). Each kind of secret has its own prefix, which tells the MCP endpoints an OAuth
 access token (`hsa_`) from an API key (`hsk_`) without a database lookup, and makes a leaked one
 recognisable to secret scanners.
 """
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from hindsight.config import Settings
 from hindsight.db.sql import Q
-from hindsight.engine.keys import hash_key
+from hindsight.engine.access.keys import hash_key
 
 if TYPE_CHECKING:
     from hindsight.engine.runtime import Runtime

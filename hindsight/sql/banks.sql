@@ -1,4 +1,4 @@
--- Banks: cheap rows whose deletion cascades to everything in them (engine/banks.py).
+-- Banks: cheap rows whose deletion cascades to everything in them (engine/banks/registry.py).
 
 -- bank_ensure --
 -- A bank comes into being at its first write (retain, import, mental model); nothing happens if it exists.

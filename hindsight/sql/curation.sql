@@ -1,4 +1,4 @@
--- Curating memories: edits, invalidation, supersession and their history (engine/curation.py).
+-- Curating memories: edits, invalidation, supersession and their history (engine/memory/curation.py).
 
 -- curation_lock --
 -- The memory as it stands, locked for the change (the caller holds the bank's write lock too).
@@ -98,7 +98,7 @@ JOIN memories m ON m.id = u.id AND m.bank_id = $1;
 -- curation_candidates --
 -- What the LLM compares each raw unit's new facts with, to say which they update: the bank's
 -- current facts about the same entities (tier 0), nearest first, then the nearest in meaning
--- (tier 1, at least $3 similar), at most $4 of each per unit (engine/extract.py keeps $4 in all).
+-- (tier 1, at least $3 similar), at most $4 of each per unit (engine/memory/extraction.py keeps $4 in all).
 -- Facts sharing an entity come first: among a hundred people's "X moved to Y", the facts about
 -- this person are the ones a new fact about them can update.
 SELECT raw.id AS raw_id, c.id, c.text, c.tier, c.d

@@ -1,4 +1,4 @@
--- Documents of the knowledge base: imports as operations, chunks (engine/documents.py).
+-- Documents of the knowledge base: imports as operations, chunks (engine/knowledge/documents.py).
 
 -- document_upload_add --
 -- Uploaded bytes are kept with their import operation (of bank $5), so the import survives a restart.

@@ -1,5 +1,5 @@
 -- The embedding model behind the stored vectors, and re-embedding when it changes
--- (engine/embedding_model.py). /*table*/ and /*index*/ are the fixed names of the tables with
+-- (engine/memory/reembedding.py). /*table*/ and /*index*/ are the fixed names of the tables with
 -- an embedding column (embedding_model.TARGETS), never a client's text.
 
 -- embedding_column --

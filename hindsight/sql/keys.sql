@@ -1,4 +1,4 @@
--- API keys, stored as SHA-256 hashes of their secrets (engine/keys.py).
+-- API keys, stored as SHA-256 hashes of their secrets (engine/access/keys.py).
 
 -- key_create --
 -- A new key; its secret is returned to the caller once and only its hash is kept.

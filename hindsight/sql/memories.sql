@@ -1,4 +1,4 @@
--- Stored memory units: browsing, deleting, lineage and entities (engine/memories.py).
+-- Stored memory units: browsing, deleting, lineage and entities (engine/memory/records.py).
 
 -- memory_columns --
 -- Fragment: the columns of a Memory (memories.to_memory) for statements reading `memories m`.

@@ -1,4 +1,4 @@
--- Mental models: a source query whose content reflect keeps current (engine/mental_models.py).
+-- Mental models: a source query whose content reflect keeps current (engine/reflection/mental_models.py).
 
 -- mental_model_ids_like --
 -- Ids taken by a name's slug and its numbered variants, to give a new model a free one.
@@ -17,7 +17,7 @@ SELECT dedup_key, id FROM operations
 WHERE bank_id = $1 AND dedup_key = ANY($2::text[]) AND status IN ('queued', 'running');
 
 -- mental_model_list --
--- A bank's models, oldest first, filtered by their own tags as memories are (engine/tags.py).
+-- A bank's models, oldest first, filtered by their own tags as memories are (engine/rules/tags.py).
 SELECT bank_id, id, name, source_query, tags, max_tokens, content, based_on, status, last_refreshed_at,
        last_error, created_at, updated_at
 FROM mental_models WHERE bank_id = $1 /*tags*/

@@ -1,4 +1,4 @@
--- Operations: the durable work queue is a table (engine/operations.py, worker.py).
+-- Operations: the durable work queue is a table (engine/queue/operations.py, worker.py).
 
 -- operation_enqueue --
 -- Queue work in the caller's transaction; with a dedup key, nothing when one is already queued or running.

@@ -1,4 +1,4 @@
--- Bank export and import (engine/portable.py). Export reads one consistent snapshot, each kind
+-- Bank export and import (engine/transfer/portable.py). Export reads one consistent snapshot, each kind
 -- in an order that puts referenced rows first; every row is one JSON text. /*table*/ and
 -- /*columns*/ are names of ours: tables from the importer's own list, columns from the catalogue.
 

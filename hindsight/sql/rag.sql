@@ -1,4 +1,4 @@
--- Document search: rag_search, search_documents and verify_document_access (engine/rag.py).
+-- Document search: rag_search, search_documents and verify_document_access (engine/knowledge/rag.py).
 -- Access: a caller sees a document that is public (no tags, no allowed users), shares one of its
 -- session tags or is among its allowed users (bound as $3 and $4, or $2 and $3 in the keyword
 -- statement). /*filter*/ holds the request's filter expression, bound after each statement's own

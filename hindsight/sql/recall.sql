@@ -1,5 +1,5 @@
 -- Recall: four arms, each one indexed query, fused in Python, then one details statement
--- (engine/recall.py). /*filter*/ holds the request's conditions (tags, types, filter expression,
+-- (engine/search/recall.py). /*filter*/ holds the request's conditions (tags, types, filter expression,
 -- superseded units left out), bound after each statement's own parameters.
 
 -- recall_semantic --
@@ -48,7 +48,7 @@ SELECT ARRAY(SELECT id FROM d ORDER BY d, id LIMIT $3) AS semantic,
 
 -- recall_bank_sizes --
 -- How many memories the bank holds (its '' lexeme, migration 004) and, as PostgreSQL counts them,
--- all banks together: the semantic and time arms' choice of plan (engine/sizes.py). The
+-- all banks together: the semantic and time arms' choice of plan (engine/banks/sizes.py). The
 -- statistics system's live-row count follows every insert and delete but starts again from 0
 -- after a crash; the planner's count (reltuples) survives one but waits for VACUUM or ANALYZE.
 SELECT coalesce((SELECT n FROM bank_lexemes WHERE bank_id = $1 AND lexeme = ''), 0) AS bank,
@@ -116,7 +116,7 @@ ORDER BY d + 0; -- sorted, as recall_semantic's walk
 -- order of their index, and of the memories that occurred, the $6 that started last before the
 -- window's end (no index bounds when an event ended), those that overlap it; the filters apply
 -- after. What the walk found is ranked with them, so a window wider than that is never ranked
--- worse than the walk alone. $7: a bank small beside the others (engine/sizes.py) skips the walk,
+-- worse than the walk alone. $7: a bank small beside the others (engine/banks/sizes.py) skips the walk,
 -- which would read most of its 3,000 rows for nothing (planned for true, the walk is pruned).
 WITH walk AS MATERIALIZED (SELECT m.id, m.embedding <=> $2 AS d FROM memories m
                            WHERE NOT $7 AND m.bank_id = $1

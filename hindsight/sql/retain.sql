@@ -1,4 +1,4 @@
--- Retain and fact extraction: writing memory units, their entities and facts (engine/retain.py, engine/extract.py).
+-- Retain and fact extraction: writing memory units, their entities and facts (engine/memory/retain.py, engine/memory/extraction.py).
 
 -- entity_mentions_add --
 -- Upsert the entities a batch of units mentions, adding to their mention counts; names come

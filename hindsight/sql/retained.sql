@@ -1,4 +1,4 @@
--- Retained documents: the memories retained under a document_id and the text retained there (engine/retained.py).
+-- Retained documents: the memories retained under a document_id and the text retained there (engine/memory/sources.py).
 
 -- retained_document_get --
 -- The text retained under a document_id, with how many memories it holds.

@@ -1,4 +1,4 @@
--- LLM calls, tokens and cost (engine/usage.py, llm/client.py, metrics.py).
+-- LLM calls, tokens and cost (engine/banks/usage.py, llm/client.py, metrics.py).
 
 -- usage_record --
 -- One LLM call's tokens and cost, per bank and operation, for GET /v1/banks/{bank}/usage.

@@ -11,7 +11,7 @@ import asyncio
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from hindsight.engine.keys import Principal
+from hindsight.engine.access.keys import Principal
 
 from conftest import mcp_local
 

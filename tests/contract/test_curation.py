@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from hindsight.engine.keys import Principal
+from hindsight.engine.access.keys import Principal
 
 from conftest import mcp_local
 
@@ -204,7 +204,7 @@ async def test_mcp_update_and_invalidate_and_read_only_keys(app, rest, bank):
 async def test_a_model_drawing_from_a_changed_memory_goes_stale(app, rest, bank):
     """The sweep's rule, read from the database: a model whose based_on names a memory changed
     after its watermark is queued for a refresh."""
-    from hindsight.engine.mental_models import sweep_stale_models
+    from hindsight.engine.reflection.mental_models import sweep_stale_models
 
     mid = await retain(rest, bank, content="Frank lives in Oslo.")
     async with app.engine.rt.pool.acquire() as conn:

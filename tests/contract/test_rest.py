@@ -159,7 +159,7 @@ async def test_batch_of_1000(rest, app, bank):
     get its own text's vector, across the step boundaries too."""
     import numpy as np
 
-    from hindsight.engine.retain import STEP_UNITS
+    from hindsight.engine.memory.retain import STEP_UNITS
 
     items = [
         {"content": f"Batch item {i}: the user visited city number {i}.", "metadata": {"i": i}} for i in range(1000)

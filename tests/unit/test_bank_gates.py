@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from hindsight.engine.runtime import BankGates
+from hindsight.engine.banks.gates import BankGates
 
 
 async def test_a_bank_holds_at_most_width_and_serves_its_waiters_in_order():
@@ -64,7 +64,7 @@ async def test_a_cancelled_waiter_leaves_no_trace():
 def test_a_bank_has_four_lanes_a_core_shared_by_the_processes():
     from hindsight.config import load_settings
     from hindsight.cpus import cores
-    from hindsight.engine.runtime import lane_width
+    from hindsight.engine.banks.gates import lane_width
 
     assert lane_width(load_settings({})) == 4 * cores()
     assert lane_width(load_settings({"HINDSIGHT_API_WORKERS": "2"})) == max(1, 4 * cores() // 2)

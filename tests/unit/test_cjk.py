@@ -1,11 +1,11 @@
-"""Chinese, Japanese and Korean text for the keyword and entity arms (engine/cjk.py, engine/zh_names.py)."""
+"""Chinese, Japanese and Korean text for the keyword and entity arms (language/cjk.py, language/chinese_names.py)."""
 
 from __future__ import annotations
 
-from hindsight.engine.cjk import entity_candidates, query_grams
-from hindsight.engine.entities import extract_entities
-from hindsight.engine.recall import content_words
-from hindsight.engine.zh_names import chinese_names
+from hindsight.engine.search.recall import content_words
+from hindsight.language.chinese_names import chinese_names
+from hindsight.language.cjk import entity_candidates, query_grams
+from hindsight.language.entities import extract_entities
 
 
 def test_query_grams_are_pairs_without_question_words():

@@ -1,9 +1,9 @@
-"""The entity heuristic (engine/entities.py): runs of capitalised words, minus sentence-initial
+"""The entity heuristic (language/entities.py): runs of capitalised words, minus sentence-initial
 common words, pronouns, weekdays and months, with a kind from suffixes and prepositions."""
 
 from __future__ import annotations
 
-from hindsight.engine.entities import canonical, extract_entities, kind_of_type, merge_entities
+from hindsight.language.entities import canonical, extract_entities, kind_of_type, merge_entities
 
 
 def test_people_places_and_organisations():

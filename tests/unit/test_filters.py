@@ -1,13 +1,13 @@
-"""The filter language (engine/filters.py) compiles to parameterised SQL: field names from a
+"""The filter language (engine/search/filters.py) compiles to parameterised SQL: field names from a
 fixed table, every value bound, limits enforced, errors naming the position."""
 
 from __future__ import annotations
 
 import pytest
 
-from hindsight.engine.binder import Binder, Fragment
+from hindsight.db.binder import Binder, Fragment
 from hindsight.engine.errors import InvalidArgument
-from hindsight.engine.filters import CHUNK_FIELDS, MEMORY_FIELDS, compile_filter
+from hindsight.engine.search.filters import CHUNK_FIELDS, MEMORY_FIELDS, compile_filter
 
 
 def test_values_are_bound_after_the_statements_own_parameters():

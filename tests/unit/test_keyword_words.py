@@ -1,4 +1,4 @@
-"""Which query words the keyword arms rank by (engine/recall.py): the words the bank holds,
+"""Which query words the keyword arms rank by (engine/search/recall.py): the words the bank holds,
 rarest first, at most MAX_QUERY_WORDS of them, each weighed by its inverse document frequency;
 and which of them seed the candidates."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from hindsight.engine.recall import KEYWORD_SCAN_CAP, MAX_QUERY_WORDS, rarest_first, seed_words
+from hindsight.engine.search.recall import KEYWORD_SCAN_CAP, MAX_QUERY_WORDS, rarest_first, seed_words
 
 
 def _rows(counts: dict[str, int], total: int) -> list[dict]:

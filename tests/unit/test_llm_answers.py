@@ -13,13 +13,13 @@ import pytest
 from pydantic import ValidationError
 
 from hindsight.config import load_settings
-from hindsight.engine.entities import MAX_ENTITY_CHARS, merge_entities
 from hindsight.engine.errors import LLM_FAILED, LLMUnavailable, known
-from hindsight.engine.extract import MAX_FACT_CHARS, ExtractedFacts
-from hindsight.engine.reflect import ReflectRequest, _extractive
+from hindsight.engine.memory.extraction import MAX_FACT_CHARS, ExtractedFacts
+from hindsight.engine.reflection.reflect import ReflectRequest, _extractive
+from hindsight.language.entities import MAX_ENTITY_CHARS, merge_entities
 from hindsight.llm import CAUSE_WORDS, CAUSES, LLM, LLMError, Rejected
 from hindsight.llm.client import REQUEST_WAIT_LIMIT, Failure, parse_retry_after, rejection
-from hindsight.mcp.surfaces import jsonrpc_error
+from hindsight.mcp.servers import jsonrpc_error
 from hindsight.text import estimate_tokens
 
 NOW = datetime(2026, 11, 23, 12, 0, 0, tzinfo=UTC)

@@ -10,8 +10,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from hindsight.engine.memories import TOO_DEEP, memory_values, to_memory
-from hindsight.engine.models import Memory, RecallResult
+from hindsight.engine.memory.records import TOO_DEEP, memory_values, to_memory
+from hindsight.engine.memory.schemas import Memory
+from hindsight.engine.search.schemas import RecallResult
 
 NOW = datetime(2024, 5, 7, 12, 30, tzinfo=UTC)
 

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 from pydantic import TypeAdapter
 
-from hindsight.engine.models import RecallResult
+from hindsight.engine.search.schemas import RecallResult
 from hindsight.mcp.catalog import TOOLS
 from hindsight.mcp.output_schema import cheap_to_validate
 

@@ -1,6 +1,6 @@
 """The request models are the contract of each operation (defaults, limits, cleaning), and one
-wording of what is wrong serves every face (engine/validation.py); MCP arguments are generated
-from the models (mcp/surfaces.py)."""
+wording of what is wrong serves every face (engine/rules/validation.py); MCP arguments are generated
+from the models (mcp/servers.py)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,16 @@ import pytest
 from pydantic import ValidationError
 
 from hindsight.docs import tools_table
-from hindsight.engine.documents import DocumentDelete, ImportDocumentsRequest
 from hindsight.engine.errors import InvalidArgument
-from hindsight.engine.mental_models import MentalModelChange, MentalModelUpdate
-from hindsight.engine.models import OperationQuery, RecallRequest, RetainBatchRequest, RetainRequest
-from hindsight.engine.rag import DocumentSearchRequest, RagSearchRequest
-from hindsight.engine.validation import describe, parse
+from hindsight.engine.knowledge.documents import DocumentDelete, ImportDocumentsRequest
+from hindsight.engine.knowledge.rag import DocumentSearchRequest, RagSearchRequest
+from hindsight.engine.memory.schemas import RetainBatchRequest, RetainRequest
+from hindsight.engine.queue.schemas import OperationQuery
+from hindsight.engine.reflection.mental_models import MentalModelChange, MentalModelUpdate
+from hindsight.engine.rules.validation import describe, parse
+from hindsight.engine.search.schemas import RecallRequest
 from hindsight.mcp.catalog import TOOLS
-from hindsight.mcp.surfaces import arguments
+from hindsight.mcp.servers import arguments
 
 
 def message(model, **values) -> str:
@@ -94,7 +96,7 @@ def test_a_response_schema_is_refused_past_its_values_before_jsonschema_reads_it
     # {"allOf": [{}, ...]} (8,170 values) took 1 s. Past 1,000 values it is refused unread.
     import jsonschema
 
-    from hindsight.engine.reflect import MAX_SCHEMA_VALUES, ReflectRequest
+    from hindsight.engine.reflection.reflect import MAX_SCHEMA_VALUES, ReflectRequest
 
     checked: list = []
     real = jsonschema.validators.validator_for
@@ -111,7 +113,7 @@ def test_a_response_schema_is_refused_past_its_values_before_jsonschema_reads_it
 def test_a_banks_disposition_and_kept_settings_are_small():
     # Stored with the bank and sent back whole on every read (the disposition in every reflect
     # prompt): 10 MB of nested empty lists took the event loop 0.3 s each time the bank was read.
-    from hindsight.engine.models import BankUpdate
+    from hindsight.engine.banks.schemas import BankUpdate
 
     lists = {"a": [[] for _ in range(10_000)]}
     assert message(BankUpdate, disposition=lists) == "disposition: larger than 16 KiB of JSON (UTF-8)"
@@ -127,7 +129,7 @@ def test_a_banks_disposition_and_kept_settings_are_small():
 def test_a_response_schema_may_not_ask_for_regular_expressions():
     # jsonschema would run them with Python's re over the LLM's answer, on the event loop:
     # ^(a+)+$ against 40 a's and a b backtracks for hours, and the caller can steer the answer.
-    from hindsight.engine.reflect import ReflectRequest
+    from hindsight.engine.reflection.reflect import ReflectRequest
 
     evil = {"type": "object", "properties": {"name": {"type": "string", "pattern": "^(a+)+$"}}}
     assert message(ReflectRequest, query="q", response_schema=evil).startswith(

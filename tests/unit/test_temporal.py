@@ -1,4 +1,4 @@
-"""Time expressions become windows resolved against the item's timestamp (engine/temporal.py)."""
+"""Time expressions become windows resolved against the item's timestamp (language/time_expressions.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from hindsight.engine.temporal import find_time_windows
+from hindsight.language.time_expressions import find_time_windows
 
 BASE = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # a Monday
 

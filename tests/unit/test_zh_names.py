@@ -1,4 +1,4 @@
-"""Chinese names at a bounded cost (engine/zh_names.py): whatever the text, jieba's hidden Markov
+"""Chinese names at a bounded cost (language/chinese_names.py): whatever the text, jieba's hidden Markov
 model only sees what the request's allowance pays for, and within it the names are those
 jieba.posseg.cut finds over the whole text."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 import jieba.posseg as posseg
 import pytest
 
-from hindsight.engine import zh_names
-from hindsight.engine.models import RetainItem
-from hindsight.engine.retain import prepare_units
-from hindsight.engine.zh_names import Budget, chinese_names
+from hindsight.engine.memory.retain import prepare_units
+from hindsight.engine.memory.schemas import RetainItem
+from hindsight.language import chinese_names as zh_names
+from hindsight.language.chinese_names import Budget, chinese_names
 
 PROSE = "。王芳和李明在北京见面，张伟去了上海的华为公司。"
 NAMES = [

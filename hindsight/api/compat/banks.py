@@ -11,11 +11,12 @@ from fastapi import APIRouter, Query
 from hindsight.api.compat import convert
 from hindsight.api.compat import models as M
 from hindsight.api.deps import BankId, Caller, EngineDep
-from hindsight.engine.core import Engine
+from hindsight.engine.access.keys import Principal
+from hindsight.engine.banks.schemas import Bank, BankCreate, BankUpdate
 from hindsight.engine.errors import InvalidArgument
-from hindsight.engine.keys import Principal
-from hindsight.engine.models import MAX_OFFSET, Bank, BankCreate, BankUpdate
-from hindsight.engine.validation import parse
+from hindsight.engine.facade import Engine
+from hindsight.engine.rules.fields import MAX_OFFSET
+from hindsight.engine.rules.validation import parse
 
 router = APIRouter(prefix="/v1/default/banks", tags=["Hindsight-compatible: banks"])
 

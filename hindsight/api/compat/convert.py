@@ -7,11 +7,12 @@ from datetime import datetime
 from typing import Any
 
 from hindsight.api.compat import models as M
-from hindsight.engine.curation import MemoryHistory
+from hindsight.engine.banks.schemas import Bank
 from hindsight.engine.errors import InvalidArgument
-from hindsight.engine.mental_models import MentalModel
-from hindsight.engine.models import Bank, Memory, Operation, RetainItem
-from hindsight.engine.validation import parse_retain_items
+from hindsight.engine.memory.curation import MemoryHistory
+from hindsight.engine.memory.schemas import Memory, RetainItem, parse_retain_items
+from hindsight.engine.queue.schemas import Operation
+from hindsight.engine.reflection.mental_models import MentalModel
 
 # Our operation states in the reference's words, and back (either word is accepted in filters).
 STATUS_OUT = {

@@ -12,13 +12,14 @@ from hindsight.api.compat import convert
 from hindsight.api.compat import models as M
 from hindsight.api.deps import BankId, Caller, EngineDep
 from hindsight.api.errors import LLM_ERROR_RESPONSES
-from hindsight.engine.curation import MemoryUpdate
-from hindsight.engine.memories import MemoryQuery
-from hindsight.engine.models import MAX_OFFSET, RecallRequest
-from hindsight.engine.reflect import ReflectRequest
-from hindsight.engine.retained import RetainedQuery
-from hindsight.engine.tags import TagsMatch
-from hindsight.engine.validation import parse
+from hindsight.engine.memory.curation import MemoryUpdate
+from hindsight.engine.memory.records import MemoryQuery
+from hindsight.engine.memory.sources import RetainedQuery
+from hindsight.engine.reflection.reflect import ReflectRequest
+from hindsight.engine.rules.fields import MAX_OFFSET
+from hindsight.engine.rules.tags import TagsMatch
+from hindsight.engine.rules.validation import parse
+from hindsight.engine.search.schemas import RecallRequest
 
 router = APIRouter(prefix="/v1/default/banks/{bank_id}", tags=["Hindsight-compatible: memories"])
 

@@ -11,10 +11,10 @@ from fastapi import APIRouter, Body, Query
 from hindsight.api.compat import convert
 from hindsight.api.compat import models as M
 from hindsight.api.deps import BankId, Caller, EngineDep
-from hindsight.engine.mental_models import MentalModelCreate, MentalModelQuery, MentalModelUpdate
-from hindsight.engine.models import MAX_OFFSET
-from hindsight.engine.tags import TagsMatch
-from hindsight.engine.validation import parse
+from hindsight.engine.reflection.mental_models import MentalModelCreate, MentalModelQuery, MentalModelUpdate
+from hindsight.engine.rules.fields import MAX_OFFSET
+from hindsight.engine.rules.tags import TagsMatch
+from hindsight.engine.rules.validation import parse
 
 router = APIRouter(prefix="/v1/default/banks/{bank_id}/mental-models", tags=["Hindsight-compatible: mental models"])
 Detail = Literal["metadata", "content", "full"]

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from hindsight.engine.strict import Strict
-from hindsight.engine.tags import TagsMatch
+from hindsight.engine.rules.tags import TagsMatch
+from hindsight.engine.rules.text import Strict
 
 Budget = Literal["low", "mid", "high"]
 

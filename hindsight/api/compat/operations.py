@@ -8,8 +8,9 @@ from hindsight.api.compat import convert
 from hindsight.api.compat import models as M
 from hindsight.api.deps import BankId, Caller, EngineDep
 from hindsight.engine.errors import Conflict, InvalidArgument
-from hindsight.engine.models import MAX_OFFSET, TERMINAL, OperationQuery
-from hindsight.engine.validation import parse
+from hindsight.engine.queue.schemas import TERMINAL, OperationQuery
+from hindsight.engine.rules.fields import MAX_OFFSET
+from hindsight.engine.rules.validation import parse
 
 router = APIRouter(prefix="/v1/default/banks/{bank_id}/operations", tags=["Hindsight-compatible: operations"])
 

@@ -28,4 +28,4 @@ async def version(eng: EngineDep):
 
 @router.get("/health/live", response_model=M.Liveness, summary="Liveness: the process answers (no database access)")
 async def live(eng: EngineDep):
-    return M.Liveness(version=__version__, uptime_seconds=round(time.time() - eng.started_at, 3))
+    return M.Liveness(version=__version__, uptime_seconds=round(time.time() - eng.lifecycle.started_at, 3))

@@ -1,12 +1,12 @@
 """The built-in tenant extension: API keys (`HINDSIGHT_API_TENANT_EXTENSION=
 hindsight.extensions.builtin.tenant:ApiKeyTenantExtension`). The engine loads it by that name
-(engine/tenant.py)."""
+(engine/access/tenant.py)."""
 
 from __future__ import annotations
 
+from hindsight.engine.access.keys import Principal, authenticate
+from hindsight.engine.access.tenant import TenantExtension
 from hindsight.engine.errors import Unauthorized
-from hindsight.engine.keys import Principal, authenticate
-from hindsight.engine.tenant import TenantExtension
 
 __all__ = ["ApiKeyTenantExtension", "TenantExtension"]
 

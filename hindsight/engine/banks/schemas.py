@@ -1,0 +1,97 @@
+"""The shapes of banks: their profile, counts, and what creates or changes one."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from hindsight.engine.rules.fields import METADATA_BYTES, BankId
+from hindsight.engine.rules.text import Strict
+
+ChunkSize = Field(None, ge=200, le=20_000, description="Default characters per document chunk for this bank.")
+
+
+class Bank(BaseModel):
+    bank_id: str
+    name: str | None = None
+    mission: str | None = None
+    disposition: dict[str, Any] = Field(default_factory=dict)
+    document_chunk_size: int | None = Field(
+        None, description="Default characters per document chunk (else the server's)."
+    )
+    client_settings: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Settings a client set for this bank that this server keeps but has no use for "
+        "(Hindsight's bank config: PATCH /v1/default/banks/{bank_id}/config).",
+    )
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    memory_count: int | None = None
+    entity_count: int | None = None
+    document_count: int | None = None
+    last_memory_at: datetime | None = None
+
+
+class BankCounts(BaseModel):
+    """What a bank holds, counted: memories by type, links by kind, operations by status."""
+
+    bank_id: str
+    memories_by_type: dict[str, int]
+    links_by_kind: dict[str, int] = Field(description="entity: entity mentions; source: a fact's raw units.")
+    operations_by_status: dict[str, int]
+    documents: int
+    last_memory_at: datetime | None = None
+
+
+class BankList(BaseModel):
+    banks: list[Bank]
+
+
+class BankCreated(BaseModel):
+    bank: Bank
+    created: bool = Field(description="False when the bank already existed (returned unchanged).")
+
+
+class BankDeleted(BaseModel):
+    deleted: bool
+    bank_id: str
+    memories_deleted: int
+
+
+class BankCreate(Strict):
+    model_config = ConfigDict(extra="forbid")
+
+    bank_id: BankId
+    name: str | None = Field(None, max_length=200, description="A display name.")
+    mission: str | None = Field(
+        None, max_length=4_000, description="Who the agent is and what it is trying to accomplish (steers reflect)."
+    )
+    document_chunk_size: int | None = ChunkSize
+
+
+class BankUpdate(Strict):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(None, max_length=200)
+    mission: str | None = Field(None, max_length=4_000)
+    disposition: dict[str, Any] | None = None
+    document_chunk_size: int | None = ChunkSize
+    client_settings: dict[str, Any] | None = Field(None, max_length=100, description="Replaces the kept settings.")
+
+    @field_validator("disposition", "client_settings", mode="before")
+    @classmethod
+    def _small(cls, v: Any, info: ValidationInfo) -> Any:
+        """At most 16 KiB, as a memory's metadata: both are stored with the bank and sent back
+        whole with it (every bank read, every listing), and the disposition goes into every
+        reflect prompt. 10 MB of nested empty lists took 0.3 s of the event loop each time the
+        bank was read."""
+        try:
+            size = len(json.dumps(v, default=str, ensure_ascii=False).encode()) if isinstance(v, dict) else 0
+        except (RecursionError, ValueError):
+            return v  # nested past json's reach: the depth check that follows refuses it
+        if size > METADATA_BYTES:
+            raise ValueError("larger than 16 KiB of JSON (UTF-8)")
+        return v

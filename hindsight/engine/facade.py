@@ -1,0 +1,346 @@
+"""The engine: one async method per operation, each taking the calling principal first.
+
+MCP tools, REST routes and the CLI are thin adapters over these methods, so validation,
+authorisation and limits are enforced once, whichever face a request came through.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from hindsight.config import Settings
+from hindsight.db.sql import Q
+from hindsight.engine.access import keys
+from hindsight.engine.access.keys import Principal
+from hindsight.engine.access.schemas import ApiKey, ApiKeyCreate, ApiKeyList
+from hindsight.engine.banks import registry as banks
+from hindsight.engine.banks.registry import check_bank_id
+from hindsight.engine.banks.schemas import Bank, BankCounts, BankCreate, BankCreated, BankDeleted, BankList, BankUpdate
+from hindsight.engine.banks.usage import get_bank_usage
+from hindsight.engine.errors import InvalidArgument, NotFound
+from hindsight.engine.knowledge import documents as docs
+from hindsight.engine.knowledge import rag
+from hindsight.engine.lifecycle import Lifecycle
+from hindsight.engine.memory import curation
+from hindsight.engine.memory import records as memories
+from hindsight.engine.memory import sources as retained
+from hindsight.engine.memory.curation import actor_of
+from hindsight.engine.memory.retain import RetainAccepted, extraction_awaited, retain_later
+from hindsight.engine.memory.retain import retain as _retain
+from hindsight.engine.memory.schemas import Memory, RetainItem, RetainResult
+from hindsight.engine.queue import operations as ops
+from hindsight.engine.queue.schemas import Operation, OperationList, OperationQuery
+from hindsight.engine.reflection import mental_models as mm
+from hindsight.engine.reflection.mental_models import (
+    MentalModel,
+    MentalModelCreate,
+    MentalModelDeleted,
+    MentalModelList,
+    MentalModelOperation,
+    MentalModelQuery,
+    MentalModelUpdate,
+    MentalModelVersion,
+)
+from hindsight.engine.reflection.reflect import ReflectRequest, ReflectResult, empty_bank_reflection
+from hindsight.engine.reflection.reflect import reflect as _reflect
+from hindsight.engine.runtime import Runtime
+from hindsight.engine.search.recall import recall as _recall
+from hindsight.engine.search.schemas import RecallRequest, RecallResult
+from hindsight.engine.transfer import portable
+from hindsight.engine.worker.runner import Worker
+
+log = logging.getLogger("hindsight")
+
+
+class Engine:
+    """The operations, over the process's parts (engine/lifecycle.py), which `start` brings up."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.lifecycle = Lifecycle(settings)
+
+    async def start(self, run_scheduler: bool = True) -> None:
+        await self.lifecycle.start(run_scheduler)
+
+    async def close(self) -> None:
+        await self.lifecycle.close()
+
+    @property
+    def started(self) -> bool:
+        return self.lifecycle.started
+
+    @property
+    def rt(self) -> Runtime:
+        """What the rooms' functions run on (engine/runtime.py); only on a started engine."""
+        return self.lifecycle.rt
+
+    @property
+    def worker(self) -> Worker:
+        return self.lifecycle.worker
+
+    async def authenticate(self, authorization: str | None) -> Principal:
+        return await self.lifecycle.tenant.principal(authorization)
+
+    # ---- banks --------------------------------------------------------------------------
+    async def create_bank(self, who: Principal, req: BankCreate) -> BankCreated:
+        """Admins create any bank; a scoped key only the banks it may write, as its first retain
+        there would (Hindsight's integrations call create_bank at start-up)."""
+        who.require_bank(req.bank_id, write=True)
+        bank, created = await banks.create_bank(self.rt, req)
+        return BankCreated(bank=bank, created=created)
+
+    async def list_banks(self, who: Principal) -> BankList:
+        return BankList(banks=await banks.list_banks(self.rt, who.visible_banks()))
+
+    async def get_bank(self, who: Principal, bank_id: str) -> Bank:
+        self.require(who, bank_id)
+        return await banks.get_bank(self.rt, bank_id)
+
+    async def update_bank(self, who: Principal, bank_id: str, req: BankUpdate) -> Bank:
+        self.require(who, bank_id, write=True)
+        return await banks.update_bank(self.rt, bank_id, req)
+
+    async def count_bank(self, who: Principal, bank_id: str) -> BankCounts:
+        async with self._reading(who, bank_id):
+            return await banks.count_bank(self.rt, bank_id)
+
+    async def delete_bank(self, who: Principal, bank_id: str) -> BankDeleted:
+        check_bank_id(bank_id)
+        who.require_admin()
+        n = await banks.delete_bank(self.rt, bank_id)
+        return BankDeleted(deleted=True, bank_id=bank_id, memories_deleted=n)
+
+    # ---- memories -------------------------------------------------------------------
+    async def retain(self, who: Principal, bank_id: str, items: list[RetainItem], wait: bool = False) -> RetainResult:
+        self.require(who, bank_id, write=True)
+        result = await _retain(self.rt, bank_id, items, actor=actor_of(who.key_id, who.kind))
+        return await extraction_awaited(self.rt, bank_id, result) if wait else result
+
+    async def retain_later(self, who: Principal, bank_id: str, items: list[RetainItem]) -> RetainAccepted:
+        """Accept now (items committed with their operation), store in the background."""
+        self.require(who, bank_id, write=True)
+        return await retain_later(self.rt, bank_id, items, actor=actor_of(who.key_id, who.kind))
+
+    async def recall(self, who: Principal, bank_id: str, req: RecallRequest) -> RecallResult:
+        self.require(who, bank_id)
+        if req.max_tokens > self.settings.max_recall_tokens:
+            raise InvalidArgument(
+                f"max_tokens: {req.max_tokens} exceeds the limit of {self.settings.max_recall_tokens}", "max_tokens"
+            )
+        async with self.rt.lanes.hold(bank_id):
+            return await _recall(self.rt, bank_id, req)
+
+    async def list_memories(self, who: Principal, bank_id: str, query: memories.MemoryQuery) -> memories.MemoryList:
+        async with self._reading(who, bank_id):
+            return await memories.list_memories(self.rt, bank_id, query)
+
+    async def get_retained_document(self, who: Principal, bank_id: str, document_id: str) -> retained.RetainedDocument:
+        self.require(who, bank_id)
+        return await retained.get_retained_document(self.rt, bank_id, document_id)
+
+    async def list_retained_documents(
+        self, who: Principal, bank_id: str, query: retained.RetainedQuery
+    ) -> tuple[list[retained.RetainedDocument], int]:
+        async with self._reading(who, bank_id):
+            return await retained.list_retained_documents(self.rt, bank_id, query)
+
+    async def list_document_units(
+        self, who: Principal, bank_id: str, document_id: str, limit: int, offset: int
+    ) -> tuple[list[Memory], int]:
+        async with self._reading(who, bank_id):
+            return await retained.list_document_units(self.rt, bank_id, document_id, limit, offset)
+
+    async def delete_retained_document(self, who: Principal, bank_id: str, document_id: str) -> int:
+        self.require(who, bank_id, write=True)
+        return await retained.delete_retained_document(self.rt, bank_id, document_id)
+
+    async def get_memory(self, who: Principal, bank_id: str, memory_id: str) -> Memory:
+        self.require(who, bank_id)
+        return await memories.get_memory(self.rt, bank_id, memory_id)
+
+    async def memory_lineage(self, who: Principal, bank_id: str, memory_id: str) -> memories.Lineage:
+        self.require(who, bank_id)
+        return await memories.get_lineage(self.rt, bank_id, memory_id)
+
+    async def list_entities(self, who: Principal, bank_id: str, query: memories.EntityQuery) -> memories.EntityList:
+        async with self._reading(who, bank_id):
+            return await memories.list_entities(self.rt, bank_id, query)
+
+    async def get_memories(self, who: Principal, bank_id: str, memory_ids: list[str]) -> list[Memory]:
+        """The bank's memories among `memory_ids`, in that order (those not found are left out)."""
+        async with self._reading(who, bank_id):
+            return await memories.get_memories(self.rt, bank_id, memory_ids)
+
+    async def delete_memory(self, who: Principal, bank_id: str, memory_id: str) -> memories.MemoryDeleted:
+        self.require(who, bank_id, write=True)
+        await memories.delete_memory(self.rt, bank_id, memory_id, actor_of(who.key_id, who.kind))
+        return memories.MemoryDeleted(deleted=True, memory_id=memory_id)
+
+    async def update_memory(
+        self, who: Principal, bank_id: str, memory_id: str, req: curation.MemoryUpdate
+    ) -> curation.MemoryUpdated:
+        """Edit, invalidate or restore one memory; the change is recorded in its history."""
+        self.require(who, bank_id, write=True)
+        return await curation.update_memory(self.rt, bank_id, memory_id, req, actor_of(who.key_id, who.kind))
+
+    async def invalidate_memory(
+        self, who: Principal, bank_id: str, memory_id: str, reason: str | None = None
+    ) -> curation.MemoryUpdated:
+        self.require(who, bank_id, write=True)
+        req = curation.MemoryUpdate(state="invalidated", reason=reason)
+        return await curation.update_memory(self.rt, bank_id, memory_id, req, actor_of(who.key_id, who.kind))
+
+    async def memory_history(self, who: Principal, bank_id: str, memory_id: str) -> curation.MemoryHistory:
+        self.require(who, bank_id)
+        return await curation.memory_history(self.rt, bank_id, memory_id)
+
+    async def reflect(self, who: Principal, bank_id: str, req: ReflectRequest) -> ReflectResult:
+        self.require(who, bank_id)
+        if not await self._bank_exists(bank_id):
+            return empty_bank_reflection(bank_id, req)
+        return await _reflect(self.rt, bank_id, req)
+
+    # ---- mental models ------------------------------------------------------------------
+    async def create_mental_model(self, who: Principal, bank_id: str, req: MentalModelCreate) -> MentalModelOperation:
+        self.require(who, bank_id, write=True)
+        return await mm.create_mental_model(self.rt, bank_id, req)
+
+    async def list_mental_models(self, who: Principal, bank_id: str, req: MentalModelQuery) -> MentalModelList:
+        self.require(who, bank_id)
+        return await mm.list_mental_models(self.rt, bank_id, req)
+
+    async def get_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModel:
+        self.require(who, bank_id)
+        return await mm.get_mental_model(self.rt, bank_id, model_id)
+
+    async def mental_model_history(self, who: Principal, bank_id: str, model_id: str) -> list[MentalModelVersion]:
+        self.require(who, bank_id)
+        return await mm.get_mental_model_history(self.rt, bank_id, model_id)
+
+    async def update_mental_model(
+        self, who: Principal, bank_id: str, model_id: str, req: MentalModelUpdate
+    ) -> MentalModel:
+        self.require(who, bank_id, write=True)
+        return await mm.update_mental_model(self.rt, bank_id, model_id, req)
+
+    async def delete_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModelDeleted:
+        self.require(who, bank_id, write=True)
+        await mm.delete_mental_model(self.rt, bank_id, model_id)
+        return MentalModelDeleted(deleted=True, mental_model_id=model_id)
+
+    async def refresh_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModelOperation:
+        self.require(who, bank_id, write=True)
+        return await mm.refresh_mental_model(self.rt, bank_id, model_id)
+
+    # ---- documents -------------------------------------------------------------------------
+    async def import_documents(
+        self, who: Principal, bank_id: str, req: docs.ImportRequest, wait: bool = False
+    ) -> docs.ImportAccepted:
+        self.require(who, bank_id, write=True)
+        return await docs.import_documents(self.rt, bank_id, req, wait)
+
+    async def list_documents(self, who: Principal, bank_id: str, req: docs.DocumentListQuery) -> docs.DocumentList:
+        async with self._reading(who, bank_id):
+            return await docs.list_documents(self.rt, bank_id, req)
+
+    async def get_document(self, who: Principal, bank_id: str, document_id: str) -> docs.Document:
+        self.require(who, bank_id)
+        return await docs.get_document(self.rt, bank_id, document_id)
+
+    async def delete_document(self, who: Principal, bank_id: str, document_id: str) -> docs.DocumentDeleted:
+        self.require(who, bank_id, write=True)
+        await docs.delete_document(self.rt, bank_id, document_id)
+        return docs.DocumentDeleted(deleted=True, document_id=document_id, bank_id=bank_id)
+
+    async def document_counts(self, who: Principal, bank_ids: list[str]) -> dict[str, int]:
+        """How many documents each of the banks holds, among those `who` may see."""
+        visible = who.visible_banks()
+        return await docs.count_documents(self.rt, [b for b in bank_ids if visible is None or b in visible])
+
+    async def find_document_bank(self, who: Principal, document_id: str) -> str | None:
+        """The bank holding a document id, among the banks `who` may see (ids are UUIDs, unique
+        across banks), for clients that name a document without its collection."""
+        return await docs.find_document_bank(self.rt, document_id, who.visible_banks())
+
+    async def rag_search(
+        self, who: Principal, bank_id: str, req: rag.RagSearchRequest, caller: rag.Caller
+    ) -> rag.RagSearchResult:
+        async with self._reading(who, bank_id):
+            return await rag.rag_search(self.rt, bank_id, req, caller)
+
+    async def search_documents(
+        self, who: Principal, bank_id: str, req: rag.DocumentSearchRequest, caller: rag.Caller
+    ) -> rag.DocumentSearchResult:
+        async with self._reading(who, bank_id):
+            return await rag.search_documents(self.rt, bank_id, req, caller)
+
+    async def verify_document_access(
+        self, who: Principal, bank_id: str, segment_uid: str, caller: rag.Caller
+    ) -> rag.AccessResult:
+        self.require(who, bank_id)
+        return await rag.verify_document_access(self.rt, bank_id, segment_uid, caller)
+
+    # ---- export / import ------------------------------------------------------------------
+    async def export_bank(self, who: Principal, bank_id: str):
+        """Checks access before the first byte, so errors are proper responses, not a cut stream."""
+        self.require(who, bank_id)
+        if not await self._bank_exists(bank_id):
+            raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
+        return portable.export_bank(self.rt, bank_id)
+
+    async def import_bank(
+        self, who: Principal, bank_id: str, fileobj, on_conflict: portable.OnConflict = "rename"
+    ) -> portable.ImportResult:
+        self.require(who, bank_id, write=True)
+        if on_conflict not in ("rename", "skip", "replace"):  # typed for callers, checked for the CLI's strings
+            raise InvalidArgument("on_conflict: must be rename, skip or replace", "on_conflict")
+        return await portable.import_bank(self.rt, bank_id, fileobj, on_conflict)
+
+    # ---- operations and usage -------------------------------------------------------------
+    async def get_operation(self, who: Principal, bank_id: str, operation_id: str) -> Operation:
+        self.require(who, bank_id)
+        return await ops.get_operation(self.rt, bank_id, operation_id)
+
+    async def list_operations(self, who: Principal, bank_id: str, req: OperationQuery) -> OperationList:
+        self.require(who, bank_id)
+        return await ops.list_operations(self.rt, bank_id, req)
+
+    async def cancel_operation(self, who: Principal, bank_id: str, operation_id: str) -> Operation:
+        self.require(who, bank_id, write=True)
+        return await ops.cancel_operation(self.rt, bank_id, operation_id)
+
+    async def usage(self, who: Principal, bank_id: str) -> dict:
+        async with self._reading(who, bank_id):
+            return await get_bank_usage(self.rt, bank_id)
+
+    def _reading(self, who: Principal, bank_id: str):
+        """For a read of the bank as a whole: the caller may read it, and one of the bank's lanes
+        is held while the read runs (runtime.BankGates), so a flood of them waits at this bank's
+        gate, not ahead of other banks' requests."""
+        self.require(who, bank_id)
+        return self.rt.lanes.hold(bank_id)
+
+    def require(self, who: Principal, bank_id: str, write: bool = False) -> None:
+        """A valid bank id the caller may read (or write). A bank that was never written reads as
+        empty: an agent's first call in a new conversation is recall, on a bank its first retain
+        will create. Things looked up by id in it (a model, a document, an operation) are simply
+        not found."""
+        check_bank_id(bank_id)
+        who.require_bank(bank_id, write=write)
+
+    async def _bank_exists(self, bank_id: str) -> bool:
+        async with self.rt.pool.acquire() as conn:
+            return bool(await conn.fetchval(Q.bank_exists, bank_id))
+
+    # ---- keys -------------------------------------------------------------------------
+    async def create_key(self, who: Principal, req: ApiKeyCreate) -> ApiKey:
+        who.require_admin()
+        return await keys.create_key(self.rt, req)
+
+    async def list_keys(self, who: Principal) -> ApiKeyList:
+        who.require_admin()
+        return ApiKeyList(keys=await keys.list_keys(self.rt))
+
+    async def revoke_key(self, who: Principal, key_id: str) -> ApiKey:
+        who.require_admin()
+        return await keys.revoke_key(self.rt, key_id)

@@ -1,0 +1,171 @@
+"""Retained documents: the memories a client retained under one `document_id`, and the text it
+retained there, kept for clients that read it back (Hindsight's `GET .../documents/{id}`).
+
+Not the knowledge base's documents (engine/knowledge/documents.py: imported files, chunked and searched
+apart from memories) and not the files an import reads (hindsight/files/). Retaining a
+document_id again replaces what it held, in the retain's own transaction."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import asyncpg
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from hindsight.db.binder import Binder
+from hindsight.db.sql import Q, fill
+from hindsight.engine.errors import NotFound
+from hindsight.engine.memory.records import COLUMNS, to_memory
+from hindsight.engine.memory.schemas import Memory, RetainItem
+from hindsight.engine.rules.fields import Offset, clean_tags
+from hindsight.engine.rules.tags import TagsMatch, tag_condition
+from hindsight.engine.rules.text import Strict
+
+if TYPE_CHECKING:
+    from hindsight.engine.runtime import Runtime
+
+
+async def delete_retained(conn: asyncpg.Connection, bank_id: str, document_ids: list[str]) -> int:
+    """Remove the memories retained under these document_ids (and their share of entity mention
+    counts) and their text: retaining a document_id again replaces what it held."""
+    await conn.execute(
+        Q.retained_entities_release,
+        bank_id,
+        document_ids,
+    )
+    status = await conn.execute(Q.retained_memories_delete, bank_id, document_ids)
+    await conn.execute(Q.retained_documents_delete, bank_id, document_ids)
+    return int(status.split()[-1])
+
+
+async def store_retained(conn: asyncpg.Connection, bank_id: str, items: list[RetainItem]) -> None:
+    """Keep the text retained under each document_id (its items' contents, in order), with their
+    tags and metadata, for clients that read a retained document back."""
+    docs: dict[str, list[RetainItem]] = {}
+    for it in items:
+        if it.document_id:
+            docs.setdefault(it.document_id, []).append(it)
+    rows = []
+    for doc_id, its in docs.items():
+        text = "\n\n".join(it.content for it in its)
+        metadata: dict = {}
+        for it in its:
+            metadata.update(it.metadata)
+        rows.append(
+            (
+                bank_id,
+                doc_id,
+                text,
+                hashlib.sha256(text.encode()).hexdigest(),
+                sorted({t for it in its for t in it.tags}),
+                json.dumps(metadata, default=str),
+            )
+        )
+    if rows:
+        await conn.executemany(
+            Q.retained_document_add,
+            rows,
+        )
+
+
+class RetainedDocument(BaseModel):
+    """The text retained under a document_id, for clients that read it back."""
+
+    id: str
+    bank_id: str
+    original_text: str
+    content_hash: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    memory_count: int
+    created_at: datetime
+    updated_at: datetime
+
+
+def _retained(r) -> RetainedDocument:
+    return RetainedDocument(
+        id=r["id"],
+        bank_id=r["bank_id"],
+        original_text=r["original_text"],
+        content_hash=r["content_hash"],
+        tags=list(r["tags"]),
+        metadata=json.loads(r["metadata"]),
+        memory_count=r["n"],
+        created_at=r["created_at"],
+        updated_at=r["updated_at"],
+    )
+
+
+async def get_retained_document(rt: Runtime, bank_id: str, document_id: str) -> RetainedDocument:
+    async with rt.pool.acquire() as conn:
+        r = await conn.fetchrow(Q.retained_document_get, bank_id, document_id)
+    if r is None:
+        raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
+    return _retained(r)
+
+
+class RetainedQuery(Strict):
+    """Which retained documents to list: a substring of the id or text, and tags."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    q: str | None = Field(None, max_length=500)
+    tags: list[str] | None = None
+    tags_match: TagsMatch = "any"
+    limit: int = Field(100, ge=0, le=1000)
+    offset: int = Offset
+
+    _tags = field_validator("tags", mode="before")(clean_tags)
+
+
+def _conditions(query: RetainedQuery, p: Binder) -> str:
+    where = []
+    if query.q:
+        needle = p(query.q.lower())
+        where.append(f"(strpos(lower(d.id), {needle}) > 0 OR strpos(lower(d.original_text), {needle}) > 0)")
+    if tagged := tag_condition("d.tags", query.tags, query.tags_match, p):
+        where.append(tagged)
+    return "".join(f" AND {w}" for w in where)
+
+
+async def list_retained_documents(
+    rt: Runtime, bank_id: str, query: RetainedQuery
+) -> tuple[list[RetainedDocument], int]:
+    page = Binder(bank_id, query.limit, query.offset)
+    listing = fill(Q.retained_document_list, where=_conditions(query, page))
+    every = Binder(bank_id)
+    counting = fill(Q.retained_document_count, where=_conditions(query, every))
+    async with rt.pool.acquire() as conn:
+        rows = await conn.fetch(listing, *page.values)
+        total = await conn.fetchval(counting, *every.values)
+    return [_retained(r) for r in rows], total
+
+
+_UNITS = fill(Q.retained_document_units, columns=COLUMNS)
+
+
+async def list_document_units(
+    rt: Runtime, bank_id: str, document_id: str, limit: int, offset: int
+) -> tuple[list[Memory], int]:
+    """A page of the units a document_id's text was split into, in order, and how many there are;
+    NotFound when nothing was retained under it."""
+    async with rt.pool.acquire() as conn:
+        rows = await conn.fetch(_UNITS, bank_id, document_id, limit, offset)
+        total = await conn.fetchval(Q.retained_document_unit_count, bank_id, document_id)
+        if not total and not await conn.fetchval(Q.retained_document_exists, bank_id, document_id):
+            raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
+    return [to_memory(r) for r in rows], total
+
+
+async def delete_retained_document(rt: Runtime, bank_id: str, document_id: str) -> int:
+    """A document_id's memories and text; returns how many memories went."""
+
+    async with rt.writes.open(bank_id) as conn:
+        had_text = await conn.fetchval(Q.retained_document_exists, bank_id, document_id)
+        n = await delete_retained(conn, bank_id, [document_id])
+    if not n and not had_text:
+        raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
+    return n

@@ -1,0 +1,415 @@
+"""Mental models: a named `source_query` whose content reflect keeps current.
+
+Every refresh is a `refresh_mental_model` operation with the dedup key of its model, so at most
+one is queued or running per model whichever process asked (the unique partial index on
+operations decides). The scheduler's sweep queues a refresh when memories matching the model's
+tags arrived after its watermark and the bank has been quiet for the debounce period (or the
+oldest unseen memory waited ten debounce periods). A refresh commits the new content, the new
+watermark and its operation's success in one transaction, and the sweep locks the model row, so
+a model is never refreshed twice for the same memories, even with several processes. A refresh
+whose answer is unusable (the LLM failed, or answered nothing or more than the model's
+max_tokens: engine/reflection/reflect.py checks) fails like any other failed refresh: the previous content
+stays, the reason is recorded on the operation and the model (`last_error`), and the sweep waits
+REFRESH_COOL_DOWN debounce periods before it queues the model again for the same memories (an LLM
+that keeps failing is not asked again every tick). The last N versions are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from hindsight.db.binder import Binder
+from hindsight.db.sql import Q, fill
+from hindsight.engine.banks.registry import ensure_bank
+from hindsight.engine.errors import Conflict, HindsightError, InvalidArgument, NotFound
+from hindsight.engine.queue import operations as ops
+from hindsight.engine.reflection.reflect import ReflectRequest, reflect
+from hindsight.engine.rules.fields import clean_tags
+from hindsight.engine.rules.tags import MENTAL_MODEL_MATCH, TagsMatch, tag_condition
+from hindsight.engine.rules.text import Strict
+
+if TYPE_CHECKING:
+    from hindsight.engine.queue.operations import Job
+    from hindsight.engine.runtime import Runtime
+
+
+MODEL_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
+_MODEL_ID = re.compile(MODEL_ID_PATTERN)
+REFRESH = "refresh_mental_model"
+DELETED = "mental model deleted"
+# After a failed refresh, the sweep leaves the model alone for this many debounce periods (at
+# least a minute) before it queues it again for the memories it could not take in.
+REFRESH_COOL_DOWN = 10
+MIN_COOL_DOWN_SECONDS = 60.0
+
+
+class MentalModelCreate(Strict):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200, description="A display name.")
+    source_query: str = Field(min_length=1, max_length=4_000, description="The question the model's content answers.")
+    mental_model_id: str | None = Field(
+        None,
+        pattern=MODEL_ID_PATTERN,
+        description="1-64 lowercase letters, digits and hyphens; default: from the name.",
+    )
+    tags: list[str] = Field(default_factory=list, description="Draw only from memories carrying all of these tags.")
+    max_tokens: int = Field(2048, ge=64, le=32_768, description="Longest content, in tokens.")
+
+    _tags = field_validator("tags", mode="before")(clean_tags)
+
+
+class MentalModelUpdate(Strict):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(None, min_length=1, max_length=200)
+    source_query: str | None = Field(None, min_length=1, max_length=4_000)
+    tags: list[str] | None = None
+    max_tokens: int | None = Field(None, ge=64, le=32_768)
+
+    _tags = field_validator("tags", mode="before")(clean_tags)
+
+
+class MentalModelRef(Strict):
+    """Names one model of the bank; the id's form is checked where it is looked up."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mental_model_id: str = Field(description="1-64 lowercase letters, digits and hyphens.")
+
+
+class MentalModelChange(MentalModelUpdate, MentalModelRef):
+    """update_mental_model's arguments: the model, then what changes."""
+
+    def changes(self) -> MentalModelUpdate:
+        """What changes, already validated (no second validation)."""
+        return MentalModelUpdate.model_construct(
+            self.model_fields_set - {"mental_model_id"},
+            **{k: getattr(self, k) for k in MentalModelUpdate.model_fields},
+        )
+
+
+class MentalModelQuery(Strict):
+    model_config = ConfigDict(extra="forbid")
+
+    tags: list[str] | None = Field(None, description="Only models with these tags (matched as tags_match says).")
+    tags_match: TagsMatch = Field(
+        "any", description="any / all also list untagged models; any_strict, all_strict or exact only tagged ones."
+    )
+
+    _tags = field_validator("tags", mode="before")(clean_tags)
+
+
+class MentalModel(BaseModel):
+    mental_model_id: str
+    bank_id: str
+    name: str
+    source_query: str
+    tags: list[str]
+    max_tokens: int
+    content: str | None = Field(None, description="None until the first refresh succeeds.")
+    based_on: dict[str, Any] = Field(default_factory=dict)
+    status: str = Field(description="pending (never refreshed), ready, or failed (no content yet).")
+    last_refreshed_at: datetime | None = None
+    last_error: str | None = None
+    created_at: datetime
+    updated_at: datetime
+    pending_operation_id: str | None = Field(None, description="The refresh queued or running, if any.")
+
+
+class MentalModelOperation(BaseModel):
+    mental_model_id: str
+    operation_id: str
+
+
+class MentalModelList(BaseModel):
+    mental_models: list[MentalModel]
+
+
+class MentalModelDeleted(BaseModel):
+    deleted: bool
+    mental_model_id: str
+
+
+class MentalModelVersion(BaseModel):
+    version: int
+    content: str
+    based_on: dict[str, Any]
+    created_at: datetime
+
+
+def dedup_key(bank_id: str, model_id: str) -> str:
+    return f"mental_model:{bank_id}:{model_id}"
+
+
+def check_model_id(model_id: object) -> str:
+    if not isinstance(model_id, str) or not _MODEL_ID.fullmatch(model_id):
+        raise InvalidArgument(
+            f"mental_model_id: invalid id {model_id!r}; use 1-64 lowercase letters, digits and hyphens",
+            "mental_model_id",
+        )
+    return model_id
+
+
+def slug(name: str) -> str:
+    s = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:48].strip("-")
+    return s or "model"
+
+
+def to_model(r, pending: str | None = None) -> MentalModel:
+    return MentalModel(
+        mental_model_id=r["id"],
+        bank_id=r["bank_id"],
+        name=r["name"],
+        source_query=r["source_query"],
+        tags=list(r["tags"]),
+        max_tokens=r["max_tokens"],
+        content=r["content"],
+        based_on=json.loads(r["based_on"]),
+        status=r["status"],
+        last_refreshed_at=r["last_refreshed_at"],
+        last_error=r["last_error"],
+        created_at=r["created_at"],
+        updated_at=r["updated_at"],
+        pending_operation_id=pending,
+    )
+
+
+async def _queue_refresh(rt: Runtime, conn, bank_id: str, model_id: str, reason: str) -> uuid.UUID:
+    return await ops.enqueue_operation(
+        conn,
+        bank_id,
+        REFRESH,
+        {"mental_model_id": model_id, "reason": reason},
+        max_attempts=rt.settings.operation_max_attempts,
+        dedup_key=dedup_key(bank_id, model_id),
+    )
+
+
+async def create_mental_model(rt: Runtime, bank_id: str, req: MentalModelCreate) -> MentalModelOperation:
+    vec = await rt.embedder.query(req.source_query)
+    async with rt.writes.open(bank_id) as conn:
+        await ensure_bank(conn, bank_id)
+        if req.mental_model_id:
+            model_id = req.mental_model_id
+        else:
+            base = slug(req.name)
+            taken = {
+                r[0]
+                for r in await conn.fetch(
+                    Q.mental_model_ids_like,
+                    bank_id,
+                    base,
+                )
+            }
+            model_id = (
+                base
+                if base not in taken
+                else next(f"{base}-{n}" for n in range(2, len(taken) + 3) if f"{base}-{n}" not in taken)
+            )
+        inserted = await conn.fetchval(
+            Q.mental_model_create,
+            bank_id,
+            model_id,
+            req.name,
+            req.source_query,
+            req.tags,
+            req.max_tokens,
+            vec,
+        )
+        if inserted is None:
+            raise Conflict(
+                f"mental_model_id: a mental model {model_id!r} already exists in bank {bank_id!r}",
+                "mental_model_id",
+            )
+        op_id = await _queue_refresh(rt, conn, bank_id, model_id, "created")
+    rt.queue.poke()
+    return MentalModelOperation(mental_model_id=model_id, operation_id=str(op_id))
+
+
+async def _pending(conn, bank_id: str, ids: list[str]) -> dict[str, str]:
+    rows = await conn.fetch(
+        Q.mental_model_refreshes_pending,
+        bank_id,
+        [dedup_key(bank_id, i) for i in ids],
+    )
+    return {r["dedup_key"].rsplit(":", 1)[1]: str(r["id"]) for r in rows}
+
+
+async def list_mental_models(rt: Runtime, bank_id: str, req: MentalModelQuery) -> MentalModelList:
+    """Models filtered by their own tags, matched as memories are (engine/rules/tags.py)."""
+    p = Binder(bank_id)
+    cond = tag_condition("tags", req.tags, req.tags_match, p)
+    async with rt.pool.acquire() as conn:
+        rows = await conn.fetch(fill(Q.mental_model_list, tags=f"AND {cond}" if cond else ""), *p.values)
+        pending = await _pending(conn, bank_id, [r["id"] for r in rows])
+    return MentalModelList(mental_models=[to_model(r, pending.get(r["id"])) for r in rows])
+
+
+async def get_mental_model(rt: Runtime, bank_id: str, model_id: str) -> MentalModel:
+    check_model_id(model_id)
+    async with rt.pool.acquire() as conn:
+        r = await conn.fetchrow(Q.mental_model_get, bank_id, model_id)
+        if r is None:
+            raise NotFound(f"mental model {model_id!r} does not exist in bank {bank_id!r}", "mental_model_id")
+        pending = await _pending(conn, bank_id, [model_id])
+    return to_model(r, pending.get(model_id))
+
+
+async def get_mental_model_history(rt: Runtime, bank_id: str, model_id: str) -> list[MentalModelVersion]:
+    await get_mental_model(rt, bank_id, model_id)
+    async with rt.pool.acquire() as conn:
+        rows = await conn.fetch(
+            Q.mental_model_history,
+            bank_id,
+            model_id,
+        )
+    return [
+        MentalModelVersion(
+            version=r["version"], content=r["content"], based_on=json.loads(r["based_on"]), created_at=r["created_at"]
+        )
+        for r in rows
+    ]
+
+
+async def update_mental_model(rt: Runtime, bank_id: str, model_id: str, req: MentalModelUpdate) -> MentalModel:
+    """A new source query, tags or size make the content stale: a refresh is queued."""
+    check_model_id(model_id)
+    fields = req.model_dump(exclude_unset=True, exclude_none=True)
+    vec = await rt.embedder.query(fields["source_query"]) if "source_query" in fields else None
+    async with rt.writes.open(bank_id) as conn:
+        r = await conn.fetchrow(
+            Q.mental_model_update,
+            bank_id,
+            model_id,
+            fields.get("name"),
+            fields.get("source_query"),
+            fields.get("tags"),
+            fields.get("max_tokens"),
+            vec,
+        )
+        if r is None:
+            raise NotFound(f"mental model {model_id!r} does not exist in bank {bank_id!r}", "mental_model_id")
+        if fields.keys() & {"source_query", "tags", "max_tokens"}:
+            await _queue_refresh(rt, conn, bank_id, model_id, "updated")
+    rt.queue.poke()
+    return await get_mental_model(rt, bank_id, model_id)
+
+
+async def delete_mental_model(rt: Runtime, bank_id: str, model_id: str) -> None:
+    check_model_id(model_id)
+    async with rt.writes.open(bank_id) as conn:
+        done = await conn.fetchval(Q.mental_model_delete, bank_id, model_id)
+        if done is None:
+            raise NotFound(f"mental model {model_id!r} does not exist in bank {bank_id!r}", "mental_model_id")
+        await conn.execute(
+            Q.mental_model_cancel_refreshes,
+            bank_id,
+            dedup_key(bank_id, model_id),
+            DELETED,
+        )
+
+
+async def refresh_mental_model(rt: Runtime, bank_id: str, model_id: str) -> MentalModelOperation:
+    await get_mental_model(rt, bank_id, model_id)
+    async with rt.pool.acquire() as conn:
+        op_id = await _queue_refresh(rt, conn, bank_id, model_id, "requested")
+    rt.queue.poke()
+    return MentalModelOperation(mental_model_id=model_id, operation_id=str(op_id))
+
+
+async def run_refresh(rt: Runtime, job: Job) -> dict:
+    model_id = job.payload["mental_model_id"]
+    bank_id = job.bank_id
+    async with rt.pool.acquire() as conn:
+        m = await conn.fetchrow(
+            Q.mental_model_refresh_input,
+            bank_id,
+            model_id,
+        )
+    if m is None:
+        raise ops.Cancelled(DELETED)
+    try:
+        result = await reflect(
+            rt,
+            bank_id,
+            ReflectRequest(
+                query=m["source_query"],
+                tags=list(m["tags"]) or None,
+                tags_match=MENTAL_MODEL_MATCH,
+                budget="high" if m["max_tokens"] > 4096 else "mid",
+                on_llm_failure="error",  # a refresh fails; the model keeps its content
+            ),
+            operation="mental_model",
+            operation_id=job.id,
+            exclude_model=model_id,
+            max_answer_tokens=m["max_tokens"],
+        )
+    except Exception as exc:
+        why = str(exc) if isinstance(exc, HindsightError) else f"refresh failed: {type(exc).__name__}: {exc}"
+        async with rt.pool.acquire() as conn:
+            still_there = await conn.fetchval(
+                Q.mental_model_record_error,
+                bank_id,
+                model_id,
+                f"{why} (attempt {job.attempts} of {job.max_attempts})"[:2000],
+            )
+        if not still_there:
+            raise ops.Cancelled(DELETED) from None
+        raise
+    based_on = result.based_on.model_dump()
+    outcome = {"mental_model_id": model_id, "mode": result.mode, "based_on": based_on}
+    # Under the bank's write lock, as every transaction that writes several of a bank's tables:
+    # a bank deleted meanwhile cascades through models and operations in its own order, and two
+    # orders of row locks can deadlock (seen: DELETE of a bank during a refresh).
+    async with rt.writes.open(bank_id) as conn:
+        # Deleted while we reflected: nothing to store (its versions would break the foreign key).
+        if not await conn.fetchval(Q.mental_model_lock, bank_id, model_id):
+            raise ops.Cancelled(DELETED)
+        # reflect never answers empty or longer than max_tokens: the LLM's answer was checked
+        # (and an unusable one failed the refresh above), the extractive one is cut to fit.
+        await conn.execute(
+            Q.mental_model_set_content,
+            bank_id,
+            model_id,
+            result.answer,
+            json.dumps(based_on),
+            m["watermark"],
+        )
+        version = await conn.fetchval(
+            Q.mental_model_add_version,
+            bank_id,
+            model_id,
+            result.answer,
+            json.dumps(based_on),
+        )
+        await conn.execute(
+            Q.mental_model_trim_versions,
+            bank_id,
+            model_id,
+            version - rt.settings.mental_model_history,
+        )
+        outcome["version"] = version
+        await ops.mark_succeeded(conn, job, outcome)
+    return outcome
+
+
+async def sweep_stale_models(rt: Runtime) -> int:
+    """Queue refreshes for stale models (see the module docstring); returns how many were queued."""
+    debounce = rt.settings.mental_model_debounce
+    async with rt.pool.acquire() as conn:
+        async with conn.transaction():
+            rows = await conn.fetch(
+                Q.mental_model_sweep,
+                debounce,
+                REFRESH,
+                rt.settings.operation_max_attempts,
+                max(MIN_COOL_DOWN_SECONDS, REFRESH_COOL_DOWN * debounce),
+            )
+    return len(rows)

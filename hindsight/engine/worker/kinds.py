@@ -1,0 +1,36 @@
+"""Every kind of operation the queue holds and the function that runs it, in one table.
+
+Why a table: handlers used to register themselves by decorator when their module was imported,
+so which kinds existed depended on what had been imported (engine/facade.py imported extract.py
+for that alone). Here a reader sees them all, and what each needs: a process without the LLM
+a kind needs never claims it (another process that has one will).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from hindsight.engine.knowledge import documents
+from hindsight.engine.memory import extraction as extract
+from hindsight.engine.memory import retain
+from hindsight.engine.reflection import mental_models
+
+if TYPE_CHECKING:
+    from hindsight.engine.queue.operations import Job
+    from hindsight.engine.runtime import Runtime
+
+
+@dataclass(frozen=True)
+class Kind:
+    run: Callable[[Runtime, Job], Awaitable[Any]]  # returns the operation's result (JSON-able)
+    needs_llm: str | None = None  # the LLM purpose ("retain", "reflect") it cannot run without
+
+
+KINDS: dict[str, Kind] = {
+    retain.RETAIN: Kind(retain.run_retain),
+    retain.EXTRACT: Kind(extract.run_extraction, needs_llm="retain"),
+    documents.IMPORT: Kind(documents.run_import),
+    mental_models.REFRESH: Kind(mental_models.run_refresh),
+}
