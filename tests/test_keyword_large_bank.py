@@ -7,7 +7,9 @@ from __future__ import annotations
 from types import SimpleNamespace  # the arm needs only the Runtime's planned pool
 
 from hindsight.db.pool import Pools
-from hindsight.engine.search.recall import SEED_FETCH_ALL, SMALL_BANK, keyword_ids, request_filters
+from hindsight.engine.search.arms.keyword import keyword_ids
+from hindsight.engine.search.conditions import request_filters
+from hindsight.engine.search.lexical import SEED_FETCH_ALL, SMALL_BANK
 from hindsight.engine.search.schemas import RecallRequest
 
 FILLERS = 2_200  # 1,100 hold "weather": not fetched whole either

@@ -11,8 +11,9 @@ import asyncpg
 import httpx
 import pytest
 
+from hindsight.engine.search.arms.keyword import TERM_COLUMNS, keyword_rows
+from hindsight.engine.search.conditions import request_filters
 from hindsight.engine.search.filters import MEMORY_FIELDS
-from hindsight.engine.search.recall import TERM_COLUMNS, keyword_rows, request_filters
 from hindsight.engine.search.schemas import RecallRequest
 
 from conftest import fresh_database

@@ -20,16 +20,13 @@ from hindsight.db.pool import Pools
 from hindsight.db.sql import Q, fill
 from hindsight.engine.banks import sizes as sizes_module
 from hindsight.engine.banks.sizes import EXACT_BANK_ROWS, EXACT_READ_ROWS, BankSizes, ranks_exactly
-from hindsight.engine.search import recall as recall_module
-from hindsight.engine.search.recall import (
-    ARM_LIMIT,
-    entity_candidates,
-    entity_ids,
-    request_filters,
-    semantic_ids,
-    sorted_arms,
-)
+from hindsight.engine.search.arms import entity as entity_arm
+from hindsight.engine.search.arms.entity import entity_ids, sorted_arms
+from hindsight.engine.search.arms.semantic import semantic_ids
+from hindsight.engine.search.conditions import request_filters
+from hindsight.engine.search.fusion import ARM_LIMIT
 from hindsight.engine.search.schemas import RecallRequest
+from hindsight.language.query_terms import entity_candidates
 
 from conftest import migrated_database
 from support import plan_nodes
@@ -200,7 +197,7 @@ async def test_a_walked_banks_entity_arm_reads_rare_entities_and_walks_to_the_co
     rarest first, fit ENTITY_SCAN_CAP (a name in 30,000 memories of a 100k bank cost ~90 ms a
     recall); their memories rank first, by rarity (the common entities' included) then distance,
     and the common entities' memories nearest the query follow. Filters apply to both."""
-    monkeypatch.setattr(recall_module, "ENTITY_SCAN_CAP", 500)
+    monkeypatch.setattr(entity_arm, "ENTITY_SCAN_CAP", 500)
     pools = await Pools.open(sized_db, 1, 3)
     try:
         rt = SimpleNamespace(pool=pools.shared, planned=pools.planned, sizes=BankSizes(pools.shared))
@@ -232,10 +229,10 @@ async def test_a_walked_banks_entity_arm_reads_rare_entities_and_walks_to_the_co
             nearest = sorted((m for m in common if keep(m) and m not in first), key=dist.__getitem__)
             assert len(set(walked) & set(nearest[: len(walked)])) >= 0.8 * len(walked)  # a walk of the index
             # Every mention within the cap: the whole ranking read link by link, as exact as a sort.
-            monkeypatch.setattr(recall_module, "ENTITY_SCAN_CAP", 10**6)
+            monkeypatch.setattr(entity_arm, "ENTITY_SCAN_CAP", 10**6)
             exact = sorted((m for m in rarity if keep(m)), key=lambda m: (-rarity[m], dist[m]))
             assert await entity_ids(rt, "big", query, qvec, f) == exact[:ARM_LIMIT]
-            monkeypatch.setattr(recall_module, "ENTITY_SCAN_CAP", 500)
+            monkeypatch.setattr(entity_arm, "ENTITY_SCAN_CAP", 500)
         # What the first statement reads: the rare entity's links, not the common one's. Planned as
         # once autovacuum has analysed the links, which it may do at any moment of this test: with
         # only these two names, 1,515 links in all, reading the whole table is the planner's right

@@ -15,7 +15,9 @@ from hindsight.db.binder import Binder
 from hindsight.db.pool import TEMPORAL_WALK_ROWS, Pools
 from hindsight.db.sql import Q, fill
 from hindsight.engine.banks.sizes import BankSizes
-from hindsight.engine.search.recall import ARM_LIMIT, TEMPORAL_EXACT_CAP, request_filters, temporal_ids
+from hindsight.engine.search.arms.temporal import TEMPORAL_EXACT_CAP, temporal_ids
+from hindsight.engine.search.conditions import request_filters
+from hindsight.engine.search.fusion import ARM_LIMIT
 from hindsight.engine.search.schemas import RecallRequest
 from hindsight.language.time_expressions import TimeWindow
 

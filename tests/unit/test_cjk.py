@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from hindsight.engine.search.recall import content_words
 from hindsight.language.chinese_names import chinese_names
 from hindsight.language.cjk import entity_candidates, query_grams
 from hindsight.language.entities import extract_entities
+from hindsight.language.query_terms import content_words
 
 
 def test_query_grams_are_pairs_without_question_words():

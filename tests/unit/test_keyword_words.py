@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from hindsight.engine.search.recall import KEYWORD_SCAN_CAP, MAX_QUERY_WORDS, rarest_first, seed_words
+from hindsight.engine.search.lexical import KEYWORD_SCAN_CAP, MAX_QUERY_WORDS, rarest_first, seed_words
 
 
 def _rows(counts: dict[str, int], total: int) -> list[dict]:

@@ -26,17 +26,12 @@ from hindsight.db.binder import Binder, Fragment
 from hindsight.db.sql import Q, fill
 from hindsight.engine.errors import InvalidArgument
 from hindsight.engine.rules.text import Strict
+from hindsight.engine.search.arms.running import fetch_ids
 from hindsight.engine.search.filters import CHUNK_FIELDS, compile_filter
-from hindsight.engine.search.recall import (
-    content_words,
-    fetch_ids,
-    left_out,
-    rarest_first,
-    rarity_score,
-    seed_candidates,
-)
+from hindsight.engine.search.lexical import left_out, rarest_first, rarity_score, seed_candidates
 from hindsight.engine.search.relevance import MAX_TOP_K as MAX_SEARCH_TOP_K
 from hindsight.engine.search.relevance import SearchOptions, relevance_of, relevance_sql
+from hindsight.language.query_terms import content_words
 
 if TYPE_CHECKING:
     from hindsight.engine.runtime import Runtime
