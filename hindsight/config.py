@@ -9,27 +9,17 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 from pathlib import Path
-from typing import Any, Literal, TypeGuard, cast
+from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from hindsight.bank_ids import invalid_bank_id, valid_bank_id
+
 ENV_PREFIX = "HINDSIGHT_API_"
 BANK_ENV = "HINDSIGHT_MCP_BANK_ID"
-# Bank ids as Hindsight's clients make them: hindsight-google-adk names banks
-# "{app_name}::{user_id}", and user ids are often e-mail addresses. '/', whitespace and control
-# characters stay out (they break URLs and logs), and so do ids of dots alone ("." and ".." are
-# rewritten by every HTTP client). Migration 007 holds the database to the same rule.
-BANK_ID_PATTERN = r"^[A-Za-z0-9_.:@-]{1,128}$"
-BANK_ID_RULE = "1-128 characters of A-Z a-z 0-9 _ - . : @, not dots alone"
-_BANK_ID = re.compile(BANK_ID_PATTERN)
-
-
-def valid_bank_id(value: object) -> TypeGuard[str]:
-    return isinstance(value, str) and bool(_BANK_ID.fullmatch(value)) and value.strip(".") != ""
 
 
 class ConfigError(Exception):
@@ -228,7 +218,7 @@ class Settings(BaseSettings):
     @classmethod
     def _bank(cls, v: str) -> str:
         if not valid_bank_id(v):
-            raise ValueError(f"invalid bank id {v!r}; use {BANK_ID_RULE}")
+            raise ValueError(invalid_bank_id(v))
         return v
 
     # ---- LLM (through litellm); no model means offline mode ----------------------------------

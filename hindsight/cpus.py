@@ -1,5 +1,5 @@
 """The cores this process may use, in a module light enough for the worker supervisor
-(api/workers.py), which must not import numpy or onnxruntime to share them out."""
+(server/workers.py), which must not import numpy or onnxruntime to share them out."""
 
 from __future__ import annotations
 

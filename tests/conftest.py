@@ -91,15 +91,15 @@ async def running_app(env: dict):
     and stopped as the server's lifespan does."""
     import asyncio
 
-    from hindsight.api.app import create_app
     from hindsight.config import load_settings
+    from hindsight.server.app import create_app
 
     application = create_app(load_settings(env))
     started, stop = asyncio.Event(), asyncio.Event()
 
     async def lifespan():
         # entered and left in one task, as the MCP session managers' task groups require
-        async with application.api.router.lifespan_context(application.api):
+        async with application.lifespan():
             started.set()
             await stop.wait()
 

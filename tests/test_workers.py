@@ -1,6 +1,6 @@
 """HINDSIGHT_API_WORKERS: several server processes on one port, one embedded PostgreSQL.
 
-The supervisor binds the socket and spawns the workers (api/workers.py). What a user relies on:
+The supervisor binds the socket and spawns the workers (server/workers.py). What a user relies on:
 both workers answer on the one port, background operations are run once each whichever worker
 claims them, a worker that dies is replaced without the port going away, SIGTERM stops every
 worker and the embedded PostgreSQL, and a configuration that cannot start stops everything with

@@ -10,9 +10,10 @@ from typing import Annotated
 
 from fastapi import Depends, Path, Request
 
-from hindsight.config import BANK_ID_RULE
-from hindsight.engine.access.keys import PRINCIPAL, Principal
+from hindsight.bank_ids import BANK_ID_RULE
+from hindsight.engine.access.keys import Principal
 from hindsight.engine.facade import Engine
+from hindsight.web.scope import PRINCIPAL
 
 
 async def engine(request: Request) -> Engine:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 
 from hindsight.api.deps import BankId, Caller, EngineDep
-from hindsight.api.errors import LLM_ERROR_RESPONSES
 from hindsight.engine.queue.schemas import Operation, OperationList, OperationQuery
 from hindsight.engine.reflection.mental_models import (
     MentalModel,
@@ -18,6 +17,7 @@ from hindsight.engine.reflection.mental_models import (
     MentalModelVersion,
 )
 from hindsight.engine.reflection.reflect import ReflectRequest, ReflectResult
+from hindsight.web.errors import LLM_ERROR_RESPONSES
 
 router = APIRouter(prefix="/v1/banks/{bank_id}")
 

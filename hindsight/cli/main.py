@@ -46,10 +46,10 @@ def serve(host: str | None, port: int | None) -> None:
         sys.exit(2)
     settings = settings.model_copy(update={"host": host or settings.host, "port": port or settings.port})
     if settings.workers > 1:
-        from hindsight.api.workers import Supervisor
+        from hindsight.server.workers import Supervisor
 
         sys.exit(Supervisor(settings).run())
-    from hindsight.api.serve import serve_settings
+    from hindsight.server.serve import serve_settings
 
     sys.exit(serve_settings(settings))
 

@@ -69,12 +69,6 @@ class InvalidArgument(HindsightError):
     code = "invalid_argument"
 
 
-class InvalidHeader(InvalidArgument):
-    """A request header naming something invalid (X-Bank-Id): the request itself is malformed."""
-
-    status = 400
-
-
 class NotFound(HindsightError):
     status = 404
     code = "not_found"
@@ -100,33 +94,6 @@ class TooLarge(HindsightError):
 class Conflict(HindsightError):
     status = 409
     code = "conflict"
-
-
-class MethodNotAllowed(HindsightError):
-    status = 405
-    code = "method_not_allowed"
-
-    def __init__(self, message: str, allow: str):
-        super().__init__(message)
-        self.allow = allow
-
-    def http_headers(self) -> dict[str, str]:
-        return {**super().http_headers(), "Allow": self.allow}
-
-
-class Stopping(HindsightError):
-    """The server is stopping (a drain, api/drain.py): the request was not run, or was rolled back."""
-
-    status = 503
-    code = "unavailable"
-    jsonrpc_code = DATABASE_UNAVAILABLE
-    retry_after = RETRY_AFTER
-
-    def __init__(self) -> None:
-        super().__init__("the server is stopping; send the request again shortly")
-
-    def http_headers(self) -> dict[str, str]:
-        return {**super().http_headers(), "Connection": "close"}
 
 
 class Unavailable(HindsightError):

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from hindsight.config import valid_bank_id
+from hindsight.bank_ids import valid_bank_id
 from hindsight.engine.banks.schemas import BankCreate, ChunkSize
 from hindsight.engine.errors import InvalidArgument
 from hindsight.engine.knowledge.documents import ImportRequest, http_url

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from hindsight.api.errors import send_error
-from hindsight.config import valid_bank_id
-from hindsight.engine.access.keys import PRINCIPAL
-from hindsight.engine.errors import InvalidHeader, MethodNotAllowed, known
+from hindsight.bank_ids import invalid_bank_id, valid_bank_id
+from hindsight.engine.errors import known
 from hindsight.mcp.servers import SCOPE_KEY, RequestState
 from hindsight.mcp.single_exchange import SingleExchange
 from hindsight.oauth.resource import endpoint_bank
+from hindsight.web.errors import InvalidHeader, MethodNotAllowed, send_error
+from hindsight.web.scope import PRINCIPAL, header
 
 if TYPE_CHECKING:
     from hindsight.engine.access.keys import Principal
@@ -28,13 +28,6 @@ if TYPE_CHECKING:
 
 
 _ACCEPT = b"application/json, text/event-stream"
-
-
-def _header(scope, name: bytes) -> str | None:
-    for k, v in scope.get("headers", []):
-        if k == name:
-            return v.decode("latin-1")
-    return None
 
 
 class MCPRouter:
@@ -46,7 +39,7 @@ class MCPRouter:
         self.engine = engine
         self.single = SingleExchange(single)  # in front of the session managers
         self.multi = SingleExchange(multi)
-        # who calls, from the request (api/app.py: the OAuth guard, or the API key alone)
+        # who calls, from the request (server/app.py: the OAuth guard, or the API key alone)
         self.authenticate = authenticate
 
     async def __call__(self, scope, receive, send):
@@ -58,7 +51,7 @@ class MCPRouter:
                 raise
             return await send_error(error, scope, receive, send)
         headers = [(k, v) for k, v in scope["headers"] if k != b"accept"]
-        accept = _header(scope, b"accept")
+        accept = header(scope, b"accept")
         if not accept or accept.strip() in ("*/*", "application/*"):
             accept = _ACCEPT.decode()
         elif "application/json" in accept and "text/event-stream" not in accept:
@@ -70,7 +63,7 @@ class MCPRouter:
             bank_id=bank_id,
             header_bank=header_bank,
             # what RAG callers send about the end user (rag_search filters on them)
-            caller={"x-user-id": _header(scope, b"x-user-id"), "x-session-tags": _header(scope, b"x-session-tags")},
+            caller={"x-user-id": header(scope, b"x-user-id"), "x-session-tags": header(scope, b"x-session-tags")},
         )
         await (self.single if bank_id is not None else self.multi)(scope, receive, send)
 
@@ -78,9 +71,9 @@ class MCPRouter:
         """(caller, bank from the URL, bank from X-Bank-Id), or the error that refuses the request."""
         bank_id = endpoint_bank(scope["path"])
         who = scope.get(PRINCIPAL) or await self.authenticate(scope)
-        header_bank = (_header(scope, b"x-bank-id") or "").strip() or None
+        header_bank = (header(scope, b"x-bank-id") or "").strip() or None
         if header_bank is not None and not valid_bank_id(header_bank):
-            raise InvalidHeader(f"X-Bank-Id: invalid bank id {header_bank!r}", "X-Bank-Id")
+            raise InvalidHeader(f"X-Bank-Id: {invalid_bank_id(header_bank)}", "X-Bank-Id")
         if bank_id is not None or header_bank is not None:
             # the engine's own check, made early so a key never sees a bank's tool list
             self.engine.require(who, bank_id or header_bank or "")

@@ -10,7 +10,7 @@ key, so revoking the key ends it.
 Why a key and not a password: the server has no accounts; API keys are how it knows people
 already. The key travels in the `Authorization` header of the page's own request (never a URL,
 never a log line), the page is served by this server with a CSP that allows scripts from itself
-only, and the decision is a JSON POST the edge (api/edge.py) accepts only without an `Origin` or
+only, and the decision is a JSON POST the edge (server/host_origin.py) accepts only without an `Origin` or
 from this server's own: there is no cookie to ride on, and a page elsewhere cannot send it.
 """
 
@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from mcp.server.auth.provider import construct_redirect_uri
 from pydantic import BaseModel, Field
 
-from hindsight.config import BANK_ID_RULE
+from hindsight.bank_ids import BANK_ID_RULE
 from hindsight.engine.access.keys import Principal
 from hindsight.engine.banks.registry import check_bank_id
 from hindsight.engine.errors import Forbidden, InvalidArgument, NotFound

@@ -34,10 +34,11 @@ from pydantic import AnyHttpUrl, ConfigDict, TypeAdapter, ValidationError
 from starlette.requests import Request
 from starlette.routing import request_response
 
-from hindsight.engine.errors import BadRequest, MethodNotAllowed, NotFound, TooLarge
+from hindsight.engine.errors import BadRequest, NotFound, TooLarge
 from hindsight.oauth.clients import SCOPES
 from hindsight.oauth.provider import Provider
 from hindsight.oauth.resource import PRM_PREFIX, base_url, endpoint_bank, mcp_resource
+from hindsight.web.errors import MethodNotAllowed
 
 if TYPE_CHECKING:
     from hindsight.engine.runtime import Runtime

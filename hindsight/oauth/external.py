@@ -23,7 +23,8 @@ from typing import Any
 import httpx
 import jwt
 
-from hindsight.config import Settings, valid_bank_id
+from hindsight.bank_ids import valid_bank_id
+from hindsight.config import Settings
 from hindsight.engine.access.keys import Principal
 
 log = logging.getLogger("hindsight.oauth")

@@ -9,7 +9,7 @@ issuer's carry `aud`. A token is never passed on to anything: it only decides wh
 
 API keys keep working beside tokens (Claude Code with `--header`, Hindsight's own clients).
 The base URL is HINDSIGHT_API_PUBLIC_URL, else the scheme and Host of the request (which the edge
-already holds to the names this server answers to, api/edge.py).
+already holds to the names this server answers to, server/host_origin.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
-from hindsight.config import BANK_ID_RULE, Settings, valid_bank_id
+from hindsight.bank_ids import invalid_bank_id, valid_bank_id
+from hindsight.config import Settings
 from hindsight.engine.access.keys import Principal
 from hindsight.engine.errors import NotFound, Unauthorized
 from hindsight.oauth import store
@@ -81,7 +82,7 @@ def endpoint_bank(path: str) -> str | None:
         raise NotFound(f"no MCP endpoint at {path}")
     bank_id = parts[0] if parts else None
     if bank_id is not None and not valid_bank_id(bank_id):
-        raise NotFound(f"invalid bank id {bank_id!r} in the URL; use {BANK_ID_RULE}")
+        raise NotFound(f"MCP endpoint URL: {invalid_bank_id(bank_id)}")
     return bank_id
 
 

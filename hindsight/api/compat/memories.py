@@ -11,7 +11,6 @@ from fastapi import APIRouter, Query
 from hindsight.api.compat import convert
 from hindsight.api.compat import models as M
 from hindsight.api.deps import BankId, Caller, EngineDep
-from hindsight.api.errors import LLM_ERROR_RESPONSES
 from hindsight.engine.memory.curation import MemoryUpdate
 from hindsight.engine.memory.records import MemoryQuery
 from hindsight.engine.memory.sources import RetainedQuery
@@ -20,6 +19,7 @@ from hindsight.engine.rules.fields import MAX_OFFSET
 from hindsight.engine.rules.tags import TagsMatch
 from hindsight.engine.rules.validation import parse
 from hindsight.engine.search.schemas import RecallRequest
+from hindsight.web.errors import LLM_ERROR_RESPONSES
 
 router = APIRouter(prefix="/v1/default/banks/{bank_id}", tags=["Hindsight-compatible: memories"])
 

@@ -1,5 +1,5 @@
 """Version and liveness probes where Hindsight's clients look for them. Readiness,
-`/health/ready`, is the server's own (api/app.py), with the `status` field these clients read."""
+`/health/ready`, is the server's own (server/app.py), with the `status` field these clients read."""
 
 from __future__ import annotations
 

@@ -63,9 +63,6 @@ class Principal:
 
 
 OPEN = Principal("open")
-# Where the HTTP layer keeps a request's principal once it has authenticated it (api/app.py), so
-# the route or the MCP router does not look the key up again.
-PRINCIPAL = "hindsight.principal"
 ADMIN = Principal("admin", key_id="env")
 
 

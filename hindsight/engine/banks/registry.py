@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 
-from hindsight.config import BANK_ID_RULE, valid_bank_id
+from hindsight.bank_ids import invalid_bank_id, valid_bank_id
 from hindsight.db.sql import Q
 from hindsight.engine.banks.schemas import Bank, BankCounts, BankCreate, BankUpdate
 from hindsight.engine.errors import InvalidArgument, NotFound
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 def check_bank_id(bank_id: object, field: str = "bank_id") -> str:
     if not valid_bank_id(bank_id):
-        raise InvalidArgument(f"{field}: invalid bank id {bank_id!r}; use {BANK_ID_RULE}", field)
+        raise InvalidArgument(f"{field}: {invalid_bank_id(bank_id)}", field)
     return bank_id
 
 

@@ -7,12 +7,12 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
 
-from hindsight.config import BANK_ID_RULE, valid_bank_id
+from hindsight.bank_ids import BANK_ID_RULE, invalid_bank_id, valid_bank_id
 
 
 def _bank_id(v: str) -> str:
     if not valid_bank_id(v):
-        raise ValueError(f"invalid bank id {v!r}; use {BANK_ID_RULE}")
+        raise ValueError(invalid_bank_id(v))
     return v
 
 

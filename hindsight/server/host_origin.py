@@ -9,9 +9,6 @@ console) or one the operator allowed, and the server answers only to Host values
 cannot have: IP addresses, loopback names, this machine's own name and the names the operator
 lists (a rebound page's requests are same-origin, so they need not carry an Origin at all).
 
-URLs: the request models hold bodies to one text rule (engine/rules/text.py); path and query
-parameters are checked here with the same rule, so a NUL in `?q=` or a path id is a 422 naming
-the parameter, not a database error.
 """
 
 from __future__ import annotations
@@ -19,11 +16,11 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 from hindsight.config import Settings
-from hindsight.engine.errors import Forbidden, HindsightError, InvalidArgument, InvalidHeader
-from hindsight.engine.rules.text import text_problem
+from hindsight.engine.errors import Forbidden, HindsightError
+from hindsight.web.errors import InvalidHeader
 
 LOOPBACK_NAMES = {"localhost", "localhost.", "ip6-localhost"}
 
@@ -91,8 +88,8 @@ def _origin(value: str) -> str | None:
     return f"{parts.scheme}://{host.lower()}" + (f":{port}" if port else "")
 
 
-class Edge:
-    """The Host and Origin rules and the URL text rule, configured once from the settings."""
+class HostOriginRules:
+    """The Host and Origin rules, configured once from the settings."""
 
     def __init__(self, settings: Settings):
         hosts = [h.strip().lower() for h in settings.allowed_hosts.split(",") if h.strip()]
@@ -138,17 +135,18 @@ class Edge:
                 f"requests from the web page origin {origin!r} are refused; "
                 "add it to HINDSIGHT_API_ALLOWED_ORIGINS to allow it"
             )
-        return url_refusal(scope)
+        return None
 
 
-def url_refusal(scope) -> InvalidArgument | None:
-    """A 422 naming the path or query parameter whose text breaks the rule of engine/rules/text.py."""
-    if p := text_problem(scope.get("path", "")):
-        return InvalidArgument(f"path: {p}", "path")
-    query = scope.get("query_string", b"").decode("latin-1")
-    for name, value in parse_qsl(query, keep_blank_values=True):
-        for what, text in (("name", name), ("value", value)):
-            if p := text_problem(text):
-                where = name if what == "value" and not text_problem(name) else "query"
-                return InvalidArgument(f"{where}: {p}", where)
-    return None
+class HostOriginGuard:
+    """Middleware: a request the rules refuse is refused (raised to error_answers.py) before any
+    route or MCP server sees it."""
+
+    def __init__(self, app, rules: HostOriginRules):
+        self.app = app
+        self.rules = rules
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and (refused := self.rules.refusal(scope)) is not None:
+            raise refused
+        await self.app(scope, receive, send)

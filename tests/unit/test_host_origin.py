@@ -1,15 +1,17 @@
-"""The Host and Origin rules of api/edge.py under each configuration an operator may choose."""
+"""The Host and Origin rules (server/host_origin.py) under each configuration an operator may
+choose, and the URL text rule (server/url_text.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from hindsight.api.edge import Edge, is_loopback
 from hindsight.config import load_settings
+from hindsight.server.host_origin import HostOriginRules, is_loopback
+from hindsight.server.url_text import url_refusal
 
 
-def edge(**env) -> Edge:
-    return Edge(load_settings({f"HINDSIGHT_API_{k.upper()}": v for k, v in env.items()}))
+def edge(**env) -> HostOriginRules:
+    return HostOriginRules(load_settings({f"HINDSIGHT_API_{k.upper()}": v for k, v in env.items()}))
 
 
 def scope(host: str | None = None, origin: str | None = None, scheme: str = "http") -> dict:
@@ -67,6 +69,6 @@ def test_origins():
 
 def test_text_rule_in_the_url():
     s = scope("127.0.0.1")
-    assert edge().refusal({**s, "query_string": b"q=a%00"}).field == "q"
-    assert edge().refusal({**s, "path": "/v1/banks/a\x00b"}).field == "path"
-    assert edge().refusal({**s, "query_string": b"q=%ED%A0%80"}) is None  # invalid UTF-8 decodes as U+FFFD
+    assert url_refusal({**s, "query_string": b"q=a%00"}).field == "q"
+    assert url_refusal({**s, "path": "/v1/banks/a\x00b"}).field == "path"
+    assert url_refusal({**s, "query_string": b"q=%ED%A0%80"}) is None  # invalid UTF-8 decodes as U+FFFD

@@ -1,4 +1,4 @@
-"""uvicorn's server, stopped by draining (api/drain.py) instead of by cutting requests off.
+"""uvicorn's server, stopped by draining (server/drain.py) instead of by cutting requests off.
 
 uvicorn's own signal handler sets `should_exit` at the first SIGTERM or Ctrl-C, which closes the
 listening socket at once. The first signal here starts a drain instead, and `should_exit` is
@@ -16,8 +16,8 @@ from types import FrameType
 import uvicorn
 
 from hindsight import logs
-from hindsight.api.app import App, create_app
 from hindsight.config import Settings
+from hindsight.server.app import App, create_app
 
 
 class DrainingServer(uvicorn.Server):
@@ -49,7 +49,7 @@ class DrainingServer(uvicorn.Server):
 
 
 def serve_settings(settings: Settings) -> int:
-    """Run the server in this process (`settings.workers` > 1: api/workers.py)."""
+    """Run the server in this process (`settings.workers` > 1: server/workers.py)."""
     logs.configure(settings.log_format, settings.log_level)
     return run(settings)
 
@@ -62,7 +62,7 @@ def uvicorn_config(settings: Settings, app: App) -> uvicorn.Config:
         log_config=None,  # uvicorn's records go to the handler logs.configure() installed
         log_level=settings.log_level,
         lifespan="on",
-        # requests were drained already (api/drain.py): this only bounds closing idle connections
+        # requests were drained already (server/drain.py): this only bounds closing idle connections
         timeout_graceful_shutdown=5,
     )
 

@@ -1,5 +1,5 @@
 """A body's JSON is weighed by its structure outside strings, however it is cut into chunks
-(api/json_weight.py)."""
+(server/body_weight.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hindsight.api.json_weight import FREE, PER_BYTE, JsonWeight
+from hindsight.server.body_weight import FREE, PER_BYTE, JsonWeight
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), max_size=12) | st.sampled_from(
     ['"', "\\", '\\"', "[{,:}]", '"\\\\"', "\\\\", '{"a": [1, 2]}']

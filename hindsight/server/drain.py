@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 from starlette.responses import JSONResponse
 
-from hindsight.api.errors import send_error
-from hindsight.engine.errors import Stopping
+from hindsight.web.errors import Stopping, send_error
 
 log = logging.getLogger("hindsight")
 
@@ -29,13 +28,18 @@ LIVENESS = {"/health", "/health/live", "/metrics"}
 
 
 class Drain:
-    def __init__(self) -> None:
+    """Middleware that runs requests while the server serves, and refuses them once it drains."""
+
+    def __init__(self, app) -> None:
+        self.app = app
         self.draining = False
         self.expired = False
         self.inflight: set[asyncio.Task] = set()
 
-    async def __call__(self, scope, receive, send, app: Callable[..., Awaitable[None]]) -> None:
-        """Run one HTTP request through `app`, or refuse it while the server drains."""
+    async def __call__(self, scope, receive, send) -> None:
+        """Run one HTTP request, or refuse it while the server drains."""
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
         path = scope["path"]
         if self.draining and path not in LIVENESS:
             if path in READINESS:
@@ -53,7 +57,7 @@ class Drain:
 
         self.inflight.add(task)
         try:
-            await app(scope, receive, tracked)
+            await self.app(scope, receive, tracked)
         except asyncio.CancelledError:
             if not self.expired or started:
                 raise

@@ -2,7 +2,7 @@
 
 This module is the supervisor's: it imports neither the app nor the engine, so the process that
 only watches its workers stays small (~40 MB instead of a server's ~200); each worker imports the
-server in its own process (api/serve.py).
+server in its own process (server/serve.py).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _worker(settings: Settings, sock: socket.socket, index: int, ready) -> None:
     logs.configure(settings.log_format, settings.log_level)
     malloc.configure()
     threading.Thread(target=_orphan_watch, args=(os.getppid(),), daemon=True).start()
-    from hindsight.api.serve import run  # the server, imported in the worker only (see the module's docstring)
+    from hindsight.server.serve import run  # the server, imported in the worker only (see the module's docstring)
 
     sys.exit(run(settings, [sock], scheduler=index == 0, ready=ready))
 
