@@ -7,6 +7,9 @@ import time
 import click
 
 from hindsight.cli.client import DEFAULT_URL, Client, make_group, out, pass_client
+from hindsight.cli.options import body, fields
+from hindsight.engine.reflection.mental_models import MentalModelCreate, MentalModelUpdate
+from hindsight.engine.reflection.reflect import ReflectRequest
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
 
@@ -15,24 +18,14 @@ def register(cli: click.Group) -> None:
     @cli.command()
     @click.argument("bank_id")
     @click.argument("query")
-    @click.option("--context", default=None, help="Why the reflection is needed.")
-    @click.option("--budget", type=click.Choice(["low", "mid", "high"]), default="low", show_default=True)
-    @click.option(
-        "--on-llm-failure",
-        type=click.Choice(["error", "extractive"]),
-        default=None,
-        help="When the LLM fails: an error naming the cause, or the most relevant memories verbatim "
-        "(default: the server's setting).",
-    )
+    @fields(ReflectRequest, "context", "budget", "max_tokens", "on_llm_failure", tags="--tag")
     @click.option("--json", "as_json", is_flag=True, help="Print the full JSON result.")
     @click.option("--url", envvar="HINDSIGHT_URL", default=DEFAULT_URL)
     @click.option("--key", envvar="HINDSIGHT_KEY", default=None)
-    def reflect(bank_id, query, context, budget, on_llm_failure, as_json, url, key):
+    def reflect(bank_id, query, as_json, url, key, **values):
         """Answer QUERY from the memories of BANK_ID."""
-        body = {"query": query, "budget": budget, **({"context": context} if context else {})}
-        if on_llm_failure:
-            body["on_llm_failure"] = on_llm_failure
-        res = Client(url, key).call("POST", f"/v1/banks/{bank_id}/reflect", json=body)
+        body_ = {"query": query, **body(values)}
+        res = Client(url, key).call("POST", f"/v1/banks/{bank_id}/reflect", json=body_)
         if as_json:
             out(res)
             return
@@ -51,21 +44,14 @@ def register(cli: click.Group) -> None:
     @click.argument("bank_id")
     @click.argument("name")
     @click.argument("source_query")
-    @click.option("--id", "model_id", default=None, help="Custom id (lowercase letters, digits, hyphens).")
-    @click.option("--tag", "tags", multiple=True)
-    @click.option("--max-tokens", type=int, default=None)
+    @fields(MentalModelCreate, "max_tokens", mental_model_id="--id", tags="--tag")
     @click.option("--wait", is_flag=True, help="Wait for the first content.")
     @pass_client
-    def create(c: Client, bank_id, name, source_query, model_id, tags, max_tokens, wait):
-        body = {
-            "name": name,
-            "source_query": source_query,
-            "mental_model_id": model_id,
-            "tags": list(tags) or None,
-            "max_tokens": max_tokens,
-        }
+    def create(c: Client, bank_id, name, source_query, wait, **values):
         res = c.call(
-            "POST", f"/v1/banks/{bank_id}/mental-models", json={k: v for k, v in body.items() if v is not None}
+            "POST",
+            f"/v1/banks/{bank_id}/mental-models",
+            json={"name": name, "source_query": source_query, **body(values)},
         )
         if wait:
             _wait(c, bank_id, res["operation_id"])
@@ -91,20 +77,10 @@ def register(cli: click.Group) -> None:
     @models.command("update")
     @click.argument("bank_id")
     @click.argument("mental_model_id")
-    @click.option("--name")
-    @click.option("--source-query")
-    @click.option("--tag", "tags", multiple=True)
-    @click.option("--max-tokens", type=int)
+    @fields(MentalModelUpdate, "name", "source_query", "max_tokens", tags="--tag")
     @pass_client
-    def update(c: Client, bank_id, mental_model_id, name, source_query, tags, max_tokens):
-        body = {"name": name, "source_query": source_query, "tags": list(tags) or None, "max_tokens": max_tokens}
-        out(
-            c.call(
-                "PATCH",
-                f"/v1/banks/{bank_id}/mental-models/{mental_model_id}",
-                json={k: v for k, v in body.items() if v is not None},
-            )
-        )
+    def update(c: Client, bank_id, mental_model_id, **values):
+        out(c.call("PATCH", f"/v1/banks/{bank_id}/mental-models/{mental_model_id}", json=body(values)))
 
     @models.command("refresh")
     @click.argument("bank_id")

@@ -15,6 +15,10 @@ from hindsight.cli.client import out as _out
 from hindsight.cli.document_commands import register as register_document_commands
 from hindsight.cli.llm_commands import register as register_llm_commands
 from hindsight.cli.memory_commands import register as register_memory_commands
+from hindsight.cli.options import body, fields
+from hindsight.engine.banks.schemas import BankCreate, BankUpdate
+from hindsight.engine.memory.schemas import RetainItem
+from hindsight.engine.search.schemas import RecallRequest
 
 
 @click.group()
@@ -30,17 +34,13 @@ def serve(host: str | None, port: int | None) -> None:
     """Run the server (embedded PostgreSQL unless HINDSIGHT_API_DATABASE_URL is set)."""
     from hindsight import malloc
     from hindsight.config import ConfigError, load_settings
+    from hindsight.engine.access.tenant import extension_class
 
     malloc.configure()
 
     try:
         settings = load_settings()
-        if (
-            settings.tenant_extension
-            and "ApiKeyTenantExtension" in settings.tenant_extension
-            and not settings.tenant_api_key
-        ):
-            raise ConfigError("HINDSIGHT_API_TENANT_API_KEY: required when the API-key tenant extension is on")
+        extension_class(settings.tenant_extension).check_settings(settings)
     except ConfigError as exc:
         click.echo(f"hindsight: configuration error: {exc}", err=True)
         sys.exit(2)
@@ -108,13 +108,10 @@ def banks_list(c: Client):
 
 @banks.command("create")
 @click.argument("bank_id")
-@click.option("--name")
-@click.option("--mission")
-@click.option("--chunk-size", type=int, default=None, help="Default characters per document chunk.")
+@fields(BankCreate, "name", "mission", document_chunk_size="--chunk-size")
 @pass_client
-def banks_create(c: Client, bank_id, name, mission, chunk_size):
-    body = {"bank_id": bank_id, "name": name, "mission": mission, "document_chunk_size": chunk_size}
-    _out(c.call("POST", "/v1/banks", json={k: v for k, v in body.items() if v}))
+def banks_create(c: Client, bank_id, **values):
+    _out(c.call("POST", "/v1/banks", json={"bank_id": bank_id, **body(values)}))
 
 
 @banks.command("get")
@@ -126,13 +123,10 @@ def banks_get(c: Client, bank_id):
 
 @banks.command("update")
 @click.argument("bank_id")
-@click.option("--name")
-@click.option("--mission")
-@click.option("--chunk-size", type=int, default=None, help="Default characters per document chunk.")
+@fields(BankUpdate, "name", "mission", document_chunk_size="--chunk-size")
 @pass_client
-def banks_update(c: Client, bank_id, name, mission, chunk_size):
-    body = {"name": name, "mission": mission, "document_chunk_size": chunk_size}
-    _out(c.call("PATCH", f"/v1/banks/{bank_id}", json={k: v for k, v in body.items() if v is not None}))
+def banks_update(c: Client, bank_id, **values):
+    _out(c.call("PATCH", f"/v1/banks/{bank_id}", json=body(values)))
 
 
 @banks.command("delete")
@@ -222,15 +216,11 @@ def keys_revoke(c: Client, key_id):
 @click.argument("content", required=False)
 @click.option("--file", "file_", type=click.File("r"), help="Read content from a file ('-' for stdin).")
 @click.option("--jsonl", type=click.File("r"), help="Batch: one JSON item per line.")
-@click.option("--context", default=None)
-@click.option("--timestamp", default=None, help="ISO 8601 time of the event.")
-@click.option("--tag", "tags", multiple=True)
-@click.option("--document-id", default=None)
-@click.option("--supersedes", multiple=True, help="Id of a memory this one replaces (repeatable).")
+@fields(RetainItem, "context", "timestamp", "document_id", tags="--tag", supersedes="--supersedes")
 @click.option("--wait", is_flag=True, help="With an LLM: wait for fact extraction.")
 @click.option("--url", envvar="HINDSIGHT_URL", default=DEFAULT_URL)
 @click.option("--key", envvar="HINDSIGHT_KEY", default=None)
-def retain(bank_id, content, file_, jsonl, context, timestamp, tags, document_id, supersedes, wait, url, key):
+def retain(bank_id, content, file_, jsonl, wait, url, key, **values):
     """Store CONTENT (or --file, or a --jsonl batch) in BANK_ID."""
     c = Client(url, key)
     if jsonl:
@@ -241,20 +231,9 @@ def retain(bank_id, content, file_, jsonl, context, timestamp, tags, document_id
         content = file_.read()
     if not content:
         raise click.UsageError("give CONTENT, --file or --jsonl")
-    body = {
-        "content": content,
-        "context": context,
-        "timestamp": timestamp,
-        "tags": list(tags) or None,
-        "document_id": document_id,
-        "supersedes": list(supersedes) or None,
-    }
     _out(
         c.call(
-            "POST",
-            f"/v1/banks/{bank_id}/memories",
-            json={k: v for k, v in body.items() if v is not None},
-            params={"wait": wait},
+            "POST", f"/v1/banks/{bank_id}/memories", json={"content": content, **body(values)}, params={"wait": wait}
         )
     )
 
@@ -262,28 +241,14 @@ def retain(bank_id, content, file_, jsonl, context, timestamp, tags, document_id
 @cli.command()
 @click.argument("bank_id")
 @click.argument("query")
-@click.option(
-    "--max-tokens", type=int, default=None, help="Token budget of the results (the server's default when left out)."
-)
-@click.option("--tag", "tags", multiple=True)
-@click.option("--as-of", default=None, help="ISO 8601: what was true then (default: what is true now).")
-@click.option("--include-superseded", is_flag=True, help="Also memories a newer one replaced.")
+@fields(RecallRequest, "max_tokens", "as_of", "include_superseded", tags="--tag")
 @click.option("--json", "as_json", is_flag=True, help="Print the full JSON result.")
 @click.option("--url", envvar="HINDSIGHT_URL", default=DEFAULT_URL)
 @click.option("--key", envvar="HINDSIGHT_KEY", default=None)
-def recall(bank_id, query, max_tokens, tags, as_of, include_superseded, as_json, url, key):
+def recall(bank_id, query, as_json, url, key, **values):
     """Recall memories of BANK_ID for QUERY."""
     c = Client(url, key)
-    body: dict = {"query": query}
-    if as_of:
-        body["as_of"] = as_of
-    if include_superseded:
-        body["include_superseded"] = True
-    if max_tokens is not None:
-        body["max_tokens"] = max_tokens
-    if tags:
-        body["tags"] = list(tags)
-    res = c.call("POST", f"/v1/banks/{bank_id}/recall", json=body)
+    res = c.call("POST", f"/v1/banks/{bank_id}/recall", json={"query": query, **body(values)})
     if as_json:
         _out(res)
         return

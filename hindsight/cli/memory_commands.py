@@ -7,6 +7,8 @@ from __future__ import annotations
 import click
 
 from hindsight.cli.client import Client, make_group, out, pass_client
+from hindsight.cli.options import body, fields
+from hindsight.engine.memory.curation import MemoryUpdate
 
 
 def register(cli: click.Group) -> None:
@@ -23,27 +25,23 @@ def register(cli: click.Group) -> None:
     @memories.command("update")
     @click.argument("bank_id")
     @click.argument("memory_id")
-    @click.option("--text", default=None, help="The corrected text (re-embedded and re-indexed).")
-    @click.option("--context", default=None)
-    @click.option("--type", "type_", type=click.Choice(["world", "experience"]), default=None)
-    @click.option("--occurred-start", default=None, help="ISO 8601.")
-    @click.option("--occurred-end", default=None, help="ISO 8601.")
-    @click.option("--valid-from", default=None, help="ISO 8601: when it became true.")
-    @click.option("--valid-to", default=None, help="ISO 8601: when it stopped being true.")
-    @click.option("--entity", "entities", multiple=True, help="Replace its entities (repeatable).")
-    @click.option("--tag", "tags", multiple=True, help="Replace its tags (repeatable).")
-    @click.option("--reason", default=None, help="Why: recorded in its history.")
+    @fields(
+        MemoryUpdate,
+        "text",
+        "context",
+        "type",
+        "occurred_start",
+        "occurred_end",
+        "valid_from",
+        "valid_to",
+        "reason",
+        entities="--entity",
+        tags="--tag",
+    )
     @pass_client
-    def memories_update(c: Client, bank_id, memory_id, type_, entities, tags, **fields):
+    def memories_update(c: Client, bank_id, memory_id, **values):
         """Correct one memory; only the options given change."""
-        body = {k: v for k, v in fields.items() if v is not None}
-        if type_:
-            body["type"] = type_
-        if entities:
-            body["entities"] = list(entities)
-        if tags:
-            body["tags"] = list(tags)
-        out(c.call("PATCH", f"/v1/banks/{bank_id}/memories/{memory_id}", json=body))
+        out(c.call("PATCH", f"/v1/banks/{bank_id}/memories/{memory_id}", json=body(values)))
 
     @memories.command("invalidate")
     @click.argument("bank_id")

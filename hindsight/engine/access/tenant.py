@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from hindsight.config import ConfigError
+from hindsight.config import ConfigError, Settings
 from hindsight.engine.access.keys import OPEN, Principal
 
 if TYPE_CHECKING:
@@ -24,13 +24,19 @@ class TenantExtension:
     def __init__(self, rt: Runtime):
         self.rt = rt
 
+    @classmethod
+    def check_settings(cls, settings: Settings) -> None:
+        """Raise ConfigError naming the setting this extension needs and lacks; checked before
+        the server starts anything."""
+
     async def principal(self, authorization: str | None) -> Principal:
         return OPEN
 
 
-def load_extension(spec: str | None, rt: Runtime) -> TenantExtension:
+def extension_class(spec: str | None) -> type[TenantExtension]:
+    """The class `spec` names (`module:Class`), TenantExtension itself for none."""
     if not spec:
-        return TenantExtension(rt)
+        return TenantExtension
     module, _, cls = spec.partition(":")
     if module.startswith("hindsight_api."):
         module = "hindsight." + module[len("hindsight_api.") :]
@@ -38,4 +44,12 @@ def load_extension(spec: str | None, rt: Runtime) -> TenantExtension:
         klass = getattr(importlib.import_module(module), cls)
     except (ImportError, AttributeError, ValueError):
         raise ConfigError(f"HINDSIGHT_API_TENANT_EXTENSION: cannot load {spec!r}") from None
+    if not (isinstance(klass, type) and issubclass(klass, TenantExtension)):
+        raise ConfigError(f"HINDSIGHT_API_TENANT_EXTENSION: {spec!r} is not a tenant extension class")
+    return klass
+
+
+def load_extension(spec: str | None, rt: Runtime) -> TenantExtension:
+    klass = extension_class(spec)
+    klass.check_settings(rt.settings)
     return klass(rt)

@@ -4,6 +4,7 @@ hindsight.extensions.builtin.tenant:ApiKeyTenantExtension`). The engine loads it
 
 from __future__ import annotations
 
+from hindsight.config import ConfigError, Settings
 from hindsight.engine.access.keys import Principal, authenticate
 from hindsight.engine.access.tenant import TenantExtension
 from hindsight.engine.errors import Unauthorized
@@ -13,6 +14,11 @@ __all__ = ["ApiKeyTenantExtension", "TenantExtension"]
 
 class ApiKeyTenantExtension(TenantExtension):
     """`Authorization: Bearer <key>` on every call: the configured admin key, or a stored key."""
+
+    @classmethod
+    def check_settings(cls, settings: Settings) -> None:
+        if not settings.tenant_api_key:
+            raise ConfigError("HINDSIGHT_API_TENANT_API_KEY: required when the API-key tenant extension is on")
 
     async def principal(self, authorization: str | None) -> Principal:
         if not authorization:
