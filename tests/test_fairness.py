@@ -187,12 +187,12 @@ async def test_a_flood_on_one_bank_waits_at_its_own_gate(app, rest, bank):
     release, held = asyncio.Event(), []
 
     async def hold():
-        async with rt.lanes.hold(busy):
+        async with rt.gates.reading(busy):
             held.append(1)
             await release.wait()
 
-    holders = [asyncio.create_task(hold()) for _ in range(rt.lanes.width)]
-    while len(held) < rt.lanes.width:
+    holders = [asyncio.create_task(hold()) for _ in range(rt.gates.lanes.width)]
+    while len(held) < rt.gates.lanes.width:
         await asyncio.sleep(0.01)
     try:
         waiting = asyncio.create_task(rest.post(f"/v1/banks/{busy}/recall", json={"query": "harbour boats"}))
@@ -213,7 +213,7 @@ async def test_a_flood_on_one_bank_waits_at_its_own_gate(app, rest, bank):
     r = await asyncio.wait_for(waiting, 30)
     assert r.status_code == 200 and r.json()["results"] == [], r.text
     assert (await asyncio.wait_for(listing, 30)).status_code == 200
-    assert rt.lanes.waiting(busy) == 0 and rt.lanes.waiting(quiet) == 0  # idle gates are dropped
+    assert rt.gates.lanes.waiting(busy) == 0 and rt.gates.lanes.waiting(quiet) == 0  # idle gates are dropped
 
 
 @pytest.fixture(scope="module")
@@ -231,7 +231,7 @@ async def test_a_retain_waiting_for_its_facts_holds_no_lane(lanes_db, stub, bank
             slow = asyncio.create_task(
                 c.post(f"/v1/banks/{bank}/memories?wait=true", json={"content": "Yan owns a blue canoe. [[sleep:3]]"})
             )
-            while application.engine.rt.lanes.waiting(bank) or not await _stored(c, bank):
+            while application.engine.rt.gates.lanes.waiting(bank) or not await _stored(c, bank):
                 await asyncio.sleep(0.05)
             r = await asyncio.wait_for(c.post(f"/v1/banks/{bank}/recall", json={"query": "canoe"}), 2)
             assert r.status_code == 200 and r.json()["results"], r.text
@@ -264,7 +264,7 @@ async def test_retains_waiting_for_the_write_queue_hold_no_lane(app, rest, bank)
     try:
         retains = [
             asyncio.create_task(rest.post(f"/v1/banks/{bank}/memories", json={"content": f"Ivo sold jar {i}."}))
-            for i in range(rt.lanes.width + 2)
+            for i in range(rt.gates.lanes.width + 2)
         ]
         await asyncio.sleep(0.5)
         r = await asyncio.wait_for(rest.post(f"/v1/banks/{bank}/recall", json={"query": "bees"}), 5)
@@ -299,4 +299,4 @@ async def test_a_banks_exports_run_one_at_a_time(app, rest, bank):
         await asyncio.gather(started, return_exceptions=True)
         for stream in (first, second, other):
             await stream.aclose()
-    assert rt.exports.waiting(bank) == 0
+    assert rt.gates.exports.waiting(bank) == 0

@@ -22,7 +22,7 @@ from hindsight.db.sql import Q
 from hindsight.db.watchdog import Watchdog
 from hindsight.embedding import load_embedder
 from hindsight.engine.access.tenant import TenantExtension, load_extension
-from hindsight.engine.banks.gates import CPU_SLOTS, BankGates, BankWrites, lane_width
+from hindsight.engine.banks.gates import CPU_SLOTS, BankWrites, Gates
 from hindsight.engine.banks.sizes import BankSizes
 from hindsight.engine.cpu_slots import CpuSlots
 from hindsight.engine.errors import unavailable
@@ -93,9 +93,7 @@ class Lifecycle:
             pool=pool,
             planned=pools.planned,
             writes=BankWrites(pool),
-            lanes=BankGates(lane_width(s)),
-            bulk=BankGates(CPU_SLOTS),
-            exports=BankGates(1),
+            gates=Gates(s),
             embedder=embedder,
             llm=llm,
             queue=self.worker,

@@ -20,7 +20,7 @@ from hindsight.engine.cpu_slots import CpuSlots
 
 if TYPE_CHECKING:
     from hindsight.embedding import Embedder
-    from hindsight.engine.banks.gates import BankGates, BankWrites
+    from hindsight.engine.banks.gates import BankWrites, Gates
     from hindsight.engine.banks.sizes import BankSizes
     from hindsight.engine.queue.schemas import Operation
     from hindsight.llm import LLM
@@ -43,16 +43,7 @@ class Runtime:
     # recall arms whose best plan depends on them.
     planned: asyncpg.Pool
     writes: BankWrites  # the way into a transaction that writes a bank
-    # A bank's requests at work at once (recall, a small retain's model work, document search,
-    # listings, reflect's reading): a flood on one bank queues at its own gate instead of ahead
-    # of every other bank's requests (lane_width).
-    lanes: BankGates
-    # A bank's bulk retains at the CPU slots at once: as many as there are slots, so one bank's
-    # batches do not fill the slots' queue ahead of every other bank's.
-    bulk: BankGates
-    # A bank's exports at once: one. An export holds a pooled connection at its reader's pace,
-    # and a handful of slow readers would hold the whole pool.
-    exports: BankGates
+    gates: Gates  # per-bank gates, each named by the work it bounds (banks/gates.py)
     embedder: Embedder
     llm: LLM
     queue: Queue

@@ -1,4 +1,4 @@
-"""A bank's gate (engine/runtime.BankGates): at most `width` holders of one bank at once, the
+"""A bank's gate (engine/banks/gates.py, BankGates): at most `width` holders of one bank at once, the
 others served in the order they came, other banks never held up, nothing kept for an idle bank."""
 
 from __future__ import annotations

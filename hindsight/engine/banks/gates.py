@@ -1,20 +1,27 @@
-"""GATES"""
+"""Per-bank gates: how many of a bank's requests may be at work at once in this process, so that
+a flood on one bank queues at its own gate instead of ahead of every other bank's requests.
+
+`Gates` names each gate by the work it bounds, and every holder takes its gate through it:
+- `reading`: a recall, a listing, document search, reflect's reading of the bank, a small
+  retain's model work (its vectors, on the query threads recalls use); lanes as wide as
+  HINDSIGHT_API_BANK_CONCURRENCY (lane_width);
+- `bulk`: a large retain's batches at the CPU slots, as many as there are slots;
+- `export`: a bank's exports, one at a time (an export holds a pooled connection at its reader's
+  pace, and a handful of slow readers would hold the whole pool);
+and `BankWrites` is the one way into a transaction that writes a bank (its write queue). None is
+held while another is waited for: a retain's lane is let go before it queues to write."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
 
 import asyncpg
 
 from hindsight.config import Settings
 from hindsight.cpus import cores
 from hindsight.db.sql import Q
-
-if TYPE_CHECKING:
-    pass
 
 
 async def lock_writes(conn: asyncpg.Connection, bank_id: str) -> None:
@@ -86,3 +93,30 @@ class BankWrites:
         async with self._queues.hold(bank_id), self.pool.acquire() as conn, conn.transaction():
             await lock_writes(conn, bank_id)
             yield conn
+
+
+class Gates:
+    """The bank gates of one process (module docstring), built from the settings."""
+
+    def __init__(self, settings: Settings):
+        self._lanes = BankGates(lane_width(settings))
+        self._bulk = BankGates(CPU_SLOTS)
+        self._exports = BankGates(1)
+
+    def reading(self, bank_id: str):
+        return self._lanes.hold(bank_id)
+
+    def bulk(self, bank_id: str):
+        return self._bulk.hold(bank_id)
+
+    def export(self, bank_id: str):
+        return self._exports.hold(bank_id)
+
+    @property
+    def lanes(self) -> BankGates:
+        """The reading lanes, for what they say of a bank's waiters (tests, metrics)."""
+        return self._lanes
+
+    @property
+    def exports(self) -> BankGates:
+        return self._exports

@@ -234,9 +234,9 @@ async def reflect(
     exclude_model: str | None = None,
     max_answer_tokens: int | None = None,
 ) -> ReflectResult:
-    # Reading the bank takes one of its lanes, as a recall does (runtime.BankGates); the LLM's
+    # Reading the bank takes one of its lanes, as a recall does (banks/gates.py); the LLM's
     # answer is waited for without one.
-    async with rt.lanes.hold(bank_id):
+    async with rt.gates.reading(bank_id):
         recalled = await recall(
             rt,
             bank_id,

@@ -49,7 +49,7 @@ from hindsight.embedding import vector_literal
 from hindsight.engine.banks.registry import bank_config, ensure_bank
 from hindsight.engine.banks.schemas import BankUpdate
 from hindsight.engine.errors import InvalidArgument
-from hindsight.engine.memory.sources import delete_retained
+from hindsight.engine.memory.sources import delete_sources
 from hindsight.engine.rules.fields import METADATA_BYTES
 from hindsight.engine.rules.text import instant_problem, problem
 
@@ -99,7 +99,7 @@ async def export_bank(rt: Runtime, bank_id: str) -> AsyncIterator[bytes]:
     """Gzip bytes of the bank's archive, produced row by row from one consistent snapshot."""
     gz = zlib.compressobj(6, zlib.DEFLATED, 31)
     counts: Counter = Counter()
-    async with rt.exports.hold(bank_id), rt.pool.acquire() as conn:
+    async with rt.gates.export(bank_id), rt.pool.acquire() as conn:
         async with conn.transaction(isolation="repeatable_read", readonly=True):
             bank = await conn.fetchval(Q.export_bank, bank_id)
             header = {
@@ -352,7 +352,7 @@ class _Importer:
             if self.policy == "skip":
                 self.doc_renames[doc] = None
             elif self.policy == "replace":
-                await delete_retained(self.conn, self.bank_id, [doc])
+                await delete_sources(self.conn, self.bank_id, [doc])
                 self.replaced["memory_document"] += 1
                 self.doc_renames[doc] = doc
             else:
