@@ -5,8 +5,8 @@ import tempfile
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
-from hindsight.api.deps import BankId, Caller, EngineDep
-from hindsight.engine.banks.schemas import Bank, BankCreate, BankDeleted, BankList, BankUpdate
+from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
+from hindsight.engine.banks.schemas import Bank, BankCreate, BankDeleted, BankList, BankQuery, BankUpdate
 from hindsight.engine.errors import InvalidArgument
 from hindsight.engine.transfer.portable import ImportResult, OnConflict
 
@@ -14,8 +14,8 @@ router = APIRouter(prefix="/v1/banks", tags=["banks"])
 
 
 @router.get("", summary="List banks (those the key may access)")
-async def list_banks(who: Caller, eng: EngineDep) -> BankList:
-    return await eng.list_banks(who)
+async def list_banks(who: PrincipalDep, eng: EngineDep, query: BankQuery = Query()) -> BankList:
+    return await eng.list_banks(who, query)
 
 
 @router.post(
@@ -24,7 +24,7 @@ async def list_banks(who: Caller, eng: EngineDep) -> BankList:
     summary="Create a bank (returns the existing one with 200)",
     responses={200: {"model": Bank, "description": "The bank already existed: returned unchanged"}},
 )
-async def create_bank(req: BankCreate, response: Response, who: Caller, eng: EngineDep) -> Bank:
+async def create_bank(req: BankCreate, response: Response, who: PrincipalDep, eng: EngineDep) -> Bank:
     created = await eng.create_bank(who, req)
     if not created.created:
         response.status_code = 200
@@ -32,17 +32,17 @@ async def create_bank(req: BankCreate, response: Response, who: Caller, eng: Eng
 
 
 @router.get("/{bank_id}", summary="Get a bank with its statistics")
-async def get_bank(bank_id: BankId, who: Caller, eng: EngineDep) -> Bank:
+async def get_bank(bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> Bank:
     return await eng.get_bank(who, bank_id)
 
 
 @router.patch("/{bank_id}", summary="Update a bank's name, mission or disposition")
-async def update_bank(req: BankUpdate, bank_id: BankId, who: Caller, eng: EngineDep) -> Bank:
+async def update_bank(req: BankUpdate, bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> Bank:
     return await eng.update_bank(who, bank_id, req)
 
 
 @router.delete("/{bank_id}", summary="Delete a bank and everything in it")
-async def delete_bank(bank_id: BankId, who: Caller, eng: EngineDep) -> BankDeleted:
+async def delete_bank(bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> BankDeleted:
     return await eng.delete_bank(who, bank_id)
 
 
@@ -51,7 +51,7 @@ async def delete_bank(bank_id: BankId, who: Caller, eng: EngineDep) -> BankDelet
     summary="Export the bank to one portable file (gzip JSON Lines)",
     response_class=StreamingResponse,
 )
-async def export_bank(bank_id: BankId, who: Caller, eng: EngineDep):
+async def export_bank(bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
     stream = await eng.export_bank(who, bank_id)
     return StreamingResponse(
         stream,
@@ -63,8 +63,8 @@ async def export_bank(bank_id: BankId, who: Caller, eng: EngineDep):
 @router.post("/{bank_id}/import", summary="Import an exported bank file into this bank (created if needed)")
 async def import_bank(
     request: Request,
-    bank_id: BankId,
-    who: Caller,
+    bank_id: BankPath,
+    who: PrincipalDep,
     eng: EngineDep,
     on_conflict: OnConflict = Query("rename", description="rename, skip or replace objects whose name is taken"),
 ) -> ImportResult:

@@ -43,13 +43,21 @@ SELECT (SELECT count(*) FROM memory_entities me JOIN memories m ON m.id = me.mem
 SELECT status, count(*) AS n FROM operations WHERE bank_id = $1 GROUP BY status;
 
 -- bank_list --
--- Every bank (an admin key or no keys at all).
-SELECT id, name, mission, disposition, config, created_at, updated_at FROM banks ORDER BY id;
+-- A page of the banks (every bank for an admin key or no keys at all; $1 the banks a scoped key
+-- may see), those whose id or name holds $2 in any case, by id; each row carries how many match
+-- in all, and an empty page one row of nulls with that count.
+WITH matching AS (
+    SELECT id, name, mission, disposition, config, created_at, updated_at FROM banks
+    WHERE ($1::text[] IS NULL OR id = ANY($1::text[]))
+      AND ($2::text IS NULL OR strpos(lower(id), lower($2)) > 0 OR strpos(lower(coalesce(name, '')), lower($2)) > 0)
+), page AS (
+    SELECT * FROM matching ORDER BY id LIMIT $3 OFFSET $4
+)
+SELECT t.total, p.* FROM (SELECT count(*) AS total FROM matching) t LEFT JOIN page p ON true ORDER BY p.id;
 
--- bank_list_some --
--- The banks a scoped key may see.
-SELECT id, name, mission, disposition, config, created_at, updated_at FROM banks
-WHERE id = ANY($1::text[]) ORDER BY id;
+-- bank_lock --
+-- The bank's row, held until the transaction ends, so a change computed from it is not lost to another.
+SELECT id, name, mission, disposition, config, created_at, updated_at FROM banks WHERE id = $1 FOR UPDATE;
 
 -- bank_memory_counts --
 -- Memory counts and last write of the listed banks, in one pass for a whole bank list.

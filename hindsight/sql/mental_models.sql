@@ -17,11 +17,18 @@ SELECT dedup_key, id FROM operations
 WHERE bank_id = $1 AND dedup_key = ANY($2::text[]) AND status IN ('queued', 'running');
 
 -- mental_model_list --
--- A bank's models, oldest first, filtered by their own tags as memories are (engine/rules/tags.py).
-SELECT bank_id, id, name, source_query, tags, max_tokens, content, based_on, status, last_refreshed_at,
-       last_error, created_at, updated_at
-FROM mental_models WHERE bank_id = $1 /*tags*/
-ORDER BY created_at, id;
+-- A page of a bank's models, oldest first, filtered by their own tags as memories are
+-- (engine/rules/tags.py) and by id; each row carries how many match in all, and an empty page one
+-- row of nulls with that count.
+WITH matching AS (
+    SELECT bank_id, id, name, source_query, tags, max_tokens, content, based_on, status, last_refreshed_at,
+           last_error, created_at, updated_at
+    FROM mental_models WHERE bank_id = $1 /*conditions*/
+), page AS (
+    SELECT * FROM matching ORDER BY created_at, id /*page*/
+)
+SELECT t.total, p.* FROM (SELECT count(*) AS total FROM matching) t LEFT JOIN page p ON true
+ORDER BY p.created_at, p.id;
 
 -- mental_model_get --
 -- One model of a bank.

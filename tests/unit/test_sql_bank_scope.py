@@ -34,7 +34,6 @@ ACROSS_BANKS = {
     "operation_release": "a stopping worker hands back its own claims (by id and its lease), whatever their banks",
     "mental_model_sweep": "the scheduler finds stale models in every bank; each refresh it queues names its bank",
     "operations_pending_by_type": "the /metrics queue gauge counts work by type and status, no bank's rows",
-    "bank_list": "an admin (or a server without keys) lists every bank",
     "import_ids_taken": "ids are global primary keys: an import must know which are taken in any bank",
     "reembed_memories_first": "a new embedding model re-embeds every bank's vectors at start-up",
     "reembed_memories_after": "as reembed_memories_first",

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import Any
 
 from hindsight.api.compat import models as M
-from hindsight.engine.banks.schemas import Bank
+from hindsight.engine.banks.schemas import Bank, BankCounts, BankList
 from hindsight.engine.errors import InvalidArgument
 from hindsight.engine.memory.curation import MemoryHistory
-from hindsight.engine.memory.schemas import Memory, RetainItem, parse_retain_items
-from hindsight.engine.queue.schemas import Operation
-from hindsight.engine.reflection.mental_models import MentalModel
+from hindsight.engine.memory.retain import RetainAccepted
+from hindsight.engine.memory.schemas import Memory, RetainItem, RetainResult, parse_retain_items
+from hindsight.engine.memory.sources import RetainedSource
+from hindsight.engine.queue.schemas import Operation, OperationList
+from hindsight.engine.reflection.mental_models import MentalModel, MentalModelList, MentalModelVersion
+from hindsight.engine.reflection.reflect import ReflectResult
+from hindsight.engine.search.schemas import RecallResult
 
 # Our operation states in the reference's words, and back (either word is accepted in filters).
 STATUS_OUT = {
@@ -147,6 +152,16 @@ def operation(op: Operation) -> M.OperationOut:
     )
 
 
+def operation_list(bank_id: str, found: OperationList, limit: int, offset: int) -> M.OperationList:
+    return M.OperationList(
+        bank_id=bank_id,
+        total=found.total,
+        limit=limit,
+        offset=offset,
+        operations=[operation(o) for o in found.operations],
+    )
+
+
 def operation_status(op: Operation) -> M.OperationStatus:
     return M.OperationStatus(
         operation_id=op.operation_id,
@@ -179,6 +194,28 @@ def mental_model(m: MentalModel, with_content: bool = True) -> M.MentalModelOut:
         created_at=iso(m.created_at),
         is_stale=m.pending_operation_id is not None,
     )
+
+
+def mental_model_list(found: MentalModelList, detail: str, limit: int, offset: int) -> M.MentalModelList:
+    return M.MentalModelList(
+        items=[mental_model(m, detail != "metadata") for m in found.mental_models],
+        total=found.total,
+        limit=limit,
+        offset=offset,
+    )
+
+
+def model_history(versions: list[MentalModelVersion]) -> list[dict[str, Any]]:
+    """A model's contents, newest first, each with the one it replaced."""
+    return [
+        {
+            "version": v.version,
+            "content": v.content,
+            "changed_at": v.created_at.isoformat(),
+            "previous_content": versions[i + 1].content if i + 1 < len(versions) else None,
+        }
+        for i, v in enumerate(versions)
+    ]
 
 
 def as_list(tags: list[str] | None) -> list:
@@ -229,3 +266,216 @@ def retain_items(body: M.RetainIn) -> list[RetainItem]:
             item["tags"] = tags
         raw.append(item)
     return parse_retain_items(raw)
+
+
+# ---- banks ----------------------------------------------------------------------------------------
+def bank_list(found: BankList, limit: int, offset: int) -> M.BankList:
+    return M.BankList(banks=[bank_item(b) for b in found.banks], total=found.total, limit=limit, offset=offset)
+
+
+def profile_update(body: M.BankIn, bank: Bank) -> dict[str, Any]:
+    """The BankUpdate fields a PUT or PATCH of the profile sets on `bank`: its name, mission, and
+    disposition traits merged into the bank's own."""
+    update: dict[str, Any] = {}
+    if body.name is not None:
+        update["name"] = body.name
+    if body.resolved_mission() is not None:
+        update["mission"] = body.resolved_mission()
+    if traits := body.disposition_updates():
+        update["disposition"] = {**(bank.disposition or {}), **traits}
+    return update
+
+
+def bank_stats(c: BankCounts) -> M.BankStats:
+    ops = c.operations_by_status
+    return M.BankStats(
+        bank_id=c.bank_id,
+        total_nodes=sum(c.memories_by_type.values()),
+        total_links=sum(c.links_by_kind.values()),
+        total_documents=c.documents,
+        nodes_by_fact_type=c.memories_by_type,
+        links_by_link_type=c.links_by_kind,
+        links_by_fact_type={},
+        links_breakdown={},
+        pending_operations=ops.get("queued", 0) + ops.get("running", 0),
+        failed_operations=ops.get("failed", 0),
+        operations_by_status=ops,
+        last_memory_write_at=c.last_memory_at.isoformat() if c.last_memory_at else None,
+    )
+
+
+# ---- config: the reference's per-bank settings ---------------------------------------------------
+# The ones we act on, and where they go; every other key is kept and reported back as not applied.
+_TRAITS = {f"disposition_{t}": t for t in ("skepticism", "literalism", "empathy")}
+APPLIED = {"reflect_mission", *_TRAITS}
+_KEY = re.compile(r"[a-z][a-z0-9_]{0,99}")
+
+
+def _key(raw: str) -> str:
+    """A setting's name as the reference's Python field (HINDSIGHT_API_X is also accepted)."""
+    key = raw.removeprefix("HINDSIGHT_API_").lower() if raw.startswith("HINDSIGHT_API_") else raw
+    if not _KEY.fullmatch(key):
+        raise InvalidArgument(f"updates: {raw[:120]!r} is not a setting name (lower_snake_case)", "updates")
+    return key
+
+
+def _check(key: str, value: Any) -> None:
+    if key == "reflect_mission" and not (isinstance(value, str) and len(value) <= 4_000):
+        raise InvalidArgument("updates.reflect_mission: expected text of at most 4,000 characters", "updates")
+    if key in _TRAITS and not (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 5):
+        raise InvalidArgument(f"updates.{key}: expected an integer from 1 to 5", "updates")
+
+
+def config_out(bank: Bank) -> M.BankConfig:
+    overrides = dict(bank.client_settings)
+    config: dict[str, Any] = {
+        "reflect_mission": bank.mission,
+        **{key: (bank.disposition or {}).get(trait, 3) for key, trait in _TRAITS.items()},
+        "document_chunk_size": bank.document_chunk_size,
+    }
+    return M.BankConfig(
+        bank_id=bank.bank_id,
+        config={**overrides, **config},
+        overrides=overrides,
+        not_applied=sorted(k for k in overrides if k not in APPLIED),
+    )
+
+
+def config_update(updates: dict[str, Any], bank: Bank) -> dict[str, Any]:
+    """The BankUpdate fields a PATCH of the config sets on `bank`: every key kept as an override
+    (null removes one), the mission and disposition traits it names applied to the profile."""
+    kept = dict(bank.client_settings)
+    update: dict[str, Any] = {}
+    for raw, value in updates.items():
+        key = _key(raw)
+        if value is None:
+            kept.pop(key, None)
+            continue
+        _check(key, value)
+        kept[key] = value
+        if key == "reflect_mission":
+            update["mission"] = value
+        elif key in _TRAITS:
+            update.setdefault("disposition", dict(bank.disposition or {}))[_TRAITS[key]] = value
+    if len(kept) > 100:
+        raise InvalidArgument("updates: a bank keeps at most 100 overrides", "updates")
+    return {**update, "client_settings": kept}
+
+
+# ---- memories ---------------------------------------------------------------------------------------
+def retain_accepted(accepted: RetainAccepted) -> M.RetainOut:
+    return M.RetainOut(
+        bank_id=accepted.bank_id, items_count=accepted.items, is_async=True, operation_id=accepted.operation_id
+    )
+
+
+def retain_done(result: RetainResult) -> M.RetainOut:
+    return M.RetainOut(
+        bank_id=result.bank_id,
+        items_count=result.items,
+        is_async=False,
+        operation_id=result.operation_id,
+        extraction=result.extraction,
+    )
+
+
+def recall_out(result: RecallResult, trace: bool | None) -> M.RecallOut:
+    """The results; with `trace`, each result's arms, fused score and relevance beside them."""
+    traced = None
+    if trace:
+        traced = {
+            "results": [
+                {"id": m.id, "arms": m.arms, "score": m.score, "relevance": m.relevance} for m in result.results
+            ],
+            "total_tokens": result.total_tokens,
+        }
+    return M.RecallOut(results=[recall_result(m) for m in result.results], trace=traced)
+
+
+def reflect_out(res: ReflectResult, facts: list[Memory] | None, models: list[MentalModel] | None) -> M.ReflectOut:
+    """The answer; `facts` and `models` (what it was based on) when the request asked to include them."""
+    based_on = None
+    if facts is not None:
+        based_on = M.ReflectBasedOn(
+            memories=[reflect_fact(m) for m in facts],
+            mental_models=[
+                M.ReflectMentalModel(id=m.mental_model_id, text=m.content or "", context=m.name) for m in models or []
+            ],
+        )
+    usage = None
+    if res.usage:
+        pt, ct = res.usage["prompt_tokens"], res.usage["completion_tokens"]
+        usage = M.TokenUsage(input_tokens=pt, output_tokens=ct, total_tokens=pt + ct)
+    return M.ReflectOut(
+        text=res.answer,
+        based_on=based_on,
+        structured_output=res.structured_output,
+        structured_output_error=res.structured_output_error,
+        usage=usage,
+        mode=res.mode,
+        llm_error=res.llm_error.model_dump() if res.llm_error else None,
+    )
+
+
+def memory_update(body: M.UpdateMemoryIn) -> dict[str, Any]:
+    """The MemoryUpdate fields a PATCH sets (the reference's fact_type is our type)."""
+    fields = body.model_dump(exclude_unset=True, exclude={"resolve_entities"})
+    if "fact_type" in fields:
+        fields["type"] = fields.pop("fact_type")
+    return fields
+
+
+# ---- retained sources (the reference's documents) ---------------------------------------------------
+def source_list(found: list[RetainedSource], total: int, limit: int, offset: int) -> M.DocumentList:
+    return M.DocumentList(
+        items=[
+            M.DocumentItem(
+                id=d.id,
+                bank_id=d.bank_id,
+                content_hash=d.content_hash,
+                created_at=d.created_at.isoformat(),
+                updated_at=d.updated_at.isoformat(),
+                text_length=len(d.original_text),
+                memory_unit_count=d.memory_count,
+                document_metadata=d.metadata,
+                tags=d.tags,
+            )
+            for d in found
+        ],
+        total=total,
+        limit=limit,
+        offset=offset,
+    )
+
+
+def chunk_list(units: list[Memory], total: int, document_id: str, bank_id: str, limit: int, offset: int) -> M.ChunkList:
+    return M.ChunkList(
+        items=[
+            M.Chunk(
+                chunk_id=u.id,
+                document_id=document_id,
+                bank_id=bank_id,
+                chunk_index=offset + i,
+                chunk_text=u.text,
+                created_at=u.created_at.isoformat() if u.created_at else "",
+            )
+            for i, u in enumerate(units)
+        ],
+        total=total,
+        limit=limit,
+        offset=offset,
+    )
+
+
+def source(d: RetainedSource) -> M.DocumentOut:
+    return M.DocumentOut(
+        id=d.id,
+        bank_id=d.bank_id,
+        original_text=d.original_text,
+        content_hash=d.content_hash,
+        created_at=d.created_at.isoformat(),
+        updated_at=d.updated_at.isoformat(),
+        memory_unit_count=d.memory_count,
+        tags=d.tags,
+        document_metadata=d.metadata,
+    )

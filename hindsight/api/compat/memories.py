@@ -10,10 +10,11 @@ from fastapi import APIRouter, Query
 
 from hindsight.api.compat import convert
 from hindsight.api.compat import models as M
-from hindsight.api.deps import BankId, Caller, EngineDep
+from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
 from hindsight.engine.memory.curation import MemoryUpdate
 from hindsight.engine.memory.records import MemoryQuery
-from hindsight.engine.memory.sources import RetainedQuery
+from hindsight.engine.memory.sources import SourceQuery
+from hindsight.engine.reflection.mental_models import MentalModelQuery
 from hindsight.engine.reflection.reflect import ReflectRequest
 from hindsight.engine.rules.fields import MAX_OFFSET
 from hindsight.engine.rules.tags import TagsMatch
@@ -30,25 +31,15 @@ router = APIRouter(prefix="/v1/default/banks/{bank_id}", tags=["Hindsight-compat
     response_model_by_alias=True,
     summary="Retain items (async: queued as an operation; else stored, and with an LLM, extracted)",
 )
-async def retain(body: M.RetainIn, bank_id: BankId, who: Caller, eng: EngineDep):
+async def retain(body: M.RetainIn, bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
     items = convert.retain_items(body)
     if body.is_async:
-        accepted = await eng.retain_later(who, bank_id, items)
-        return M.RetainOut(
-            bank_id=bank_id, items_count=accepted.items, is_async=True, operation_id=accepted.operation_id
-        )
-    result = await eng.retain(who, bank_id, items, wait=True)
-    return M.RetainOut(
-        bank_id=bank_id,
-        items_count=result.items,
-        is_async=False,
-        operation_id=result.operation_id,
-        extraction=result.extraction,
-    )
+        return convert.retain_accepted(await eng.retain_later(who, bank_id, items))
+    return convert.retain_done(await eng.retain(who, bank_id, items, wait=True))
 
 
 @router.post("/memories/recall", response_model=M.RecallOut, summary="Recall memories for a query")
-async def recall(body: M.RecallIn, bank_id: BankId, who: Caller, eng: EngineDep):
+async def recall(body: M.RecallIn, bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
     known = [t for t in body.types if t in convert.KNOWN_TYPES] if body.types else None
     if body.types and not known:  # only observations asked for: we keep none
         parse(RecallRequest, dict(query=body.query))
@@ -65,16 +56,7 @@ async def recall(body: M.RecallIn, bank_id: BankId, who: Caller, eng: EngineDep)
             query_timestamp=body.query_timestamp,
         ),
     )
-    result = await eng.recall(who, bank_id, req)
-    trace = None
-    if body.trace:
-        trace = {
-            "results": [
-                {"id": m.id, "arms": m.arms, "score": m.score, "relevance": m.relevance} for m in result.results
-            ],
-            "total_tokens": result.total_tokens,
-        }
-    return M.RecallOut(results=[convert.recall_result(m) for m in result.results], trace=trace)
+    return convert.recall_out(await eng.recall(who, bank_id, req), body.trace)
 
 
 @router.post(
@@ -83,7 +65,7 @@ async def recall(body: M.RecallIn, bank_id: BankId, who: Caller, eng: EngineDep)
     summary="Answer a question from the bank's memories",
     responses=LLM_ERROR_RESPONSES,
 )
-async def reflect(body: M.ReflectIn, bank_id: BankId, who: Caller, eng: EngineDep):
+async def reflect(body: M.ReflectIn, bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
     req = parse(
         ReflectRequest,
         dict(
@@ -98,35 +80,19 @@ async def reflect(body: M.ReflectIn, bank_id: BankId, who: Caller, eng: EngineDe
         ),
     )
     res = await eng.reflect(who, bank_id, req)
-    based_on = None
+    facts: list | None = None
+    models: list | None = None
     if body.include is not None and body.include.get("facts") is not None:
         facts = await eng.get_memories(who, bank_id, res.based_on.memories)
-        models = [await eng.get_mental_model(who, bank_id, i) for i in res.based_on.mental_models]
-        based_on = M.ReflectBasedOn(
-            memories=[convert.reflect_fact(m) for m in facts],
-            mental_models=[
-                M.ReflectMentalModel(id=m.mental_model_id, text=m.content or "", context=m.name) for m in models
-            ],
-        )
-    usage = None
-    if res.usage:
-        pt, ct = res.usage["prompt_tokens"], res.usage["completion_tokens"]
-        usage = M.TokenUsage(input_tokens=pt, output_tokens=ct, total_tokens=pt + ct)
-    return M.ReflectOut(
-        text=res.answer,
-        based_on=based_on,
-        structured_output=res.structured_output,
-        structured_output_error=res.structured_output_error,
-        usage=usage,
-        mode=res.mode,
-        llm_error=res.llm_error.model_dump() if res.llm_error else None,
-    )
+        ids = res.based_on.mental_models
+        models = (await eng.list_mental_models(who, bank_id, MentalModelQuery(ids=ids))).mental_models if ids else []
+    return convert.reflect_out(res, facts, models)
 
 
 @router.get("/memories/list", response_model=M.MemoryUnitList, summary="List memories, newest first")
 async def list_memories(
-    bank_id: BankId,
-    who: Caller,
+    bank_id: BankPath,
+    who: PrincipalDep,
     eng: EngineDep,
     type: str | None = None,
     q: str | None = None,
@@ -149,7 +115,7 @@ async def list_memories(
 
 
 @router.get("/memories/{memory_id}", summary="One memory")
-async def get_memory(memory_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> dict[str, Any]:
+async def get_memory(memory_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> dict[str, Any]:
     history = await eng.memory_history(who, bank_id, memory_id)
     return {**convert.curated_unit(history.memory), "history": convert.versions(history)}
 
@@ -158,25 +124,22 @@ async def get_memory(memory_id: str, bank_id: BankId, who: Caller, eng: EngineDe
     "/memories/{memory_id}", summary="Curate one memory: edit, invalidate or revert (recorded in its history)"
 )
 async def update_memory(
-    memory_id: str, body: M.UpdateMemoryIn, bank_id: BankId, who: Caller, eng: EngineDep
+    memory_id: str, body: M.UpdateMemoryIn, bank_id: BankPath, who: PrincipalDep, eng: EngineDep
 ) -> dict[str, Any]:
-    fields = body.model_dump(exclude_unset=True, exclude={"resolve_entities"})
-    if "fact_type" in fields:
-        fields["type"] = fields.pop("fact_type")
-    updated = await eng.update_memory(who, bank_id, memory_id, parse(MemoryUpdate, fields))
+    updated = await eng.update_memory(who, bank_id, memory_id, parse(MemoryUpdate, convert.memory_update(body)))
     return {**convert.curated_unit(updated.memory), "version": updated.version, "changed": updated.changed}
 
 
 @router.get("/memories/{memory_id}/history", summary="Every version of one memory, oldest first")
-async def memory_history(memory_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> dict[str, Any]:
+async def memory_history(memory_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> dict[str, Any]:
     history = await eng.memory_history(who, bank_id, memory_id)
     return {"memory_id": memory_id, "history": convert.versions(history), "supersedes": history.supersedes}
 
 
 @router.get("/documents", response_model=M.DocumentList, summary="Retained documents, most recently written first")
 async def list_documents(
-    bank_id: BankId,
-    who: Caller,
+    bank_id: BankPath,
+    who: PrincipalDep,
     eng: EngineDep,
     q: str | None = None,
     tags: list[str] | None = Query(None),
@@ -184,27 +147,9 @@ async def list_documents(
     limit: int = Query(100, ge=0, le=1000),
     offset: int = Query(0, ge=0, le=MAX_OFFSET),
 ):
-    query = parse(RetainedQuery, dict(q=q, tags=tags, tags_match=tags_match, limit=limit, offset=offset))
-    found, total = await eng.list_retained_documents(who, bank_id, query)
-    return M.DocumentList(
-        items=[
-            M.DocumentItem(
-                id=d.id,
-                bank_id=d.bank_id,
-                content_hash=d.content_hash,
-                created_at=d.created_at.isoformat(),
-                updated_at=d.updated_at.isoformat(),
-                text_length=len(d.original_text),
-                memory_unit_count=d.memory_count,
-                document_metadata=d.metadata,
-                tags=d.tags,
-            )
-            for d in found
-        ],
-        total=total,
-        limit=limit,
-        offset=offset,
-    )
+    query = parse(SourceQuery, dict(q=q, tags=tags, tags_match=tags_match, limit=limit, offset=offset))
+    found, total = await eng.list_sources(who, bank_id, query)
+    return convert.source_list(found, total, limit, offset)
 
 
 @router.get(
@@ -214,29 +159,14 @@ async def list_documents(
 )
 async def list_chunks(
     document_id: str,
-    bank_id: BankId,
-    who: Caller,
+    bank_id: BankPath,
+    who: PrincipalDep,
     eng: EngineDep,
     limit: int = Query(100, ge=1, le=1000),
     offset: int = Query(0, ge=0, le=MAX_OFFSET),
 ):
-    units, total = await eng.list_document_units(who, bank_id, document_id, limit, offset)
-    return M.ChunkList(
-        items=[
-            M.Chunk(
-                chunk_id=u.id,
-                document_id=document_id,
-                bank_id=bank_id,
-                chunk_index=offset + i,
-                chunk_text=u.text,
-                created_at=u.created_at.isoformat() if u.created_at else "",
-            )
-            for i, u in enumerate(units)
-        ],
-        total=total,
-        limit=limit,
-        offset=offset,
-    )
+    units, total = await eng.list_source_units(who, bank_id, document_id, limit, offset)
+    return convert.chunk_list(units, total, document_id, bank_id, limit, offset)
 
 
 @router.delete(
@@ -244,8 +174,8 @@ async def list_chunks(
     response_model=M.DocumentDeleted,
     summary="Delete a retained document and its memories",
 )
-async def delete_document(document_id: str, bank_id: BankId, who: Caller, eng: EngineDep):
-    n = await eng.delete_retained_document(who, bank_id, document_id)
+async def delete_document(document_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
+    n = await eng.delete_source(who, bank_id, document_id)
     return M.DocumentDeleted(
         message=f"document {document_id!r} deleted", document_id=document_id, memory_units_deleted=n
     )
@@ -254,16 +184,5 @@ async def delete_document(document_id: str, bank_id: BankId, who: Caller, eng: E
 @router.get(
     "/documents/{document_id:path}", response_model=M.DocumentOut, summary="The text retained under a document_id"
 )
-async def get_document(document_id: str, bank_id: BankId, who: Caller, eng: EngineDep):
-    d = await eng.get_retained_document(who, bank_id, document_id)
-    return M.DocumentOut(
-        id=d.id,
-        bank_id=d.bank_id,
-        original_text=d.original_text,
-        content_hash=d.content_hash,
-        created_at=d.created_at.isoformat(),
-        updated_at=d.updated_at.isoformat(),
-        memory_unit_count=d.memory_count,
-        tags=d.tags,
-        document_metadata=d.metadata,
-    )
+async def get_document(document_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
+    return convert.source(await eng.get_source(who, bank_id, document_id))

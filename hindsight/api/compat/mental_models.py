@@ -10,7 +10,7 @@ from fastapi import APIRouter, Body, Query
 
 from hindsight.api.compat import convert
 from hindsight.api.compat import models as M
-from hindsight.api.deps import BankId, Caller, EngineDep
+from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
 from hindsight.engine.reflection.mental_models import MentalModelCreate, MentalModelQuery, MentalModelUpdate
 from hindsight.engine.rules.fields import MAX_OFFSET
 from hindsight.engine.rules.tags import TagsMatch
@@ -22,8 +22,8 @@ Detail = Literal["metadata", "content", "full"]
 
 @router.get("", response_model=M.MentalModelList, summary="List mental models (content with detail=content|full)")
 async def list_models(
-    bank_id: BankId,
-    who: Caller,
+    bank_id: BankPath,
+    who: PrincipalDep,
     eng: EngineDep,
     tags: list[str] | None = Query(None),
     tags_match: TagsMatch = "any",
@@ -31,21 +31,17 @@ async def list_models(
     limit: int = Query(100, ge=1, le=1000),
     offset: int = Query(0, ge=0, le=MAX_OFFSET),
 ):
-    query = parse(MentalModelQuery, dict(tags=convert.as_list(tags) or None, tags_match=tags_match))
-    models = (await eng.list_mental_models(who, bank_id, query)).mental_models
-    page = models[offset : offset + limit]
-    return M.MentalModelList(
-        items=[convert.mental_model(m, detail != "metadata") for m in page],
-        total=len(models),
-        limit=limit,
-        offset=offset,
+    query = parse(
+        MentalModelQuery,
+        dict(tags=convert.as_list(tags) or None, tags_match=tags_match, limit=limit, offset=offset),
     )
+    return convert.mental_model_list(await eng.list_mental_models(who, bank_id, query), detail, limit, offset)
 
 
 @router.post(
     "", response_model=M.MentalModelCreated, summary="Create a mental model; its content is generated in the background"
 )
-async def create_model(body: M.MentalModelIn, bank_id: BankId, who: Caller, eng: EngineDep):
+async def create_model(body: M.MentalModelIn, bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
     req = parse(
         MentalModelCreate,
         dict(
@@ -63,8 +59,8 @@ async def create_model(body: M.MentalModelIn, bank_id: BankId, who: Caller, eng:
 @router.get("/{model_id}", response_model=M.MentalModelOut, summary="One mental model")
 async def get_model(
     model_id: str,
-    bank_id: BankId,
-    who: Caller,
+    bank_id: BankPath,
+    who: PrincipalDep,
     eng: EngineDep,
     detail: Detail = "full",
 ):
@@ -75,8 +71,8 @@ async def get_model(
 async def update_model(
     model_id: str,
     body: M.MentalModelPatch,
-    bank_id: BankId,
-    who: Caller,
+    bank_id: BankPath,
+    who: PrincipalDep,
     eng: EngineDep,
 ):
     req = parse(
@@ -92,7 +88,7 @@ async def update_model(
 
 
 @router.delete("/{model_id}", summary="Delete a mental model")
-async def delete_model(model_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> dict:
+async def delete_model(model_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> dict:
     await eng.delete_mental_model(who, bank_id, model_id)
     return {"status": "deleted"}
 
@@ -100,8 +96,8 @@ async def delete_model(model_id: str, bank_id: BankId, who: Caller, eng: EngineD
 @router.post("/{model_id}/refresh", response_model=M.Submitted, summary="Refresh a mental model in the background")
 async def refresh_model(
     model_id: str,
-    bank_id: BankId,
-    who: Caller,
+    bank_id: BankPath,
+    who: PrincipalDep,
     eng: EngineDep,
     _body: dict | None = Body(None),
 ):
@@ -110,14 +106,5 @@ async def refresh_model(
 
 
 @router.get("/{model_id}/history", summary="A mental model's contents, most recent first")
-async def history(model_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> list[dict]:
-    versions = await eng.mental_model_history(who, bank_id, model_id)
-    return [
-        {
-            "version": v.version,
-            "content": v.content,
-            "changed_at": v.created_at.isoformat(),
-            "previous_content": versions[i + 1].content if i + 1 < len(versions) else None,
-        }
-        for i, v in enumerate(versions)
-    ]
+async def history(model_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> list[dict]:
+    return convert.model_history(await eng.mental_model_history(who, bank_id, model_id))

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query
 
 from hindsight.api.compat import convert
 from hindsight.api.compat import models as M
-from hindsight.api.deps import BankId, Caller, EngineDep
+from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
 from hindsight.engine.errors import Conflict, InvalidArgument
 from hindsight.engine.queue.schemas import TERMINAL, OperationQuery
 from hindsight.engine.rules.fields import MAX_OFFSET
@@ -17,8 +17,8 @@ router = APIRouter(prefix="/v1/default/banks/{bank_id}/operations", tags=["Hinds
 
 @router.get("", response_model=M.OperationList, summary="The bank's operations, newest first")
 async def list_operations(
-    bank_id: BankId,
-    who: Caller,
+    bank_id: BankPath,
+    who: PrincipalDep,
     eng: EngineDep,
     status: str | None = None,
     type: str | None = None,
@@ -29,23 +29,16 @@ async def list_operations(
         raise InvalidArgument(f"status: one of {', '.join(convert.STATUS_OUT.values())}", "status")
     ours = convert.STATUS_IN[status] if status is not None else None
     query = parse(OperationQuery, dict(status=ours, type=type, limit=limit, offset=offset))
-    found = await eng.list_operations(who, bank_id, query)
-    return M.OperationList(
-        bank_id=bank_id,
-        total=found.total,
-        limit=limit,
-        offset=offset,
-        operations=[convert.operation(o) for o in found.operations],
-    )
+    return convert.operation_list(bank_id, await eng.list_operations(who, bank_id, query), limit, offset)
 
 
 @router.get("/{operation_id}", response_model=M.OperationStatus, summary="One operation's status")
-async def get_operation(operation_id: str, bank_id: BankId, who: Caller, eng: EngineDep):
+async def get_operation(operation_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
     return convert.operation_status(await eng.get_operation(who, bank_id, operation_id))
 
 
 @router.delete("/{operation_id}", response_model=M.Cancelled, summary="Cancel a pending or running operation")
-async def cancel_operation(operation_id: str, bank_id: BankId, who: Caller, eng: EngineDep):
+async def cancel_operation(operation_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
     before = await eng.get_operation(who, bank_id, operation_id)
     if before.status in TERMINAL:
         raise Conflict(f"operation {operation_id} already ended ({convert.STATUS_OUT[before.status]})", "operation_id")

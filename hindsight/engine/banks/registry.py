@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import asyncpg
 
 from hindsight.bank_ids import invalid_bank_id, valid_bank_id
 from hindsight.db.sql import Q
-from hindsight.engine.banks.schemas import Bank, BankCounts, BankCreate, BankUpdate
+from hindsight.engine.banks.schemas import Bank, BankCounts, BankCreate, BankList, BankQuery, BankUpdate
 from hindsight.engine.errors import InvalidArgument, NotFound
 
 if TYPE_CHECKING:
@@ -82,12 +83,17 @@ async def get_bank(rt: Runtime, bank_id: str) -> Bank:
         return _bank(row, stats)
 
 
-async def list_banks(rt: Runtime, only: set[str] | None = None) -> list[Bank]:
+async def list_banks(rt: Runtime, query: BankQuery, only: set[str] | None = None) -> BankList:
+    """A page of the banks (`only`: those a scoped key may see), with their counts."""
     async with rt.pool.acquire() as conn:
-        rows = await conn.fetch(Q.bank_list) if only is None else await conn.fetch(Q.bank_list_some, list(only))
+        rows = await conn.fetch(
+            Q.bank_list, sorted(only) if only is not None else None, query.q, query.limit, query.offset
+        )
+        rows = [r for r in rows if r["id"] is not None]
         ids = [r["id"] for r in rows]
         memories = {r["bank_id"]: r for r in await conn.fetch(Q.bank_memory_counts, ids)}
         entities = {r["bank_id"]: r["n"] for r in await conn.fetch(Q.bank_entity_counts, ids)}
+    total = rows[0]["total"] if rows else await _total(rt, query, only)
     out = []
     for r in rows:
         b = _bank(r)
@@ -96,23 +102,48 @@ async def list_banks(rt: Runtime, only: set[str] | None = None) -> list[Bank]:
         b.last_memory_at = m["last"] if m else None
         b.entity_count = entities.get(r["id"], 0)
         out.append(b)
-    return out
+    return BankList(banks=out, total=total)
+
+
+async def _total(rt: Runtime, query: BankQuery, only: set[str] | None) -> int:
+    """How many banks match when the page is empty (the statement's row of nulls says it)."""
+    async with rt.pool.acquire() as conn:
+        row = await conn.fetchrow(Q.bank_list, sorted(only) if only is not None else None, query.q, 0, 0)
+    return int(row["total"]) if row else 0
+
+
+async def change_bank(rt: Runtime, bank_id: str, change: Callable[[Bank], BankUpdate | None]) -> Bank:
+    """Apply the update `change` makes of the bank as it is now, in one transaction holding the
+    bank's row, so that a change computed from its settings (merging into them) loses no other
+    writer's change. `change` returning None changes nothing."""
+    async with rt.pool.acquire() as conn, conn.transaction():
+        row = await conn.fetchrow(Q.bank_lock, bank_id)
+        if row is None:
+            raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
+        req = change(_bank(row))
+        if req is None:
+            return _bank(row)
+        return await _update(conn, bank_id, req)
 
 
 async def update_bank(rt: Runtime, bank_id: str, req: BankUpdate) -> Bank:
-    fields = req.model_dump(exclude_unset=True)
     async with rt.pool.acquire() as conn:
-        row = await conn.fetchrow(
-            Q.bank_update,
-            bank_id,
-            "name" in fields,
-            fields.get("name"),
-            "mission" in fields,
-            fields.get("mission"),
-            "disposition" in fields and fields["disposition"] is not None,
-            json.dumps(fields.get("disposition") or {}),
-            json.dumps(bank_config(fields.get("document_chunk_size"), fields.get("client_settings"))),
-        )
+        return await _update(conn, bank_id, req)
+
+
+async def _update(conn: asyncpg.Connection, bank_id: str, req: BankUpdate) -> Bank:
+    fields = req.model_dump(exclude_unset=True)
+    row = await conn.fetchrow(
+        Q.bank_update,
+        bank_id,
+        "name" in fields,
+        fields.get("name"),
+        "mission" in fields,
+        fields.get("mission"),
+        "disposition" in fields and fields["disposition"] is not None,
+        json.dumps(fields.get("disposition") or {}),
+        json.dumps(bank_config(fields.get("document_chunk_size"), fields.get("client_settings"))),
+    )
     if row is None:
         raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
     return _bank(row)

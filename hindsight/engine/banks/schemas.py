@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from hindsight.engine.rules.fields import METADATA_BYTES, BankId
+from hindsight.engine.rules.fields import METADATA_BYTES, BankId, Offset
 from hindsight.engine.rules.text import Strict
 
 ChunkSize = Field(None, ge=200, le=20_000, description="Default characters per document chunk for this bank.")
@@ -48,6 +48,17 @@ class BankCounts(BaseModel):
 
 class BankList(BaseModel):
     banks: list[Bank]
+    total: int = Field(description="Banks matching the query in all (the page is `banks`).")
+
+
+class BankQuery(Strict):
+    """Which of the banks a caller may see to list."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    q: str | None = Field(None, max_length=200, description="Only banks whose id or name holds this (any case).")
+    limit: int | None = Field(None, ge=0, le=1000, description="At most this many, by id (default: all).")
+    offset: int = Offset
 
 
 class BankCreated(BaseModel):

@@ -30,7 +30,7 @@ from hindsight.engine.banks.registry import ensure_bank
 from hindsight.engine.errors import Conflict, HindsightError, InvalidArgument, NotFound
 from hindsight.engine.queue import operations as ops
 from hindsight.engine.reflection.reflect import ReflectRequest, reflect
-from hindsight.engine.rules.fields import clean_tags
+from hindsight.engine.rules.fields import Offset, clean_tags
 from hindsight.engine.rules.tags import MENTAL_MODEL_MATCH, TagsMatch, tag_condition
 from hindsight.engine.rules.text import Strict
 
@@ -102,6 +102,9 @@ class MentalModelQuery(Strict):
     tags_match: TagsMatch = Field(
         "any", description="any / all also list untagged models; any_strict, all_strict or exact only tagged ones."
     )
+    ids: list[str] | None = Field(None, max_length=1000, description="Only the models with these ids.")
+    limit: int | None = Field(None, ge=0, le=1000, description="At most this many, oldest first (default: all).")
+    offset: int = Offset
 
     _tags = field_validator("tags", mode="before")(clean_tags)
 
@@ -130,6 +133,7 @@ class MentalModelOperation(BaseModel):
 
 class MentalModelList(BaseModel):
     mental_models: list[MentalModel]
+    total: int = Field(description="Models matching the query in all (the page is `mental_models`).")
 
 
 class MentalModelDeleted(BaseModel):
@@ -243,13 +247,20 @@ async def _pending(conn, bank_id: str, ids: list[str]) -> dict[str, str]:
 
 
 async def list_mental_models(rt: Runtime, bank_id: str, req: MentalModelQuery) -> MentalModelList:
-    """Models filtered by their own tags, matched as memories are (engine/rules/tags.py)."""
+    """A page of the models, filtered by their own tags, matched as memories are
+    (engine/rules/tags.py), and by id."""
     p = Binder(bank_id)
-    cond = tag_condition("tags", req.tags, req.tags_match, p)
+    conds = [c for c in (tag_condition("tags", req.tags, req.tags_match, p),) if c]
+    if req.ids is not None:
+        conds.append(f"id = ANY({p(req.ids, 'text[]')})")
+    where = "".join(f" AND {c}" for c in conds)
+    page = f"LIMIT {p(req.limit, 'int')} OFFSET {p(req.offset, 'bigint')}"
     async with rt.pool.acquire() as conn:
-        rows = await conn.fetch(fill(Q.mental_model_list, tags=f"AND {cond}" if cond else ""), *p.values)
-        pending = await _pending(conn, bank_id, [r["id"] for r in rows])
-    return MentalModelList(mental_models=[to_model(r, pending.get(r["id"])) for r in rows])
+        rows = await conn.fetch(fill(Q.mental_model_list, conditions=where, page=page), *p.values)
+        models = [r for r in rows if r["id"] is not None]
+        pending = await _pending(conn, bank_id, [r["id"] for r in models])
+    total = rows[0]["total"] if rows else 0
+    return MentalModelList(mental_models=[to_model(r, pending.get(r["id"])) for r in models], total=total)
 
 
 async def get_mental_model(rt: Runtime, bank_id: str, model_id: str) -> MentalModel:
