@@ -132,7 +132,7 @@ async def rest(app):
 
 
 @contextlib.asynccontextmanager
-async def mcp_local(app, bank: str | None = None, multi: bool = False, who=None, header_bank=None, caller=None):
+async def mcp_local(app, bank: str | None = None, multi: bool = False, who=None, header_bank=None, end_user=None):
     """The SDK's in-memory client on the app's single-bank (`bank`) or multi-bank tools, acting
     for `who` (default: no API keys configured), as if the router had resolved that request."""
     from mcp import Client
@@ -140,7 +140,7 @@ async def mcp_local(app, bank: str | None = None, multi: bool = False, who=None,
     from hindsight.engine.access.keys import OPEN
     from hindsight.mcp.servers import RequestState, build_server
 
-    state = RequestState(who=who or OPEN, bank_id=bank, header_bank=header_bank, caller=caller or {})
+    state = RequestState(who=who or OPEN, bank_id=bank, header_bank=header_bank, end_user=end_user or {})
     async with Client(build_server(app.engine, multi, state)) as client:
         yield client
 

@@ -15,7 +15,7 @@ from pgvector.asyncpg import register_vector
 
 from hindsight.db.binder import Binder, Fragment
 from hindsight.db.sql import Q, fill
-from hindsight.engine.knowledge.rag import Caller, keyword_statement
+from hindsight.engine.knowledge.rag import EndUser, keyword_statement
 
 from conftest import migrated_database
 from support import plan_nodes
@@ -72,7 +72,7 @@ async def test_the_planner_counts_the_documents_a_caller_may_see(docs_db):
         qvec = await conn.fetchval("SELECT embedding FROM chunks WHERE bank_id = 'big' LIMIT 1")
         p = Binder("big", qvec, [], "", 10)
         counts = await conn.fetch(Q.chunk_word_frequencies, "big", ["chunk"])
-        keyword = keyword_statement("big", [list(counts)], Caller(), Fragment())
+        keyword = keyword_statement("big", [list(counts)], EndUser(), Fragment())
         assert keyword is not None
         for statement, values in ((fill(Q.chunk_semantic, filter=""), p.values), keyword):
             plan = json.loads(await conn.fetchval("EXPLAIN (ANALYZE, FORMAT JSON) " + statement, *values))[0]["Plan"]
@@ -103,7 +103,7 @@ async def test_each_caller_sees_the_public_documents_and_their_own(docs_db):
             """The documents of the chunks a search of the small bank returns (of any bank), the
             same by either arm."""
             p = Binder("small", qvec, tags, user, 100)
-            keyword = keyword_statement("small", [counts], Caller(session_tags=tags, user_id=user or None), Fragment())
+            keyword = keyword_statement("small", [counts], EndUser(session_tags=tags, user_id=user or None), Fragment())
             assert keyword is not None
             keyword[1][3] = 100  # $4, the arm's limit: room for every chunk
             found = set()
@@ -158,10 +158,10 @@ async def test_a_rare_word_the_caller_cannot_see_leaves_the_others_found(seeds_d
         counts = {r["w"]: r for r in await conn.fetch(Q.chunk_word_frequencies, "seeds", words)}
         assert [counts[w]["n"] for w in words] == [3_140, 3_140, 5]
 
-        async def found(words: list[str], caller: Caller, where: str = "") -> list[str]:
+        async def found(words: list[str], end_user: EndUser, where: str = "") -> list[str]:
             filt = Fragment()
             filt.sql = where
-            statement = keyword_statement("seeds", [[counts[w] for w in words]], caller, filt)
+            statement = keyword_statement("seeds", [[counts[w] for w in words]], end_user, filt)
             assert statement is not None
             ids = [r["id"] for r in await conn.fetch(statement[0], *statement[1])]
             rows = await conn.fetch(
@@ -172,12 +172,12 @@ async def test_a_rare_word_the_caller_cannot_see_leaves_the_others_found(seeds_d
             names = {r["id"]: r["source_name"] for r in rows}
             return [names[i] for i in ids]
 
-        assert await found(words, Caller()) == ["both1"] * 30
-        board = await found(words, Caller(session_tags=["board"]))
+        assert await found(words, EndUser()) == ["both1"] * 30
+        board = await found(words, EndUser(session_tags=["board"]))
         assert board == ["board1"] * 5 + ["both1"] * 25
         # A filter that leaves out the seed's chunks narrows to the rest; it does not empty the arm.
-        narrowed = await found(words, Caller(session_tags=["board"]), " AND c.position >= 10")
+        narrowed = await found(words, EndUser(session_tags=["board"]), " AND c.position >= 10")
         assert narrowed == ["both1"] * 30
-        assert set(await found(["alpha"], Caller())) <= {"alphas1", "both1"}
+        assert set(await found(["alpha"], EndUser())) <= {"alphas1", "both1"}
     finally:
         await conn.close()

@@ -27,8 +27,9 @@ async def principal(request: Request) -> Principal:
     return await request.app.state.engine.authenticate(request.headers.get("authorization"))
 
 
-# FastAPI's `Annotated` aliases, so a route says `bank_id: BankId, who: Caller, eng: EngineDep`
-# and each is typed (mypy checks the route's body against the engine) and documented once.
-BankId = Annotated[str, Path(description=f"The bank's id: {BANK_ID_RULE}.")]
-Caller = Annotated[Principal, Depends(principal)]
+# FastAPI's `Annotated` aliases, so a route says `bank_id: BankPath, who: PrincipalDep,
+# eng: EngineDep` and each is typed (mypy checks the route's body against the engine) and
+# documented once. The path's bank id is checked by the engine operation, as every bank id is.
+BankPath = Annotated[str, Path(description=f"The bank's id: {BANK_ID_RULE}.")]
+PrincipalDep = Annotated[Principal, Depends(principal)]
 EngineDep = Annotated[Engine, Depends(engine)]

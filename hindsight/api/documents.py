@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query, Request
 
-from hindsight.api.deps import BankId, Caller, EngineDep
+from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
 from hindsight.engine.knowledge.documents import (
     Document,
     DocumentDeleted,
@@ -18,8 +18,8 @@ from hindsight.engine.knowledge.rag import (
     DocumentSearchResult,
     RagSearchRequest,
     RagSearchResult,
-    parse_caller,
 )
+from hindsight.web.end_user import end_user
 
 router = APIRouter(prefix="/v1/banks/{bank_id}/documents", tags=["documents"])
 
@@ -27,8 +27,8 @@ router = APIRouter(prefix="/v1/banks/{bank_id}/documents", tags=["documents"])
 @router.post("", status_code=202, summary="Import files and URLs (an operation; ?wait=true waits for it)")
 async def import_documents(
     req: ImportRequest,
-    bank_id: BankId,
-    who: Caller,
+    bank_id: BankPath,
+    who: PrincipalDep,
     eng: EngineDep,
     wait: bool = Query(False),
 ) -> ImportAccepted:
@@ -37,8 +37,8 @@ async def import_documents(
 
 @router.get("", summary="List documents")
 async def list_documents(
-    bank_id: BankId,
-    who: Caller,
+    bank_id: BankPath,
+    who: PrincipalDep,
     eng: EngineDep,
     query: DocumentListQuery = Query(),
 ) -> DocumentList:
@@ -49,29 +49,29 @@ async def list_documents(
 async def search(
     req: RagSearchRequest,
     request: Request,
-    bank_id: BankId,
-    who: Caller,
+    bank_id: BankPath,
+    who: PrincipalDep,
     eng: EngineDep,
 ) -> RagSearchResult:
-    return await eng.rag_search(who, bank_id, req, parse_caller(request.headers))
+    return await eng.rag_search(who, bank_id, req, end_user(request.headers))
 
 
 @router.post("/query", summary="Search documents with mode, top_k, strictness/min_score and a filter expression")
 async def query(
     req: DocumentSearchRequest,
     request: Request,
-    bank_id: BankId,
-    who: Caller,
+    bank_id: BankPath,
+    who: PrincipalDep,
     eng: EngineDep,
 ) -> DocumentSearchResult:
-    return await eng.search_documents(who, bank_id, req, parse_caller(request.headers))
+    return await eng.search_documents(who, bank_id, req, end_user(request.headers))
 
 
 @router.get("/{document_id}", summary="Get one document")
-async def get_document(document_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> Document:
+async def get_document(document_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> Document:
     return await eng.get_document(who, bank_id, document_id)
 
 
 @router.delete("/{document_id}", summary="Delete a document and its chunks")
-async def delete_document(document_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> DocumentDeleted:
+async def delete_document(document_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> DocumentDeleted:
     return await eng.delete_document(who, bank_id, document_id)

@@ -4,7 +4,7 @@ from typing import Any
 
 from fastapi import APIRouter, Body, Query, Response
 
-from hindsight.api.deps import BankId, Caller, EngineDep
+from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
 from hindsight.engine.errors import InvalidArgument
 from hindsight.engine.memory.curation import MemoryHistory, MemoryInvalidation, MemoryUpdate, MemoryUpdated
 from hindsight.engine.memory.records import EntityList, EntityQuery, Lineage, MemoryDeleted, MemoryList, MemoryQuery
@@ -28,8 +28,8 @@ _RETAIN_BODY = {
     openapi_extra={"requestBody": {"content": {"application/json": {"schema": _RETAIN_BODY}}, "required": True}},
 )
 async def retain(
-    bank_id: BankId,
-    who: Caller,
+    bank_id: BankPath,
+    who: PrincipalDep,
     eng: EngineDep,
     body: Any = Body(...),
     wait: bool = Query(False, description="With an LLM: return once facts are extracted, with their ids."),
@@ -43,7 +43,7 @@ async def retain(
 
 
 @router.post("/recall", summary="Recall memories for a query, cut to max_tokens", response_model=RecallResult)
-async def recall(req: RecallRequest, bank_id: BankId, who: Caller, eng: EngineDep):
+async def recall(req: RecallRequest, bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
     # Serialised once by pydantic: the hot path skips FastAPI's second validation of the result.
     result = await eng.recall(who, bank_id, req)
     return Response(result.model_dump_json(), media_type="application/json")
@@ -51,8 +51,8 @@ async def recall(req: RecallRequest, bank_id: BankId, who: Caller, eng: EngineDe
 
 @router.get("/memories", summary="List memories, newest first")
 async def list_memories(
-    bank_id: BankId,
-    who: Caller,
+    bank_id: BankPath,
+    who: PrincipalDep,
     eng: EngineDep,
     query: MemoryQuery = Query(),
 ) -> MemoryList:
@@ -60,18 +60,18 @@ async def list_memories(
 
 
 @router.get("/memories/{memory_id}", summary="Get one memory")
-async def get_memory(memory_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> Memory:
+async def get_memory(memory_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> Memory:
     return await eng.get_memory(who, bank_id, memory_id)
 
 
 @router.get("/memories/{memory_id}/lineage", summary="The raw units a fact came from, or the facts a raw unit gave")
-async def memory_lineage(memory_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> Lineage:
+async def memory_lineage(memory_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> Lineage:
     return await eng.memory_lineage(who, bank_id, memory_id)
 
 
 @router.patch("/memories/{memory_id}", summary="Edit, invalidate or restore one memory (recorded in its history)")
 async def update_memory(
-    memory_id: str, req: MemoryUpdate, bank_id: BankId, who: Caller, eng: EngineDep
+    memory_id: str, req: MemoryUpdate, bank_id: BankPath, who: PrincipalDep, eng: EngineDep
 ) -> MemoryUpdated:
     return await eng.update_memory(who, bank_id, memory_id, req)
 
@@ -79,8 +79,8 @@ async def update_memory(
 @router.post("/memories/{memory_id}/invalidate", summary="Invalidate one memory: kept for audit, left out of recall")
 async def invalidate_memory(
     memory_id: str,
-    bank_id: BankId,
-    who: Caller,
+    bank_id: BankPath,
+    who: PrincipalDep,
     eng: EngineDep,
     req: MemoryInvalidation | None = Body(None),
 ) -> MemoryUpdated:
@@ -88,14 +88,14 @@ async def invalidate_memory(
 
 
 @router.get("/memories/{memory_id}/history", summary="Every version of one memory: what changed, when, why, by whom")
-async def memory_history(memory_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> MemoryHistory:
+async def memory_history(memory_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> MemoryHistory:
     return await eng.memory_history(who, bank_id, memory_id)
 
 
 @router.get("/entities", summary="The bank's entities, most mentioned first")
 async def list_entities(
-    bank_id: BankId,
-    who: Caller,
+    bank_id: BankPath,
+    who: PrincipalDep,
     eng: EngineDep,
     query: EntityQuery = Query(),
 ) -> EntityList:
@@ -103,5 +103,5 @@ async def list_entities(
 
 
 @router.delete("/memories/{memory_id}", summary="Delete one memory")
-async def delete_memory(memory_id: str, bank_id: BankId, who: Caller, eng: EngineDep) -> MemoryDeleted:
+async def delete_memory(memory_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> MemoryDeleted:
     return await eng.delete_memory(who, bank_id, memory_id)

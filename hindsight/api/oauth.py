@@ -8,7 +8,7 @@ import uuid
 
 from fastapi import APIRouter, Request
 
-from hindsight.api.deps import BankId, Caller, EngineDep
+from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
 from hindsight.engine.access.keys import OPEN
 from hindsight.engine.errors import Forbidden, NotFound
 from hindsight.oauth import consent
@@ -56,7 +56,7 @@ async def decide(d: ConsentDecision, request: Request, eng: EngineDep) -> Consen
 
 
 @router.get("/v1/banks/{bank_id}/connections", summary="Applications connected to a bank through OAuth")
-async def list_connections(bank_id: BankId, who: Caller, eng: EngineDep) -> ConnectedAppList:
+async def list_connections(bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> ConnectedAppList:
     eng.require(who, bank_id)
     return await consent.list_connections(eng.rt, bank_id)
 
@@ -65,6 +65,6 @@ async def list_connections(bank_id: BankId, who: Caller, eng: EngineDep) -> Conn
     "/v1/banks/{bank_id}/connections/{connection_id}",
     summary="Disconnect an application: its tokens stop working at once",
 )
-async def disconnect(bank_id: BankId, connection_id: uuid.UUID, who: Caller, eng: EngineDep) -> Disconnected:
+async def disconnect(bank_id: BankPath, connection_id: uuid.UUID, who: PrincipalDep, eng: EngineDep) -> Disconnected:
     eng.require(who, bank_id)
     return await consent.disconnect(eng.rt, bank_id, connection_id)

@@ -7,30 +7,37 @@ authorisation and limits are enforced once, whichever face a request came throug
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from hindsight.config import Settings
 from hindsight.db.sql import Q
 from hindsight.engine.access import keys
 from hindsight.engine.access.keys import Principal
 from hindsight.engine.access.schemas import ApiKey, ApiKeyCreate, ApiKeyList
-from hindsight.engine.banks import registry as banks
+from hindsight.engine.banks import registry
 from hindsight.engine.banks.registry import check_bank_id
-from hindsight.engine.banks.schemas import Bank, BankCounts, BankCreate, BankCreated, BankDeleted, BankList, BankUpdate
+from hindsight.engine.banks.schemas import (
+    Bank,
+    BankCounts,
+    BankCreate,
+    BankCreated,
+    BankDeleted,
+    BankList,
+    BankQuery,
+    BankUpdate,
+)
 from hindsight.engine.banks.usage import get_bank_usage
 from hindsight.engine.errors import InvalidArgument, NotFound
-from hindsight.engine.knowledge import documents as docs
-from hindsight.engine.knowledge import rag
+from hindsight.engine.knowledge import documents, rag
 from hindsight.engine.lifecycle import Lifecycle
-from hindsight.engine.memory import curation
-from hindsight.engine.memory import records as memories
-from hindsight.engine.memory import sources as retained
+from hindsight.engine.memory import curation, records, sources
 from hindsight.engine.memory.curation import actor_of
 from hindsight.engine.memory.retain import RetainAccepted, extraction_awaited, retain_later
 from hindsight.engine.memory.retain import retain as _retain
 from hindsight.engine.memory.schemas import Memory, RetainItem, RetainResult
-from hindsight.engine.queue import operations as ops
+from hindsight.engine.queue import operations
 from hindsight.engine.queue.schemas import Operation, OperationList, OperationQuery
-from hindsight.engine.reflection import mental_models as mm
+from hindsight.engine.reflection import mental_models
 from hindsight.engine.reflection.mental_models import (
     MentalModel,
     MentalModelCreate,
@@ -86,28 +93,34 @@ class Engine:
         """Admins create any bank; a scoped key only the banks it may write, as its first retain
         there would (Hindsight's integrations call create_bank at start-up)."""
         who.require_bank(req.bank_id, write=True)
-        bank, created = await banks.create_bank(self.rt, req)
+        bank, created = await registry.create_bank(self.rt, req)
         return BankCreated(bank=bank, created=created)
 
-    async def list_banks(self, who: Principal) -> BankList:
-        return BankList(banks=await banks.list_banks(self.rt, who.visible_banks()))
+    async def list_banks(self, who: Principal, query: BankQuery | None = None) -> BankList:
+        return await registry.list_banks(self.rt, query or BankQuery(), who.visible_banks())
 
     async def get_bank(self, who: Principal, bank_id: str) -> Bank:
         self.require(who, bank_id)
-        return await banks.get_bank(self.rt, bank_id)
+        return await registry.get_bank(self.rt, bank_id)
 
     async def update_bank(self, who: Principal, bank_id: str, req: BankUpdate) -> Bank:
         self.require(who, bank_id, write=True)
-        return await banks.update_bank(self.rt, bank_id, req)
+        return await registry.update_bank(self.rt, bank_id, req)
+
+    async def change_bank(self, who: Principal, bank_id: str, change: Callable[[Bank], BankUpdate | None]) -> Bank:
+        """Update a bank from what it holds now (`change` maps the bank to its update), in one
+        transaction: a merge into its settings loses no concurrent writer's change."""
+        self.require(who, bank_id, write=True)
+        return await registry.change_bank(self.rt, bank_id, change)
 
     async def count_bank(self, who: Principal, bank_id: str) -> BankCounts:
         async with self._reading(who, bank_id):
-            return await banks.count_bank(self.rt, bank_id)
+            return await registry.count_bank(self.rt, bank_id)
 
     async def delete_bank(self, who: Principal, bank_id: str) -> BankDeleted:
         check_bank_id(bank_id)
         who.require_admin()
-        n = await banks.delete_bank(self.rt, bank_id)
+        n = await registry.delete_bank(self.rt, bank_id)
         return BankDeleted(deleted=True, bank_id=bank_id, memories_deleted=n)
 
     # ---- memories -------------------------------------------------------------------
@@ -127,54 +140,54 @@ class Engine:
             raise InvalidArgument(
                 f"max_tokens: {req.max_tokens} exceeds the limit of {self.settings.max_recall_tokens}", "max_tokens"
             )
-        async with self.rt.lanes.hold(bank_id):
+        async with self.rt.gates.reading(bank_id):
             return await _recall(self.rt, bank_id, req)
 
-    async def list_memories(self, who: Principal, bank_id: str, query: memories.MemoryQuery) -> memories.MemoryList:
+    async def list_memories(self, who: Principal, bank_id: str, query: records.MemoryQuery) -> records.MemoryList:
         async with self._reading(who, bank_id):
-            return await memories.list_memories(self.rt, bank_id, query)
+            return await records.list_memories(self.rt, bank_id, query)
 
-    async def get_retained_document(self, who: Principal, bank_id: str, document_id: str) -> retained.RetainedDocument:
+    async def get_source(self, who: Principal, bank_id: str, document_id: str) -> sources.RetainedSource:
         self.require(who, bank_id)
-        return await retained.get_retained_document(self.rt, bank_id, document_id)
+        return await sources.get_source(self.rt, bank_id, document_id)
 
-    async def list_retained_documents(
-        self, who: Principal, bank_id: str, query: retained.RetainedQuery
-    ) -> tuple[list[retained.RetainedDocument], int]:
+    async def list_sources(
+        self, who: Principal, bank_id: str, query: sources.SourceQuery
+    ) -> tuple[list[sources.RetainedSource], int]:
         async with self._reading(who, bank_id):
-            return await retained.list_retained_documents(self.rt, bank_id, query)
+            return await sources.list_sources(self.rt, bank_id, query)
 
-    async def list_document_units(
+    async def list_source_units(
         self, who: Principal, bank_id: str, document_id: str, limit: int, offset: int
     ) -> tuple[list[Memory], int]:
         async with self._reading(who, bank_id):
-            return await retained.list_document_units(self.rt, bank_id, document_id, limit, offset)
+            return await sources.list_source_units(self.rt, bank_id, document_id, limit, offset)
 
-    async def delete_retained_document(self, who: Principal, bank_id: str, document_id: str) -> int:
+    async def delete_source(self, who: Principal, bank_id: str, document_id: str) -> int:
         self.require(who, bank_id, write=True)
-        return await retained.delete_retained_document(self.rt, bank_id, document_id)
+        return await sources.delete_source(self.rt, bank_id, document_id)
 
     async def get_memory(self, who: Principal, bank_id: str, memory_id: str) -> Memory:
         self.require(who, bank_id)
-        return await memories.get_memory(self.rt, bank_id, memory_id)
+        return await records.get_memory(self.rt, bank_id, memory_id)
 
-    async def memory_lineage(self, who: Principal, bank_id: str, memory_id: str) -> memories.Lineage:
+    async def memory_lineage(self, who: Principal, bank_id: str, memory_id: str) -> records.Lineage:
         self.require(who, bank_id)
-        return await memories.get_lineage(self.rt, bank_id, memory_id)
+        return await records.get_lineage(self.rt, bank_id, memory_id)
 
-    async def list_entities(self, who: Principal, bank_id: str, query: memories.EntityQuery) -> memories.EntityList:
+    async def list_entities(self, who: Principal, bank_id: str, query: records.EntityQuery) -> records.EntityList:
         async with self._reading(who, bank_id):
-            return await memories.list_entities(self.rt, bank_id, query)
+            return await records.list_entities(self.rt, bank_id, query)
 
     async def get_memories(self, who: Principal, bank_id: str, memory_ids: list[str]) -> list[Memory]:
         """The bank's memories among `memory_ids`, in that order (those not found are left out)."""
         async with self._reading(who, bank_id):
-            return await memories.get_memories(self.rt, bank_id, memory_ids)
+            return await records.get_memories(self.rt, bank_id, memory_ids)
 
-    async def delete_memory(self, who: Principal, bank_id: str, memory_id: str) -> memories.MemoryDeleted:
+    async def delete_memory(self, who: Principal, bank_id: str, memory_id: str) -> records.MemoryDeleted:
         self.require(who, bank_id, write=True)
-        await memories.delete_memory(self.rt, bank_id, memory_id, actor_of(who.key_id, who.kind))
-        return memories.MemoryDeleted(deleted=True, memory_id=memory_id)
+        await records.delete_memory(self.rt, bank_id, memory_id, actor_of(who.key_id, who.kind))
+        return records.MemoryDeleted(deleted=True, memory_id=memory_id)
 
     async def update_memory(
         self, who: Principal, bank_id: str, memory_id: str, req: curation.MemoryUpdate
@@ -203,82 +216,84 @@ class Engine:
     # ---- mental models ------------------------------------------------------------------
     async def create_mental_model(self, who: Principal, bank_id: str, req: MentalModelCreate) -> MentalModelOperation:
         self.require(who, bank_id, write=True)
-        return await mm.create_mental_model(self.rt, bank_id, req)
+        return await mental_models.create_mental_model(self.rt, bank_id, req)
 
     async def list_mental_models(self, who: Principal, bank_id: str, req: MentalModelQuery) -> MentalModelList:
         self.require(who, bank_id)
-        return await mm.list_mental_models(self.rt, bank_id, req)
+        return await mental_models.list_mental_models(self.rt, bank_id, req)
 
     async def get_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModel:
         self.require(who, bank_id)
-        return await mm.get_mental_model(self.rt, bank_id, model_id)
+        return await mental_models.get_mental_model(self.rt, bank_id, model_id)
 
     async def mental_model_history(self, who: Principal, bank_id: str, model_id: str) -> list[MentalModelVersion]:
         self.require(who, bank_id)
-        return await mm.get_mental_model_history(self.rt, bank_id, model_id)
+        return await mental_models.get_mental_model_history(self.rt, bank_id, model_id)
 
     async def update_mental_model(
         self, who: Principal, bank_id: str, model_id: str, req: MentalModelUpdate
     ) -> MentalModel:
         self.require(who, bank_id, write=True)
-        return await mm.update_mental_model(self.rt, bank_id, model_id, req)
+        return await mental_models.update_mental_model(self.rt, bank_id, model_id, req)
 
     async def delete_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModelDeleted:
         self.require(who, bank_id, write=True)
-        await mm.delete_mental_model(self.rt, bank_id, model_id)
+        await mental_models.delete_mental_model(self.rt, bank_id, model_id)
         return MentalModelDeleted(deleted=True, mental_model_id=model_id)
 
     async def refresh_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModelOperation:
         self.require(who, bank_id, write=True)
-        return await mm.refresh_mental_model(self.rt, bank_id, model_id)
+        return await mental_models.refresh_mental_model(self.rt, bank_id, model_id)
 
     # ---- documents -------------------------------------------------------------------------
     async def import_documents(
-        self, who: Principal, bank_id: str, req: docs.ImportRequest, wait: bool = False
-    ) -> docs.ImportAccepted:
+        self, who: Principal, bank_id: str, req: documents.ImportRequest, wait: bool = False
+    ) -> documents.ImportAccepted:
         self.require(who, bank_id, write=True)
-        return await docs.import_documents(self.rt, bank_id, req, wait)
+        return await documents.import_documents(self.rt, bank_id, req, wait)
 
-    async def list_documents(self, who: Principal, bank_id: str, req: docs.DocumentListQuery) -> docs.DocumentList:
+    async def list_documents(
+        self, who: Principal, bank_id: str, req: documents.DocumentListQuery
+    ) -> documents.DocumentList:
         async with self._reading(who, bank_id):
-            return await docs.list_documents(self.rt, bank_id, req)
+            return await documents.list_documents(self.rt, bank_id, req)
 
-    async def get_document(self, who: Principal, bank_id: str, document_id: str) -> docs.Document:
+    async def get_document(self, who: Principal, bank_id: str, document_id: str) -> documents.Document:
         self.require(who, bank_id)
-        return await docs.get_document(self.rt, bank_id, document_id)
+        return await documents.get_document(self.rt, bank_id, document_id)
 
-    async def delete_document(self, who: Principal, bank_id: str, document_id: str) -> docs.DocumentDeleted:
+    async def delete_document(self, who: Principal, bank_id: str, document_id: str) -> documents.DocumentDeleted:
         self.require(who, bank_id, write=True)
-        await docs.delete_document(self.rt, bank_id, document_id)
-        return docs.DocumentDeleted(deleted=True, document_id=document_id, bank_id=bank_id)
+        await documents.delete_document(self.rt, bank_id, document_id)
+        return documents.DocumentDeleted(deleted=True, document_id=document_id, bank_id=bank_id)
 
     async def document_counts(self, who: Principal, bank_ids: list[str]) -> dict[str, int]:
         """How many documents each of the banks holds, among those `who` may see."""
         visible = who.visible_banks()
-        return await docs.count_documents(self.rt, [b for b in bank_ids if visible is None or b in visible])
+        return await documents.count_documents(self.rt, [b for b in bank_ids if visible is None or b in visible])
 
     async def find_document_bank(self, who: Principal, document_id: str) -> str | None:
         """The bank holding a document id, among the banks `who` may see (ids are UUIDs, unique
         across banks), for clients that name a document without its collection."""
-        return await docs.find_document_bank(self.rt, document_id, who.visible_banks())
+        return await documents.find_document_bank(self.rt, document_id, who.visible_banks())
 
     async def rag_search(
-        self, who: Principal, bank_id: str, req: rag.RagSearchRequest, caller: rag.Caller
+        self, who: Principal, bank_id: str, req: rag.RagSearchRequest, end_user: rag.EndUser
     ) -> rag.RagSearchResult:
         async with self._reading(who, bank_id):
-            return await rag.rag_search(self.rt, bank_id, req, caller)
+            return await rag.rag_search(self.rt, bank_id, req, end_user)
 
     async def search_documents(
-        self, who: Principal, bank_id: str, req: rag.DocumentSearchRequest, caller: rag.Caller
+        self, who: Principal, bank_id: str, req: rag.DocumentSearchRequest, end_user: rag.EndUser
     ) -> rag.DocumentSearchResult:
         async with self._reading(who, bank_id):
-            return await rag.search_documents(self.rt, bank_id, req, caller)
+            return await rag.search_documents(self.rt, bank_id, req, end_user)
 
     async def verify_document_access(
-        self, who: Principal, bank_id: str, segment_uid: str, caller: rag.Caller
+        self, who: Principal, bank_id: str, segment_uid: str, end_user: rag.EndUser
     ) -> rag.AccessResult:
         self.require(who, bank_id)
-        return await rag.verify_document_access(self.rt, bank_id, segment_uid, caller)
+        return await rag.verify_document_access(self.rt, bank_id, segment_uid, end_user)
 
     # ---- export / import ------------------------------------------------------------------
     async def export_bank(self, who: Principal, bank_id: str):
@@ -299,15 +314,15 @@ class Engine:
     # ---- operations and usage -------------------------------------------------------------
     async def get_operation(self, who: Principal, bank_id: str, operation_id: str) -> Operation:
         self.require(who, bank_id)
-        return await ops.get_operation(self.rt, bank_id, operation_id)
+        return await operations.get_operation(self.rt, bank_id, operation_id)
 
     async def list_operations(self, who: Principal, bank_id: str, req: OperationQuery) -> OperationList:
         self.require(who, bank_id)
-        return await ops.list_operations(self.rt, bank_id, req)
+        return await operations.list_operations(self.rt, bank_id, req)
 
     async def cancel_operation(self, who: Principal, bank_id: str, operation_id: str) -> Operation:
         self.require(who, bank_id, write=True)
-        return await ops.cancel_operation(self.rt, bank_id, operation_id)
+        return await operations.cancel_operation(self.rt, bank_id, operation_id)
 
     async def usage(self, who: Principal, bank_id: str) -> dict:
         async with self._reading(who, bank_id):
@@ -315,10 +330,10 @@ class Engine:
 
     def _reading(self, who: Principal, bank_id: str):
         """For a read of the bank as a whole: the caller may read it, and one of the bank's lanes
-        is held while the read runs (runtime.BankGates), so a flood of them waits at this bank's
+        is held while the read runs (banks/gates.py), so a flood of them waits at this bank's
         gate, not ahead of other banks' requests."""
         self.require(who, bank_id)
-        return self.rt.lanes.hold(bank_id)
+        return self.rt.gates.reading(bank_id)
 
     def require(self, who: Principal, bank_id: str, write: bool = False) -> None:
         """A valid bank id the caller may read (or write). A bank that was never written reads as

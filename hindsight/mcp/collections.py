@@ -185,4 +185,4 @@ async def search_rag(call: Call, req: CollectionSearch) -> DocumentSearchResult:
     """Search a collection for relevant information and return matching chunks with citations.
     `min_similarity` (0-1) is the relevance threshold (see search_documents)."""
     search = parse(DocumentSearchRequest, {"query": req.query, "top_k": req.top_k, "min_score": req.min_similarity})
-    return await call.engine.search_documents(call.who, call.bank_id, search, call.caller)
+    return await call.engine.search_documents(call.who, call.bank_id, search, call.end_user)

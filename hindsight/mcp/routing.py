@@ -63,7 +63,7 @@ class MCPRouter:
             bank_id=bank_id,
             header_bank=header_bank,
             # what RAG callers send about the end user (rag_search filters on them)
-            caller={"x-user-id": header(scope, b"x-user-id"), "x-session-tags": header(scope, b"x-session-tags")},
+            end_user={"x-user-id": header(scope, b"x-user-id"), "x-session-tags": header(scope, b"x-session-tags")},
         )
         await (self.single if bank_id is not None else self.multi)(scope, receive, send)
 

@@ -50,7 +50,7 @@ class RequestState:
     who: Principal
     bank_id: str | None = None  # from the URL: the single-bank surface
     header_bank: str | None = None  # X-Bank-Id
-    caller: dict = field(default_factory=dict)  # x-user-id / x-session-tags, for document access
+    end_user: dict = field(default_factory=dict)  # x-user-id / x-session-tags, for document access
 
 
 async def _from_scope(ctx: Context) -> RequestState:
@@ -192,7 +192,7 @@ def _handler(td: ToolDef, engine: Engine, multi: bool, resolver):
             try:
                 default = state.who.default_bank or engine.settings.mcp_bank_id
                 bank_id, source, named = _select_bank(td, multi, state, args, default)
-                call = Call(engine=engine, who=state.who, bank_id=bank_id, headers=state.caller, bank_source=source)
+                call = Call(engine=engine, who=state.who, bank_id=bank_id, headers=state.end_user, bank_source=source)
                 decode_json_arguments(args, encoded)
                 result = await td.fn(call, parse(td.request, args) if td.request is not None else None)
             except Exception as exc:

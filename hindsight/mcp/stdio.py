@@ -3,7 +3,7 @@ process instead of connecting to a URL.
 
 The process runs its own engine against the same database as the server (the embedded one is
 shared per data directory), acting for one bank only: a principal scoped to that bank, so no tool
-can reach another. There are no HTTP headers on stdio, so the rag_search caller (user id and
+can reach another. There are no HTTP headers on stdio, so the rag_search end_user (user id and
 session tags) comes from the command line.
 """
 
@@ -22,12 +22,12 @@ async def serve_stdio(
     engine = Engine(settings)
     await engine.start()
     try:
-        caller = {}
+        end_user = {}
         if user_id:
-            caller["x-user-id"] = user_id
+            end_user["x-user-id"] = user_id
         if session_tags:
-            caller["x-session-tags"] = json.dumps(session_tags)
-        state = RequestState(who=Principal("bank", banks=frozenset({bank_id})), bank_id=bank_id, caller=caller)
+            end_user["x-session-tags"] = json.dumps(session_tags)
+        state = RequestState(who=Principal("bank", banks=frozenset({bank_id})), bank_id=bank_id, end_user=end_user)
         await build_server(engine, multi=False, local_state=state).run_stdio_async()
     finally:
         await engine.close()

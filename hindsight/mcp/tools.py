@@ -33,12 +33,11 @@ from hindsight.engine.knowledge.documents import (
 from hindsight.engine.knowledge.rag import (
     AccessRequest,
     AccessResult,
-    Caller,
     DocumentSearchRequest,
     DocumentSearchResult,
+    EndUser,
     RagSearchRequest,
     RagSearchResult,
-    parse_caller,
 )
 from hindsight.engine.memory.curation import MemoryChange, MemoryInvalidate, MemoryUpdated
 from hindsight.engine.memory.schemas import RetainBatchRequest, RetainRequest, RetainResult
@@ -55,6 +54,7 @@ from hindsight.engine.reflection.mental_models import (
 )
 from hindsight.engine.reflection.reflect import ReflectRequest, ReflectResult
 from hindsight.engine.search.schemas import RecallRequest, RecallResult
+from hindsight.web.end_user import end_user
 
 if TYPE_CHECKING:
     from hindsight.engine.facade import Engine
@@ -72,9 +72,9 @@ class Call:
     bank_source: str = "url"
 
     @property
-    def caller(self) -> Caller:
+    def end_user(self) -> EndUser:
         """The end user a RAG client acts for (x-user-id, x-session-tags), for document access."""
-        return parse_caller(self.headers)
+        return end_user(self.headers)
 
 
 @dataclass(frozen=True)
@@ -338,7 +338,7 @@ async def rag_search(call: Call, req: RagSearchRequest) -> RagSearchResult:
     All phrases are embedded together and searched in parallel (semantic and keyword); results
     are merged, deduplicated and reranked. The caller's `x-user-id` and `x-session-tags` headers
     decide which documents may be returned."""
-    return await call.engine.rag_search(call.who, call.bank_id, req, call.caller)
+    return await call.engine.rag_search(call.who, call.bank_id, req, call.end_user)
 
 
 @tool(DocumentSearchRequest, read_only=True, idempotent=True)
@@ -352,11 +352,11 @@ async def search_documents(call: Call, req: DocumentSearchRequest) -> DocumentSe
     updated_at, e.g. `source_type = "pdf" and tags contains "manual"` or `file_path like "%guide%"`.
     Each result has content, file_path, chunk_id, score, page_numbers and the arms that found it.
     Access follows the `x-user-id` / `x-session-tags` headers, as in rag_search."""
-    return await call.engine.search_documents(call.who, call.bank_id, req, call.caller)
+    return await call.engine.search_documents(call.who, call.bank_id, req, call.end_user)
 
 
 @tool(AccessRequest, read_only=True, idempotent=True, top_level_result=True)
 async def verify_document_access(call: Call, req: AccessRequest) -> AccessResult:
     """Verify that the current user (headers `x-user-id`, `x-session-tags`) may still access the
     document of a segment returned by rag_search, with a refreshed URL when it has one."""
-    return await call.engine.verify_document_access(call.who, call.bank_id, req.segment_uid, call.caller)
+    return await call.engine.verify_document_access(call.who, call.bank_id, req.segment_uid, call.end_user)

@@ -1,52 +1,52 @@
 -- Retained documents: the memories retained under a document_id and the text retained there (engine/memory/sources.py).
 
--- retained_document_get --
+-- source_get --
 -- The text retained under a document_id, with how many memories it holds.
 SELECT d.*, (SELECT count(*) FROM memories m WHERE m.bank_id = d.bank_id AND m.document_id = d.id) AS n
 FROM memory_documents d WHERE d.bank_id = $1 AND d.id = $2;
 
--- retained_document_list --
+-- source_list --
 -- A page of retained documents, last updated first, under the listing's conditions.
 SELECT d.*, (SELECT count(*) FROM memories m WHERE m.bank_id = d.bank_id AND m.document_id = d.id) AS n
 FROM memory_documents d WHERE d.bank_id = $1 /*where*/
 ORDER BY d.updated_at DESC, d.id LIMIT $2 OFFSET $3;
 
--- retained_document_count --
--- How many retained documents match retained_document_list's conditions.
+-- source_count --
+-- How many retained documents match source_list's conditions.
 SELECT count(*) FROM memory_documents d WHERE d.bank_id = $1 /*where*/;
 
--- retained_document_exists --
+-- source_exists --
 -- Whether text was retained under a document_id.
 SELECT true FROM memory_documents WHERE bank_id = $1 AND id = $2;
 
--- retained_entities_release --
+-- source_entities_release --
 -- The entities of a document_id's units lose those mentions (the units are deleted next).
 UPDATE entities e SET mention_count = greatest(0, e.mention_count - x.n)
 FROM (SELECT me.entity_id, count(*) AS n FROM memory_entities me JOIN memories m ON m.id = me.memory_id
       WHERE m.bank_id = $1 AND m.document_id = ANY($2::text[]) GROUP BY me.entity_id) x
 WHERE e.bank_id = $1 AND e.id = x.entity_id;
 
--- retained_memories_delete --
+-- source_memories_delete --
 -- Delete the units retained under the given document_ids (retaining one again replaces them).
 DELETE FROM memories WHERE bank_id = $1 AND document_id = ANY($2::text[]);
 
--- retained_documents_delete --
+-- sources_delete --
 -- Delete the text retained under the given document_ids.
 DELETE FROM memory_documents WHERE bank_id = $1 AND id = ANY($2::text[]);
 
--- retained_document_add --
+-- source_add --
 -- Keep the text retained under a document_id, with its tags and metadata, for clients that read it back.
 INSERT INTO memory_documents (bank_id, id, original_text, content_hash, tags, metadata)
 VALUES ($1, $2, $3, $4, $5, $6::jsonb);
 
--- retained_document_units --
+-- source_units --
 -- The units a document_id's text was split into, in order (what Hindsight's clients call the
 -- document's chunks): its own units, not the facts an LLM drew from them.
 SELECT /*columns*/ FROM memories m
 WHERE m.bank_id = $1 AND m.document_id = $2 AND NOT EXISTS (SELECT 1 FROM fact_sources f WHERE f.fact_id = m.id)
 ORDER BY m.source_id, m.position LIMIT $3 OFFSET $4;
 
--- retained_document_unit_count --
--- How many units retained_document_units pages through.
+-- source_unit_count --
+-- How many units source_units pages through.
 SELECT count(*) FROM memories m
 WHERE m.bank_id = $1 AND m.document_id = $2 AND NOT EXISTS (SELECT 1 FROM fact_sources f WHERE f.fact_id = m.id);

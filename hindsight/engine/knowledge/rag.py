@@ -1,7 +1,7 @@
 """rag_search and verify_document_access: the RAG-over-MCP contract over a bank's documents.
 
 Access (documented in docs/documents.md): a document with no access tags and no allowed users is public;
-otherwise the caller sees it when `x-user-id` is among its allowed users or `x-session-tags`
+otherwise the end_user sees it when `x-user-id` is among its allowed users or `x-session-tags`
 shares at least one tag with it. Every phrase is embedded on the query threads (keyword mode
 embeds nothing); each phrase's semantic and keyword searches run concurrently; all lists are
 fused with reciprocal rank fusion (a chunk found by several phrases and arms rises), deduplicated
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import re
 import uuid
 from dataclasses import dataclass
@@ -24,7 +23,6 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from hindsight.db.binder import Binder, Fragment
 from hindsight.db.sql import Q, fill
-from hindsight.engine.errors import InvalidArgument
 from hindsight.engine.rules.text import Strict
 from hindsight.engine.search.arms.running import fetch_ids
 from hindsight.engine.search.filters import CHUNK_FIELDS, compile_filter
@@ -76,25 +74,12 @@ class AccessRequest(Strict):
     segment_uid: str = Field(description="A segment_uid rag_search returned.")
 
 
-class Caller(Strict):
+class EndUser(Strict):
+    """The end user a RAG client acts for (x-user-id, x-session-tags): document search shows them
+    only the documents their id and tags may see."""
+
     user_id: str | None = None
     session_tags: list[str] = Field(default_factory=list)
-
-
-def parse_caller(headers) -> Caller:
-    """x-user-id and x-session-tags (a JSON array of strings) from the request headers."""
-    raw = headers.get("x-session-tags")
-    tags: list[str] = []
-    if raw is not None and raw.strip():
-        try:
-            tags = json.loads(raw)
-        except ValueError:
-            raise InvalidArgument(
-                'x-session-tags: must be a JSON array of strings, e.g. ["department:sales"]', "x-session-tags"
-            ) from None
-        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-            raise InvalidArgument("x-session-tags: must be a JSON array of strings", "x-session-tags")
-    return Caller(user_id=headers.get("x-user-id") or None, session_tags=tags)
 
 
 class Segment(BaseModel):
@@ -144,12 +129,12 @@ class ChunkHit:
         return list(range(lo, (hi or lo) + 1)) if lo is not None else []
 
 
-def keyword_statement(bank_id: str, counts: list[list], caller: Caller, filt: Fragment) -> tuple[str, list] | None:
+def keyword_statement(bank_id: str, counts: list[list], end_user: EndUser, filt: Fragment) -> tuple[str, list] | None:
     """The keyword arms of a search's phrases as one statement (chunk_keyword, a branch a phrase
     the bank holds words of), and its values, from each phrase's rows of chunk_word_frequencies;
     None when the bank holds none of the words. One statement, not one a phrase: each phrase's
     text differs, and each was prepared and planned on a round trip of its own."""
-    p = Binder(bank_id, caller.session_tags, caller.user_id, PER_ARM)
+    p = Binder(bank_id, end_user.session_tags, end_user.user_id, PER_ARM)
     filters = filt.into(p)
     branches = []
     for k, rows in enumerate(counts):
@@ -175,7 +160,7 @@ def keyword_statement(bank_id: str, counts: list[list], caller: Caller, filt: Fr
     return fill(Q.chunk_keyword, branches=" UNION ALL ".join(branches)), p.values
 
 
-async def _keyword_lists(rt: Runtime, bank_id: str, words: list[list[str]], caller: Caller, filt: Fragment) -> list:
+async def _keyword_lists(rt: Runtime, bank_id: str, words: list[list[str]], end_user: EndUser, filt: Fragment) -> list:
     """Each phrase's keyword arm (chunk ids, best first), from the bank's word frequencies; planned
     for its words, as recall's keyword arm is (how common they are sets the plan)."""
     wanted = sorted({w for ws in words for w in ws})
@@ -186,7 +171,7 @@ async def _keyword_lists(rt: Runtime, bank_id: str, words: list[list[str]], call
     found: list[list] = [[] for _ in distinct]
     async with rt.planned.acquire() as conn:
         counts = {r["w"]: r for r in await conn.fetch(Q.chunk_word_frequencies, bank_id, wanted)}
-        statement = keyword_statement(bank_id, [[counts[w] for w in ws] for ws in distinct], caller, filt)
+        statement = keyword_statement(bank_id, [[counts[w] for w in ws] for ws in distinct], end_user, filt)
         if statement is not None:
             for r in await conn.fetch(statement[0], *statement[1]):
                 found[r["phrase"]].append(r["id"])
@@ -197,19 +182,19 @@ async def search_chunks(
     rt: Runtime,
     bank_id: str,
     phrases: list[str],
-    caller: Caller,
+    end_user: EndUser,
     opts: SearchOptions,
     top_k: int,
     default_strictness: int = 0,
 ) -> list[ChunkHit]:
     """Every phrase x arm (semantic, keyword; or one of them per `mode`) on its own connection,
-    restricted to documents the caller may see and to `opts.filter`; fused with RRF."""
+    restricted to documents the end_user may see and to `opts.filter`; fused with RRF."""
     filt = Fragment()
     compiled = compile_filter(opts.filter, CHUNK_FIELDS, filt)
     filt.sql = f" AND {compiled}" if compiled else ""
     # The keyword arms need no vectors: they run while the model embeds the phrases.
     words = [content_words(phrase) if opts.mode != "vector" else [] for phrase in phrases]
-    keyword = asyncio.ensure_future(_keyword_lists(rt, bank_id, words, caller, filt))
+    keyword = asyncio.ensure_future(_keyword_lists(rt, bank_id, words, end_user, filt))
     try:
         # On the query threads, as recall's queries (cached, one run a core): through the batch
         # path a search waited for a CPU slot behind imports embedding whole documents (up to 5 s
@@ -222,7 +207,7 @@ async def search_chunks(
         raise
     semantic = []
     for vec in vectors:  # none in keyword mode
-        p = Binder(bank_id, vec, caller.session_tags, caller.user_id, PER_ARM)
+        p = Binder(bank_id, vec, end_user.session_tags, end_user.user_id, PER_ARM)
         semantic.append(fetch_ids(rt, fill(Q.chunk_semantic, filter=filt.into(p)), *p.values))
     by_phrase, *nearest = await asyncio.gather(keyword, *semantic)
     # Phrase by phrase, semantic then keyword: the order ties of the fused score keep.
@@ -258,8 +243,8 @@ async def search_chunks(
     return [h for h in hits if h.relevance >= floor][:top_k]
 
 
-async def rag_search(rt: Runtime, bank_id: str, req: RagSearchRequest, caller: Caller) -> RagSearchResult:
-    hits = await search_chunks(rt, bank_id, req.search_phrases, caller, SearchOptions(), req.top_k)
+async def rag_search(rt: Runtime, bank_id: str, req: RagSearchRequest, end_user: EndUser) -> RagSearchResult:
+    hits = await search_chunks(rt, bank_id, req.search_phrases, end_user, SearchOptions(), req.top_k)
     return RagSearchResult(
         segments=[
             Segment(
@@ -313,11 +298,11 @@ SEARCH_TYPES = {"hybrid": "hybrid_search", "vector": "vector_search", "keyword":
 
 
 async def search_documents(
-    rt: Runtime, bank_id: str, req: DocumentSearchRequest, caller: Caller
+    rt: Runtime, bank_id: str, req: DocumentSearchRequest, end_user: EndUser
 ) -> DocumentSearchResult:
     """The knowledge-base search with every option: mode, top_k (default 5), strictness (default 1),
     min_score, filter."""
-    hits = await search_chunks(rt, bank_id, [req.query], caller, req, req.top_k, DEFAULT_STRICTNESS)
+    hits = await search_chunks(rt, bank_id, [req.query], end_user, req, req.top_k, DEFAULT_STRICTNESS)
     results = [
         ChunkResult(
             content=h.row["text"],
@@ -341,8 +326,8 @@ async def search_documents(
     )
 
 
-async def verify_document_access(rt: Runtime, bank_id: str, segment_uid: str, caller: Caller) -> AccessResult:
-    """Checked with the caller's *current* headers; a deleted document or lost tag denies access."""
+async def verify_document_access(rt: Runtime, bank_id: str, segment_uid: str, end_user: EndUser) -> AccessResult:
+    """Checked with the end_user's *current* headers; a deleted document or lost tag denies access."""
     try:
         sid = uuid.UUID(str(segment_uid))
     except ValueError:
@@ -352,8 +337,8 @@ async def verify_document_access(rt: Runtime, bank_id: str, segment_uid: str, ca
             Q.chunk_access,
             bank_id,
             sid,
-            caller.session_tags,
-            caller.user_id,
+            end_user.session_tags,
+            end_user.user_id,
         )
     if r is None:
         return AccessResult(has_access=False, error="segment not found: its document was deleted or re-imported")

@@ -24,7 +24,7 @@ from hindsight.db.sql import Q
 from hindsight.engine.banks.registry import ensure_bank
 from hindsight.engine.errors import InvalidArgument
 from hindsight.engine.memory.schemas import RetainItem, RetainResult
-from hindsight.engine.memory.sources import delete_retained, store_retained
+from hindsight.engine.memory.sources import delete_sources, store_sources
 from hindsight.engine.memory.validity import began, check_existing, supersede
 from hindsight.engine.queue import operations as ops
 from hindsight.language.chinese_names import Budget
@@ -207,7 +207,7 @@ async def supersede_named(conn: asyncpg.Connection, bank_id: str, units: list[Un
         await supersede(conn, bank_id, older, unit.id, since, actor)
 
 
-RETAIN = "retain"  # operation kinds (engine/worker/kinds.py): a retain stored later, and fact extraction
+RETAIN = "retain"  # operation kinds (engine/worker/operation_kinds.py): a retain stored later, and fact extraction
 EXTRACT = "retain_extract"
 
 # Units embedded per step of a large retain: between steps the CPU slots are free for others
@@ -263,11 +263,11 @@ async def retain(
     # recalls, its bulk gate for the CPU slots. Neither is held while the write queue is waited for:
     # a bank's writers take turns there, and lanes held by waiting writers kept its recalls waiting.
     if _short(items):
-        async with rt.lanes.hold(bank_id):
+        async with rt.gates.reading(bank_id):
             units, only = await rt.embedder.short(_prepared, items, s.unit_max_chars, rt.embedder)
         steps, vectors = ([units], [only]) if units else ([], [])
     else:
-        async with rt.bulk.hold(bank_id):
+        async with rt.gates.bulk(bank_id):
             units = await rt.cpu_slots.run(prepare_units, items, s.unit_max_chars)
             steps = [units[i : i + STEP_UNITS] for i in range(0, len(units), STEP_UNITS)]
             vectors = [await embedded(step) for step in steps]
@@ -275,8 +275,8 @@ async def retain(
     async with rt.writes.open(bank_id) as conn:
         await ensure_bank(conn, bank_id)
         if doc_ids:
-            await delete_retained(conn, bank_id, doc_ids)
-            await store_retained(conn, bank_id, items)
+            await delete_sources(conn, bank_id, doc_ids)
+            await store_sources(conn, bank_id, items)
         for step, step_vectors in zip(steps, vectors):
             await store_units(conn, bank_id, step, step_vectors)
         await supersede_named(conn, bank_id, units, actor)

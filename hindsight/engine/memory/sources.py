@@ -28,20 +28,20 @@ if TYPE_CHECKING:
     from hindsight.engine.runtime import Runtime
 
 
-async def delete_retained(conn: asyncpg.Connection, bank_id: str, document_ids: list[str]) -> int:
+async def delete_sources(conn: asyncpg.Connection, bank_id: str, document_ids: list[str]) -> int:
     """Remove the memories retained under these document_ids (and their share of entity mention
     counts) and their text: retaining a document_id again replaces what it held."""
     await conn.execute(
-        Q.retained_entities_release,
+        Q.source_entities_release,
         bank_id,
         document_ids,
     )
-    status = await conn.execute(Q.retained_memories_delete, bank_id, document_ids)
-    await conn.execute(Q.retained_documents_delete, bank_id, document_ids)
+    status = await conn.execute(Q.source_memories_delete, bank_id, document_ids)
+    await conn.execute(Q.sources_delete, bank_id, document_ids)
     return int(status.split()[-1])
 
 
-async def store_retained(conn: asyncpg.Connection, bank_id: str, items: list[RetainItem]) -> None:
+async def store_sources(conn: asyncpg.Connection, bank_id: str, items: list[RetainItem]) -> None:
     """Keep the text retained under each document_id (its items' contents, in order), with their
     tags and metadata, for clients that read a retained document back."""
     docs: dict[str, list[RetainItem]] = {}
@@ -66,12 +66,12 @@ async def store_retained(conn: asyncpg.Connection, bank_id: str, items: list[Ret
         )
     if rows:
         await conn.executemany(
-            Q.retained_document_add,
+            Q.source_add,
             rows,
         )
 
 
-class RetainedDocument(BaseModel):
+class RetainedSource(BaseModel):
     """The text retained under a document_id, for clients that read it back."""
 
     id: str
@@ -85,8 +85,8 @@ class RetainedDocument(BaseModel):
     updated_at: datetime
 
 
-def _retained(r) -> RetainedDocument:
-    return RetainedDocument(
+def _source(r) -> RetainedSource:
+    return RetainedSource(
         id=r["id"],
         bank_id=r["bank_id"],
         original_text=r["original_text"],
@@ -99,15 +99,15 @@ def _retained(r) -> RetainedDocument:
     )
 
 
-async def get_retained_document(rt: Runtime, bank_id: str, document_id: str) -> RetainedDocument:
+async def get_source(rt: Runtime, bank_id: str, document_id: str) -> RetainedSource:
     async with rt.pool.acquire() as conn:
-        r = await conn.fetchrow(Q.retained_document_get, bank_id, document_id)
+        r = await conn.fetchrow(Q.source_get, bank_id, document_id)
     if r is None:
         raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
-    return _retained(r)
+    return _source(r)
 
 
-class RetainedQuery(Strict):
+class SourceQuery(Strict):
     """Which retained documents to list: a substring of the id or text, and tags."""
 
     model_config = ConfigDict(extra="forbid")
@@ -121,7 +121,7 @@ class RetainedQuery(Strict):
     _tags = field_validator("tags", mode="before")(clean_tags)
 
 
-def _conditions(query: RetainedQuery, p: Binder) -> str:
+def _conditions(query: SourceQuery, p: Binder) -> str:
     where = []
     if query.q:
         needle = p(query.q.lower())
@@ -131,41 +131,39 @@ def _conditions(query: RetainedQuery, p: Binder) -> str:
     return "".join(f" AND {w}" for w in where)
 
 
-async def list_retained_documents(
-    rt: Runtime, bank_id: str, query: RetainedQuery
-) -> tuple[list[RetainedDocument], int]:
+async def list_sources(rt: Runtime, bank_id: str, query: SourceQuery) -> tuple[list[RetainedSource], int]:
     page = Binder(bank_id, query.limit, query.offset)
-    listing = fill(Q.retained_document_list, where=_conditions(query, page))
+    listing = fill(Q.source_list, where=_conditions(query, page))
     every = Binder(bank_id)
-    counting = fill(Q.retained_document_count, where=_conditions(query, every))
+    counting = fill(Q.source_count, where=_conditions(query, every))
     async with rt.pool.acquire() as conn:
         rows = await conn.fetch(listing, *page.values)
         total = await conn.fetchval(counting, *every.values)
-    return [_retained(r) for r in rows], total
+    return [_source(r) for r in rows], total
 
 
-_UNITS = fill(Q.retained_document_units, columns=COLUMNS)
+_UNITS = fill(Q.source_units, columns=COLUMNS)
 
 
-async def list_document_units(
+async def list_source_units(
     rt: Runtime, bank_id: str, document_id: str, limit: int, offset: int
 ) -> tuple[list[Memory], int]:
     """A page of the units a document_id's text was split into, in order, and how many there are;
     NotFound when nothing was retained under it."""
     async with rt.pool.acquire() as conn:
         rows = await conn.fetch(_UNITS, bank_id, document_id, limit, offset)
-        total = await conn.fetchval(Q.retained_document_unit_count, bank_id, document_id)
-        if not total and not await conn.fetchval(Q.retained_document_exists, bank_id, document_id):
+        total = await conn.fetchval(Q.source_unit_count, bank_id, document_id)
+        if not total and not await conn.fetchval(Q.source_exists, bank_id, document_id):
             raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
     return [to_memory(r) for r in rows], total
 
 
-async def delete_retained_document(rt: Runtime, bank_id: str, document_id: str) -> int:
+async def delete_source(rt: Runtime, bank_id: str, document_id: str) -> int:
     """A document_id's memories and text; returns how many memories went."""
 
     async with rt.writes.open(bank_id) as conn:
-        had_text = await conn.fetchval(Q.retained_document_exists, bank_id, document_id)
-        n = await delete_retained(conn, bank_id, [document_id])
+        had_text = await conn.fetchval(Q.source_exists, bank_id, document_id)
+        n = await delete_sources(conn, bank_id, [document_id])
     if not n and not had_text:
         raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
     return n

@@ -1,7 +1,7 @@
 """Every kind of operation the queue holds and the function that runs it, in one table.
 
 Why a table: handlers used to register themselves by decorator when their module was imported,
-so which kinds existed depended on what had been imported (engine/facade.py imported extract.py
+so which kinds existed depended on what had been imported (engine/facade.py imported extraction.py
 for that alone). Here a reader sees them all, and what each needs: a process without the LLM
 a kind needs never claims it (another process that has one will).
 """
@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hindsight.engine.knowledge import documents
-from hindsight.engine.memory import extraction as extract
-from hindsight.engine.memory import retain
+from hindsight.engine.memory import extraction, retain
 from hindsight.engine.reflection import mental_models
 
 if TYPE_CHECKING:
@@ -30,7 +29,7 @@ class Kind:
 
 KINDS: dict[str, Kind] = {
     retain.RETAIN: Kind(retain.run_retain),
-    retain.EXTRACT: Kind(extract.run_extraction, needs_llm="retain"),
+    retain.EXTRACT: Kind(extraction.run_extraction, needs_llm="retain"),
     documents.IMPORT: Kind(documents.run_import),
     mental_models.REFRESH: Kind(mental_models.run_refresh),
 }

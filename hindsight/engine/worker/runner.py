@@ -1,5 +1,5 @@
 """Runs claimed operations: one task per operation, a heartbeat renewing its lease, a wall-clock
-limit, and retry-or-fail bookkeeping. Which function runs each kind of operation is engine/worker/kinds.py's table."""
+limit, and retry-or-fail bookkeeping. Which function runs each kind of operation is engine/worker/operation_kinds.py's table."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from hindsight.config import Settings
 from hindsight.engine.errors import HindsightError, LLMUnavailable, unavailable
 from hindsight.engine.queue import operations as ops
 from hindsight.engine.queue.operations import Job
-from hindsight.engine.worker.kinds import KINDS
+from hindsight.engine.worker.operation_kinds import KINDS
 from hindsight.llm import LLMError, deadline
 
 if TYPE_CHECKING:
