@@ -34,3 +34,15 @@ def test_no_import_cycle():
         }
     )
     assert not cycles, cycles
+
+
+def test_the_drawing_in_docs_architecture_is_current():
+    """docs/architecture.md draws the rooms and their imports; scripts/import_map.py draws them
+    from the code. They must be the same drawing."""
+    drawn = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "import_map.py")], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    documented = doc.split("<!-- import-map -->")[1].split("<!-- /import-map -->")[0]
+    documented = documented.strip().removeprefix("```mermaid").removesuffix("```").strip()
+    assert documented == drawn, "run scripts/import_map.py and update docs/architecture.md"
