@@ -25,6 +25,18 @@ def pytest_configure(config):
         config.option.basetemp = config._hindsight_basetemp = tempfile.mkdtemp(prefix="hindsight-tests-")
 
 
+# The layer of a test is the folder it lives in (CONTRIBUTING.md, "Tests"): `pytest -m "not e2e"`
+# is the daily loop, `.ci/run` runs every layer.
+LAYERS = ("unit", "db", "contract", "e2e")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        layer = item.path.parent.name
+        if layer in LAYERS:
+            item.add_marker(layer)
+
+
 def pytest_unconfigure(config):
     made = getattr(config, "_hindsight_basetemp", None)
     if made:
