@@ -75,7 +75,11 @@ class ConnectedApp(BaseModel):
     client_name: str | None = None
     client_uri: str | None = None
     access: Access
-    approved_by: str = Field(description="The id of the API key that approved it (`env`: the admin key).")
+    approved_by: str | None = Field(
+        None,
+        description="The id of the API key that approved it (`env`: the admin key); shown only to a key that may "
+        "write the bank (a read-only key sees which applications use the bank, not whose key let them in).",
+    )
     created_at: datetime
     last_used_at: datetime | None = None
 
@@ -165,11 +169,14 @@ async def decide(rt: Runtime, who: Principal, d: ConsentDecision) -> ConsentAnsw
         access=access,
         scopes=scopes,
     )
+    if code is None:
+        raise NotFound("this application was deleted meanwhile (or its registration expired); start again from it")
     url = construct_redirect_uri(taken.redirect_uri, code=code, state=taken.state, iss=taken.issuer)
     return ConsentAnswer(redirect_to=url, access=access)
 
 
-async def list_connections(rt: Runtime, bank_id: str) -> ConnectedAppList:
+async def list_connections(rt: Runtime, bank_id: str, approvers: bool) -> ConnectedAppList:
+    """A bank's connections; `approvers`: with the key that approved each."""
     rows = await store.list_connections(rt, bank_id)
     return ConnectedAppList(
         connections=[
@@ -179,7 +186,7 @@ async def list_connections(rt: Runtime, bank_id: str) -> ConnectedAppList:
                 client_name=_text(r.metadata, "client_name"),
                 client_uri=_text(r.metadata, "client_uri"),
                 access="read" if r.access == "read" else "read_write",
-                approved_by=r.key_id or "env",
+                approved_by=(r.key_id or "env") if approvers else None,
                 created_at=r.created_at,
                 last_used_at=r.last_used_at,
             )

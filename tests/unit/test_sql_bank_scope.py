@@ -49,6 +49,7 @@ ACROSS_BANKS = {
     "oauth_token_get": "by the hash of a 256-bit secret the client holds; its bank is checked against the endpoint's",
     "oauth_codes_purge": "drops every bank's codes a day past their expiry",
     "oauth_tokens_purge": "drops every bank's tokens a day past their expiry",
+    "oauth_clients_list": "an admin lists every OAuth client, each with its live connections counted over every bank",
 }
 
 # Statements whose slots leave them unparsable get a stand-in for each slot (the fragment that
