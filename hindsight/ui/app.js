@@ -106,6 +106,8 @@ function header() {
   fill(nav, 
     h("a", { href: "#/", class: here === "#/" || here.startsWith("#/bank/") ? "active" : "" }, "Banks"),
     h("a", { href: "#/keys", class: here.startsWith("#/keys") ? "active" : "" }, "API keys"),
+    health && health.oauth === "built-in"
+      ? h("a", { href: "#/applications", class: here.startsWith("#/applications") ? "active" : "" }, "Applications") : null,
     h("a", { href: "/docs", target: "_blank" }, "API docs"),
   );
   const who = document.getElementById("who");
@@ -124,6 +126,7 @@ async function route() {
   try {
     if (parts[0] === "bank" && parts[1]) await bankPage(parts[1], parts[2] || "search");
     else if (parts[0] === "keys") await keysPage();
+    else if (parts[0] === "applications") await applicationsPage();
     else await banksPage();
   } catch (e) {
     if (!(e instanceof ApiError && e.status === 401)) {
@@ -564,7 +567,7 @@ async function connectionsTab(body, base) {
       "Disconnecting one ends its access at once; it can ask again, and a person decides again."),
     h("table", {}, h("thead", {}, h("tr", {}, ["Application", "Access", "Approved with key", "Connected", "Last used", ""].map((t) => h("th", {}, t)))),
       h("tbody", {}, connections.length ? connections.map((c) => h("tr", { "data-connection": c.connection_id }, app(c),
-        h("td", {}, c.access === "read" ? "read only" : "read and write"), h("td", {}, c.approved_by),
+        h("td", {}, c.access === "read" ? "read only" : "read and write"), h("td", {}, c.approved_by || "—"),
         h("td", {}, when(c.created_at)), h("td", {}, when(c.last_used_at)),
         h("td", {}, h("button", { class: "danger", onclick: () => attempt(async () => {
           if (!confirm(`Disconnect ${c.client_name || c.client_id}?`)) return;
@@ -635,4 +638,38 @@ async function keysPage() {
             await api("DELETE", `/v1/keys/${k.key_id}`);
             await keysPage();
           }, "Key revoked") }, "Revoke")))))));
+}
+
+// ---- OAuth applications (admin): every client that registered or was named by a metadata document ----
+async function applicationsPage() {
+  let list;
+  try {
+    list = await api("GET", "/v1/oauth/clients?limit=1000");
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 403) {
+      return fill(view(), h("h1", {}, "Applications"), h("div", { class: "panel muted" }, "Managing applications needs an admin key."));
+    }
+    throw e;
+  }
+  const { applications, total, unapproved } = list;
+  const app = (a) => h("td", {}, a.client_name || a.client_id,
+    a.client_name ? h("div", { class: "meta" }, a.client_id) : null, a.client_uri ? h("div", { class: "meta" }, a.client_uri) : null);
+  fill(view(),
+    h("h1", {}, "Applications"),
+    h("p", { class: "muted" }, `${total} OAuth clients, ${unapproved} of them not yet approved by anyone. `,
+      "An application nobody approves is deleted by itself a while after it registered (HINDSIGHT_API_OAUTH_UNAPPROVED_CLIENT_TTL). ",
+      "Deleting one ends its connections in every bank; it may register again, and a person decides again."),
+    h("table", {}, h("thead", {}, h("tr", {}, ["Application", "Kind", "Redirects to", "Registered from", "Registered",
+      "Approved", "Connections", ""].map((t) => h("th", {}, t)))),
+    h("tbody", {}, applications.length ? applications.map((a) => h("tr", { "data-client": a.client_id }, app(a),
+      h("td", {}, a.kind), h("td", {}, a.redirect_uris.map((u) => h("div", { class: "meta" }, short(u, 80)))),
+      h("td", {}, a.registered_from || "—"), h("td", {}, when(a.created_at)),
+      h("td", {}, a.approved_at ? when(a.approved_at) : h("span", { class: "muted" }, "never")), h("td", {}, a.connections),
+      h("td", {}, h("button", { class: "danger", onclick: () => attempt(async () => {
+        const ends = a.connections ? ` and end its ${a.connections} connection(s)` : "";
+        if (!confirm(`Delete ${a.client_name || a.client_id}${ends}?`)) return;
+        await api("DELETE", `/v1/oauth/clients/${enc(a.client_id)}`);
+        await applicationsPage();
+      }, "Application deleted") }, "Delete"))))
+      : h("tr", {}, h("td", { colspan: 8, class: "muted" }, "No application has registered.")))));
 }

@@ -2,7 +2,8 @@
 
 A person signs in with a key, finds a memory retained through the API, reads and deletes it,
 creates a mental model and sees it filled, imports a document (with its progress) and finds it,
-and follows the operations; what memories say is shown as text, never run as HTML.
+and follows the operations; what memories say is shown as text, never run as HTML. An admin
+finds a registered OAuth application and deletes it.
 With HINDSIGHT_SCREENSHOTS=<folder>, the main pages are saved there (the pictures of docs/console.md).
 """
 
@@ -207,6 +208,38 @@ def test_a_person_corrects_a_memory_in_the_console(page, auth_server):
         page.click("form button.primary")
         expect(page.locator("#results .result").first).to_contain_text("Cork")
         expect(page.locator("#results")).not_to_contain_text("Galway")
+    assert page.errors == [], page.errors
+
+
+def test_an_admin_finds_and_deletes_an_oauth_application(page, auth_server):
+    from playwright.sync_api import expect
+
+    name = f"Stray client {uuid.uuid4().hex[:6]} <b>bold</b>"
+    with auth_server.http() as anon, auth_server.http(ADMIN_KEY) as admin:
+        r = anon.post(
+            "/register",
+            json={
+                "redirect_uris": ["https://app.example/cb"],
+                "client_name": name,
+                "token_endpoint_auth_method": "none",
+            },
+        )
+        assert r.status_code == 201, r.text
+        client_id = r.json()["client_id"]
+        page.goto(f"{auth_server.url}/ui/")
+        page.fill("#key", ADMIN_KEY)
+        page.click("button[type=submit]")
+        page.click("#nav a[href='#/applications']")
+        row = page.locator(f"tr[data-client='{client_id}']")
+        expect(row).to_contain_text(name)  # shown as text, not run as HTML
+        expect(row).to_contain_text("https://app.example/cb")
+        expect(row).to_contain_text("never")  # no person approved it
+        shot(page, "applications")
+        row.locator("button.danger").click()
+        expect(page.locator("#toast")).to_contain_text("Application deleted")
+        expect(page.locator(f"tr[data-client='{client_id}']")).to_have_count(0)
+        listed = admin.get("/v1/oauth/clients", params={"limit": 1000}).json()["applications"]
+        assert client_id not in {a["client_id"] for a in listed}
     assert page.errors == [], page.errors
 
 
