@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from hindsight.engine.errors import NotFound
 from hindsight.oauth import store
+from hindsight.oauth.clients import declared_text
 
 if TYPE_CHECKING:
     from hindsight.engine.runtime import Runtime
@@ -46,11 +47,6 @@ class ApplicationDeleted(BaseModel):
     deleted: bool
 
 
-def _text(metadata: dict, name: str) -> str | None:
-    value = metadata.get(name)
-    return value if isinstance(value, str) else None
-
-
 async def list_applications(rt: Runtime, limit: int, offset: int) -> ApplicationList:
     rows, total, unapproved = await store.list_clients(rt, limit, offset)
     return ApplicationList(
@@ -58,8 +54,8 @@ async def list_applications(rt: Runtime, limit: int, offset: int) -> Application
             Application(
                 client_id=r.client_id,
                 kind=r.kind,
-                client_name=_text(r.metadata, "client_name"),
-                client_uri=_text(r.metadata, "client_uri"),
+                client_name=declared_text(r.metadata, "client_name"),
+                client_uri=declared_text(r.metadata, "client_uri"),
                 redirect_uris=[u for u in r.metadata.get("redirect_uris") or [] if isinstance(u, str)],
                 registered_from=r.registered_from,
                 created_at=r.created_at,

@@ -124,6 +124,12 @@ def check_metadata(metadata: dict[str, Any]) -> None:
         raise ClientProblem(f"client metadata: {size} bytes of JSON, more than {MAX_METADATA_BYTES}")
 
 
+def declared_text(metadata: dict[str, Any], name: str) -> str | None:
+    """A text field a client declared about itself (`client_name`, `client_uri`), if it is text."""
+    value = metadata.get(name)
+    return value if isinstance(value, str) else None
+
+
 def registration_error(exc: ClientProblem) -> RegistrationError:
     return RegistrationError("invalid_redirect_uri" if exc.redirect else "invalid_client_metadata", exc.message)
 

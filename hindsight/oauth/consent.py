@@ -30,6 +30,7 @@ from hindsight.engine.banks.registry import check_bank_id
 from hindsight.engine.errors import Forbidden, InvalidArgument, NotFound
 from hindsight.engine.rules.text import Strict
 from hindsight.oauth import store
+from hindsight.oauth.clients import declared_text
 from hindsight.oauth.resource import resource_bank
 
 if TYPE_CHECKING:
@@ -98,11 +99,6 @@ def asked_access(scopes: list[str]) -> Access:
     return "read" if "read" in scopes and "write" not in scopes else "read_write"
 
 
-def _text(metadata: dict, name: str) -> str | None:
-    value = metadata.get(name)
-    return value if isinstance(value, str) else None
-
-
 async def describe(rt: Runtime, req: ConsentLookup) -> ConsentRequest:
     pending = await store.get_request(rt, req.request_id)
     if pending is None:
@@ -112,8 +108,8 @@ async def describe(rt: Runtime, req: ConsentLookup) -> ConsentRequest:
         _, bank_id = resource_bank(pending.issuer, pending.resource)
     return ConsentRequest(
         client_id=pending.client_id,
-        client_name=_text(pending.metadata, "client_name"),
-        client_uri=_text(pending.metadata, "client_uri"),
+        client_name=declared_text(pending.metadata, "client_name"),
+        client_uri=declared_text(pending.metadata, "client_uri"),
         redirect_host=urlsplit(pending.redirect_uri).netloc or pending.redirect_uri[:100],
         client_kind=pending.kind,
         endpoint=pending.resource,
@@ -183,8 +179,8 @@ async def list_connections(rt: Runtime, bank_id: str, approvers: bool) -> Connec
             ConnectedApp(
                 connection_id=r.grant_id,
                 client_id=r.client_id,
-                client_name=_text(r.metadata, "client_name"),
-                client_uri=_text(r.metadata, "client_uri"),
+                client_name=declared_text(r.metadata, "client_name"),
+                client_uri=declared_text(r.metadata, "client_uri"),
                 access="read" if r.access == "read" else "read_write",
                 approved_by=(r.key_id or "env") if approvers else None,
                 created_at=r.created_at,
