@@ -32,6 +32,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 
 from hindsight.oauth import forms
 from hindsight.oauth.registration import Limited
+from hindsight.web.scope import header
 
 if TYPE_CHECKING:
     from hindsight.oauth.provider import Provider
@@ -68,7 +69,7 @@ _PAGE = """<!doctype html>
 def error_page(scope, status: int, error: str, description: str, headers: dict[str, str] | None = None) -> Response:
     """An authorization error shown to the person: a page, or JSON for a client that accepts only
     JSON (RFC 6749 leaves the form to the server)."""
-    accept = (forms.header(scope, b"accept") or "").lower()
+    accept = (header(scope, b"accept") or "").lower()
     extra = {**PAGE_HEADERS, **(headers or {})}
     if "application/json" in accept and "text/html" not in accept:
         return JSONResponse({"error": error, "error_description": description}, status_code=status, headers=extra)

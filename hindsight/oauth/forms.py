@@ -22,6 +22,7 @@ import re
 from urllib.parse import unquote, unquote_to_bytes, urlencode
 
 from hindsight.engine.rules.text import text_problem
+from hindsight.web.scope import header
 
 FORM = "application/x-www-form-urlencoded"
 MAX_FIELDS = 32
@@ -33,13 +34,6 @@ class FormProblem(Exception):
     def __init__(self, message: str):
         super().__init__(message)
         self.message = message
-
-
-def header(scope, name: bytes) -> str | None:
-    for k, v in scope.get("headers", []):
-        if k == name:
-            return v.decode("latin-1")
-    return None
 
 
 def check_media_type(scope) -> None:
