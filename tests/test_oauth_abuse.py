@@ -182,6 +182,7 @@ ODD_BODIES = [
     (b"token=%ED%A0%80&client_id=c", FORM),  # an encoded lone surrogate
     (b"=value&token=t", FORM),
     (b"client_id=c&%%%=1", FORM),
+    (b"n" * 5000 + b"=1&client_id=c", FORM),  # a name past any OAuth parameter's
     (b"x" * 70_000, FORM),  # past the OAuth body limit
 ]
 

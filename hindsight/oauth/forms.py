@@ -9,8 +9,8 @@ last of repeated parameters and turns bytes that are not UTF-8 into U+FFFD. So e
 and query is read here first, and refused with what is wrong unless it is exactly that: the
 media type (charset UTF-8 if one is named), at most MAX_FIELDS parameters, each named once,
 percent-decoding to UTF-8 text that holds to the text rule (engine/rules/text.py) and has no
-control character (appendix A: every OAuth parameter is printable text), no value longer than
-MAX_VALUE_CHARS. A form that passes is handed on as a body re-encoded from what was read, which
+control character (appendix A: every OAuth parameter is printable text), no name longer than
+MAX_NAME_CHARS and no value longer than MAX_VALUE_CHARS. A form that passes is handed on as a body re-encoded from what was read, which
 Starlette then parses without surprise.
 """
 
@@ -27,6 +27,7 @@ from hindsight.web.scope import header
 FORM = "application/x-www-form-urlencoded"
 MAX_FIELDS = 32
 MAX_VALUE_CHARS = 4096
+MAX_NAME_CHARS = 100  # OAuth's longest parameter name has 21
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -62,6 +63,8 @@ def parse(data: bytes, what: str = "body") -> dict[str, str]:
         name = _decode(raw_name, what, None)
         if not name:
             raise FormProblem(f"{what}: a parameter without a name")
+        if len(name) > MAX_NAME_CHARS:
+            raise FormProblem(f"{what}: a parameter name longer than {MAX_NAME_CHARS} characters")
         value = _decode(raw_value, what, name)
         if name in fields:
             raise FormProblem(f"{name}: given more than once (RFC 6749, section 3.1)")
