@@ -229,7 +229,9 @@ def test_an_admin_finds_and_deletes_an_oauth_application(page, auth_server):
         page.goto(f"{auth_server.url}/ui/")
         page.fill("#key", ADMIN_KEY)
         page.click("button[type=submit]")
+        expect(page.locator("h1")).to_have_text("Banks")  # signed in; the banks page is drawn
         page.click("#nav a[href='#/applications']")
+        expect(page.locator("h1")).to_have_text("Applications")
         row = page.locator(f"tr[data-client='{client_id}']")
         expect(row).to_contain_text(name)  # shown as text, not run as HTML
         expect(row).to_contain_text("https://app.example/cb")
