@@ -125,7 +125,7 @@ def rpc(http, path: str, token: str, method: str = "tools/list", params: dict | 
     )
 
 
-# ---- OAuth: a client as a plain HTTP client drives it (the SDK's own client: tests/test_oauth.py) ----
+# ---- OAuth: a client as a plain HTTP client drives it (the SDK's own client: tests/e2e/test_oauth.py)
 OAUTH_CALLBACK = "http://127.0.0.1:9/callback"  # answered by the test, never by a server
 
 

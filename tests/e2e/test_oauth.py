@@ -254,7 +254,7 @@ def test_plain_pkce_and_unregistered_redirects_are_refused(oauth_server, anon, a
     resource = f"{oauth_server.url}/mcp/{bank}"
     r, _, _ = authorize(anon, client, resource, code_challenge_method="plain")
     # no person approved this client yet: the error is shown to the person, not sent to the client
-    # (where errors go once one did: tests/test_oauth_review.py)
+    # (where errors go once one did: tests/e2e/test_oauth_abuse.py)
     assert r.status_code == 400 and r.headers["content-type"].startswith("text/html")
     assert 'data-error="invalid_request"' in r.text and "location" not in r.headers
     r, _, _ = authorize(anon, client, resource, redirect_uri="http://127.0.0.1:9/other")

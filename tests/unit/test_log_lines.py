@@ -1,6 +1,6 @@
 """The log formatters' guarantees (hindsight/logs.py), whatever a call site passes: a record is
 its own lines (no client text breaks one or starts one), and no secret of a URL's query is
-written. Through a real server: tests/test_logs.py, tests/test_oauth_abuse.py."""
+written. Through a real server: tests/e2e/test_logs.py, tests/e2e/test_oauth_abuse.py."""
 
 from __future__ import annotations
 

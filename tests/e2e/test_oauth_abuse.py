@@ -7,7 +7,7 @@ URI the client registered and a person has approved that client before; a public
 with its client_id alone, a confidential one with HTTP Basic alone; a read-only key sees a
 bank's connections but not who approved them, and disconnects none; a token sent in a URL is
 revoked and no secret of a query reaches the log. (Log lines a client cannot forge:
-tests/test_logs.py.)
+tests/e2e/test_logs.py.)
 """
 
 from __future__ import annotations
