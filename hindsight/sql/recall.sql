@@ -11,7 +11,7 @@
 -- embeds its query").
 SELECT id FROM (SELECT m.id, m.embedding <=> $2 AS d FROM memories m
                 WHERE m.bank_id = $1 /*filter*/ ORDER BY m.embedding <=> $2 LIMIT $3) s
-ORDER BY d + 0;
+ORDER BY d + 0, id;
 
 -- recall_semantic_exact --
 -- The semantic arm for a bank that is small beside the others (engine/recall.semantic_ids): its
@@ -19,11 +19,12 @@ ORDER BY d + 0;
 -- it) rows to find $3 of the bank's; for 5,000 memories beside 100,000 that was 16-20 ms against
 -- ~5 ms for this (bench/README.md, "Semantic arm: a small bank beside a big one"). At most $4 of
 -- its rows are read (the count it was chosen by may be seconds old), the filters after; the
--- subquery's LIMIT also keeps it whole, so the ordering outside is a sort, never a walk.
+-- subquery's LIMIT also keeps it whole, so the ordering outside is a sort, never a walk. Equal
+-- distances (a turn said twice) by id, the order retained (engine/memory/ids.py).
 SELECT id FROM (SELECT m.id, m.embedding <=> $2 AS d
                 FROM (SELECT * FROM memories WHERE bank_id = $1 LIMIT $4) m
                 WHERE true /*filter*/) s
-ORDER BY d LIMIT $3;
+ORDER BY d, id LIMIT $3;
 
 -- recall_semantic_entity_exact --
 -- The semantic and entity arms at once for a bank small beside the others, in hybrid mode: the
@@ -100,7 +101,7 @@ SELECT id FROM (SELECT m.id, m.embedding <=> $4 AS d FROM memories m
                   AND EXISTS (SELECT 1 FROM memory_entities me WHERE me.memory_id = m.id AND me.entity_id = ANY($2::bigint[]))
                   /*filter*/
                 ORDER BY m.embedding <=> $4 LIMIT $3) s
-ORDER BY d + 0; -- sorted, as recall_semantic's walk
+ORDER BY d + 0, id; -- sorted, as recall_semantic's walk
 
 -- recall_temporal --
 -- The temporal arm: memories that occurred or were mentioned within the query's window [$4, $5),
@@ -142,8 +143,8 @@ WITH walk AS MATERIALIZED (SELECT m.id, m.embedding <=> $2 AS d FROM memories m
                             (SELECT id, d FROM walk WHERE (SELECT yes FROM short)))
 SELECT id FROM ((SELECT id, d FROM walk WHERE NOT (SELECT yes FROM short))
                 UNION ALL
-                (SELECT id, d FROM every ORDER BY d LIMIT $3)) s
-ORDER BY d + 0; -- sorted, as recall_semantic's walk
+                (SELECT id, d FROM every ORDER BY d, id LIMIT $3)) s
+ORDER BY d + 0, id; -- sorted, as recall_semantic's walk
 
 -- recall_word_frequencies --
 -- How many of the bank's memories hold each query word, and how many memories it has in all

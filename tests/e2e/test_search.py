@@ -3,6 +3,8 @@ through REST and the official MCP client."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from mcp.shared.exceptions import MCPError
 
@@ -345,3 +347,20 @@ async def test_document_search_embeds_on_the_query_path_and_keyword_mode_not_at_
         assert sorted(calls) == [("query", [p]) for p in sorted(phrases)]
     finally:
         del embedder.embed, embedder.query  # the class's methods again
+
+
+def test_banks_made_from_the_same_input_recall_alike(api):
+    """Equal scores (the same line said in five sessions) are ordered by id, which follows the
+    order memories were retained: two banks made from the same input answer every query with the
+    same memories in the same order."""
+    items = [
+        {"content": line, "document_id": f"s{s}", "metadata": {"turn": f"{s}:{i}"}, "timestamp": "2023-05-08T10:00:00Z"}
+        for s in range(5)
+        for i, line in enumerate(["Ann: Thanks, see you soon!", f"Bob: The parcel {s} arrived.", "Ann: Bye!"])
+    ]
+    banks = [f"alike_{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    for b in banks:
+        assert api.post(f"/v1/banks/{b}/memories", json={"items": items}).status_code == 200
+    for query in ("see you soon", "bye", "parcel arrived", "Ann"):
+        first, second = ([m["metadata"]["turn"] for m in recall(api, b, query=query)] for b in banks)
+        assert first == second and len(first) == len(items)

@@ -39,6 +39,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from hindsight.db.sql import Q
+from hindsight.engine.memory.ids import new_memory_id
 from hindsight.engine.memory.retain import Unit, store_units
 from hindsight.engine.memory.schemas import GivenEntity, RetainItem
 from hindsight.engine.memory.validity import began, end_with_raw_units, supersede
@@ -198,7 +199,7 @@ def to_units(group: list, facts: list[ExtractedFact]) -> list[tuple[Unit, uuid.U
             item.given_entities(), [(n, "name") for n in f.entities], extract_entities(f.text, budget)
         )
         unit = Unit(
-            id=uuid.uuid4(),
+            id=new_memory_id(),
             text=f.text.strip(),
             kind=f.type,
             item=item,

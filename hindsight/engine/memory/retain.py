@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from hindsight.db.sql import Q
 from hindsight.engine.banks.registry import ensure_bank
 from hindsight.engine.errors import InvalidArgument
+from hindsight.engine.memory.ids import new_memory_id
 from hindsight.engine.memory.schemas import RetainItem, RetainResult
 from hindsight.engine.memory.sources import delete_sources, store_sources
 from hindsight.engine.memory.validity import began, check_existing, supersede
@@ -100,7 +101,7 @@ def prepare_units(items: list[RetainItem], unit_max_chars: int) -> list[Unit]:
             occurred = (windows[0].start, windows[0].end) if windows else None
             units.append(
                 Unit(
-                    id=uuid.uuid4(),
+                    id=new_memory_id(),
                     text=piece,
                     kind=memory_type(piece),
                     item=it,
