@@ -64,7 +64,8 @@ STAND_INS = {
     "score": "1",
     "relevance": "1",
     "linked_names": Q.memory_linked_names,
-    "rarity": Q.recall_entity_rarity,
+    "keyword": "0",
+    "window": "NULL",
     # Document search's keyword statement: a branch a phrase, whose candidates are chunk seeds.
     "branches": Q.chunk_keyword_branch.replace("/*candidates*/", Q.chunk_keyword_seed + " c"),
     "phrase": "1",
