@@ -43,6 +43,7 @@ from hindsight.engine.memory.ids import new_memory_id
 from hindsight.engine.memory.retain import Unit, store_units
 from hindsight.engine.memory.schemas import GivenEntity, RetainItem
 from hindsight.engine.memory.validity import began, end_with_raw_units, supersede
+from hindsight.engine.memory.vectors import memory_vectors
 from hindsight.language.chinese_names import Budget
 from hindsight.language.entities import extract_entities, merge_entities
 from hindsight.language.time_expressions import find_time_windows
@@ -320,7 +321,7 @@ async def _extract_group(rt: Runtime, job: Job, group: list, usage: Usage) -> di
         # Off the event loop: a fact's entities and dates are found in pure Python (Chinese names
         # at ~20-40 us a character, up to 100 facts of 2,000 characters an item).
         pairs = to_units(group, parsed.facts)
-        return pairs, rt.embedder.embed([u.text for u, _ in pairs])
+        return pairs, memory_vectors(rt.embedder, [u.text for u, _ in pairs])
 
     pairs: list[tuple[Unit, uuid.UUID]] = []
     vectors: Any = []

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 ARM_LIMIT = 60
 
 SEMANTIC = 1.0
-KEYWORD = 0.4
-TIME = 0.3
+KEYWORD = 0.15
+TIME = 0.15
 NEIGHBOUR = 0.3
 SOURCE = 0.4
 
