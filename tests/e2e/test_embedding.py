@@ -273,3 +273,8 @@ def test_a_chat_line_is_stored_leaning_toward_its_speaker(int8_embedder):
     q = int8_embedder.embed_query("What does Caroline do on weekends?")
     plain = int8_embedder.embed(lines[:2])
     assert q @ stored[0] - q @ stored[1] > 1.5 * (q @ plain[0] - q @ plain[1]) > 0
+
+
+def test_the_default_model_says_it_was_not_trained_on_chinese_japanese_or_korean(int8_embedder):
+    """Recall counts its similarities less for a query in those scripts (engine/search/fusion.py)."""
+    assert int8_embedder.reads_cjk is False

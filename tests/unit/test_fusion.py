@@ -8,7 +8,17 @@ import pytest
 
 from hindsight.engine.memory.ids import new_memory_id
 from hindsight.engine.search.budget import cut
-from hindsight.engine.search.fusion import NEIGHBOUR, SOURCE, TIME, Row, Weights, candidates, rank
+from hindsight.engine.search.fusion import (
+    NEIGHBOUR,
+    SEMANTIC_UNREAD,
+    SOURCE,
+    TIME,
+    Row,
+    Weights,
+    candidates,
+    rank,
+    weights_for,
+)
 
 ALONE = Weights(context=False)
 
@@ -104,3 +114,11 @@ def test_of_equal_scores_the_memory_holding_more_words_goes_first():
     short, long = new_memory_id(), new_memory_id()
     rows = [Row(long, "a", 0, 0.0, 2.0, None, terms=9), Row(short, "b", 0, 0.0, 2.0, None, terms=3)]
     assert [r.id for r in rank(rows, Weights(semantic=0.0, keyword=1.0, time=0.0, context=False))] == [long, short]
+
+
+def test_the_semantic_part_counts_less_in_a_script_the_model_does_not_read():
+    assert weights_for("hybrid", reads_query=True) == Weights()
+    unread = weights_for("hybrid", reads_query=False)
+    assert unread.semantic == SEMANTIC_UNREAD < Weights().semantic and unread.keyword == Weights().keyword
+    assert weights_for("vector", False) == Weights(semantic=1.0, keyword=0.0, time=0.0, context=False)
+    assert weights_for("keyword", True) == Weights(semantic=0.0, keyword=1.0, time=0.0, context=False)

@@ -29,6 +29,10 @@ KEYWORD = 0.15
 TIME = 0.15
 NEIGHBOUR = 0.3
 SOURCE = 0.4
+# The semantic weight for a query in a script the embedding model was not trained on (Chinese,
+# Japanese or Korean with the English MiniLM): its similarities there are mostly noise, and at full
+# weight they outranked the keyword arm's exact matches.
+SEMANTIC_UNREAD = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +77,17 @@ class Ranked:
     neighbour: float | None
     source: float | None
     score: float
+
+
+def weights_for(mode: str, reads_query: bool) -> Weights:
+    """The weights of a recall in `mode`: in hybrid mode every part, the semantic one lowered when
+    the model does not read the query's script (`reads_query`); vector and keyword rank by that
+    arm's own score."""
+    if mode == "vector":
+        return Weights(semantic=1.0, keyword=0.0, time=0.0, context=False)
+    if mode == "keyword":
+        return Weights(semantic=0.0, keyword=1.0, time=0.0, context=False)
+    return Weights() if reads_query else Weights(semantic=SEMANTIC_UNREAD)
 
 
 def rank(rows: Iterable[Row], w: Weights) -> list[Ranked]:

@@ -28,24 +28,15 @@ from hindsight.engine.search.arms.temporal import temporal_ids
 from hindsight.engine.search.budget import cut
 from hindsight.engine.search.conditions import request_filters
 from hindsight.engine.search.details import Words, read_memories, read_scores
-from hindsight.engine.search.fusion import Weights, candidates, rank
+from hindsight.engine.search.fusion import candidates, rank, weights_for
 from hindsight.engine.search.schemas import RecallRequest, RecallResult
+from hindsight.language.cjk import has_cjk
 from hindsight.language.query_terms import content_words
 from hindsight.language.time_expressions import find_time_windows
 from hindsight.text import tokens_of_chars
 
 if TYPE_CHECKING:
     from hindsight.engine.runtime import Runtime
-
-
-def weights_for(req: RecallRequest) -> Weights:
-    """The fusion weights of a request: in hybrid mode every part; a single-arm mode ranks by that
-    arm's own score."""
-    if req.mode == "vector":
-        return Weights(semantic=1.0, keyword=0.0, time=0.0, context=False)
-    if req.mode == "keyword":
-        return Weights(semantic=0.0, keyword=1.0, time=0.0, context=False)
-    return Weights()
 
 
 async def recall(rt: Runtime, bank_id: str, req: RecallRequest) -> RecallResult:
@@ -84,7 +75,7 @@ async def recall(rt: Runtime, bank_id: str, req: RecallRequest) -> RecallResult:
     # In a fixed order: a memory's arms are listed the same way whichever arm finished first.
     ids, found_by = candidates({arm: found[arm] for arm in ("semantic", "keyword", "temporal") if arm in found})
 
-    weights = weights_for(req)
+    weights = weights_for(req.mode, rt.embedder.reads_cjk or not has_cjk(req.query))
     scored = await read_scores(
         rt, bank_id, ids, f, req, qvec, weighed, windows[0] if windows else None, neighbours=weights.context
     )
