@@ -18,6 +18,7 @@ from hindsight.engine.queue.schemas import Operation, OperationList
 from hindsight.engine.reflection.mental_models import MentalModel, MentalModelList, MentalModelVersion
 from hindsight.engine.reflection.reflect import ReflectResult
 from hindsight.engine.search.schemas import RecallResult
+from hindsight.engine.search.trace import ResultTrace
 
 # Our operation states in the reference's words, and back (either word is accepted in filters).
 STATUS_OUT = {
@@ -53,6 +54,15 @@ def recall_result(m: Memory) -> M.RecallResultOut:
         document_id=m.document_id,
         metadata=string_values(m.metadata),
         tags=m.tags,
+    )
+
+
+def recall_scores(t: ResultTrace) -> M.RecallScores:
+    """Hindsight's scores of a result from our trace of it: an arm's score only where that arm found it."""
+    return M.RecallScores(
+        final=t.score,
+        semantic=t.semantic if "semantic" in t.arms else None,
+        keyword=t.keyword if "keyword" in t.arms else None,
     )
 
 
@@ -379,17 +389,16 @@ def retain_done(result: RetainResult) -> M.RetainOut:
     )
 
 
-def recall_out(result: RecallResult, trace: bool | None) -> M.RecallOut:
-    """The results; with `trace`, each result's arms, fused score and relevance beside them."""
-    traced = None
-    if trace:
-        traced = {
-            "results": [
-                {"id": m.id, "arms": m.arms, "score": m.score, "relevance": m.relevance} for m in result.results
-            ],
-            "total_tokens": result.total_tokens,
-        }
-    return M.RecallOut(results=[recall_result(m) for m in result.results], trace=traced)
+def recall_out(result: RecallResult) -> M.RecallOut:
+    """The results; with a trace, each result's scores (final, and semantic or keyword where that
+    arm found it) and the trace itself beside them."""
+    out = [recall_result(m) for m in result.results]
+    trace = None
+    if result.trace is not None:
+        for r, t in zip(out, result.trace.results):
+            r.scores = recall_scores(t)
+        trace = result.trace.model_dump() | {"total_tokens": result.total_tokens}
+    return M.RecallOut(results=out, trace=trace)
 
 
 def reflect_out(res: ReflectResult, facts: list[Memory] | None, models: list[MentalModel] | None) -> M.ReflectOut:

@@ -54,9 +54,10 @@ async def recall(body: M.RecallIn, bank_id: BankPath, who: PrincipalDep, eng: En
             tags_match=body.tags_match,
             types=known,
             query_timestamp=body.query_timestamp,
+            trace=bool(body.trace),
         ),
     )
-    return convert.recall_out(await eng.recall(who, bank_id, req), body.trace)
+    return convert.recall_out(await eng.recall(who, bank_id, req))
 
 
 @router.post(

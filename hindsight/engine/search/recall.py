@@ -9,7 +9,8 @@ after each in its source, is then scored the same way (details.py) and ranked by
 fusion with its context (fusion.py); the ranking is cut to relevance, top_k and the token budget
 (budget.py) and only the memories kept are read in full. `mode` narrows this to the semantic arm
 (vector) or the keyword arm (keyword), each ranked by its own score without context; `filter`
-(filters.py) and the relevance threshold (relevance.py) apply in every mode.
+(filters.py) and the relevance threshold (relevance.py) apply in every mode. `trace` returns each
+result's scores (trace.py).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from hindsight.engine.search.conditions import request_filters
 from hindsight.engine.search.details import Words, read_memories, read_scores
 from hindsight.engine.search.fusion import candidates, rank, weights_for
 from hindsight.engine.search.schemas import RecallRequest, RecallResult
+from hindsight.engine.search.trace import recall_trace
 from hindsight.language.cjk import has_cjk
 from hindsight.language.query_terms import content_words
 from hindsight.language.time_expressions import find_time_windows
@@ -96,4 +98,8 @@ async def recall(rt: Runtime, bank_id: str, req: RecallRequest) -> RecallResult:
         if r.id in rows:
             by = found_by.get(r.id, ["neighbour"])
             results.append(to_memory(rows[r.id], score=round(score, 6), arms=by, relevance=rel))
-    return RecallResult(bank_id=bank_id, query=req.query, results=results, total_tokens=total)
+    trace = None
+    if req.trace:
+        best = max((s.row.keyword for s in scored), default=0.0)
+        trace = recall_trace(weights, [r for r, _, _ in kept if r.id in rows], found_by, best)
+    return RecallResult(bank_id=bank_id, query=req.query, results=results, total_tokens=total, trace=trace)
