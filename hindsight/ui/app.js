@@ -171,7 +171,7 @@ async function banksPage() {
   );
 }
 
-const TABS = [["search", "Search"], ["memories", "Memories"], ["entities", "Entities"], ["models", "Mental models"],
+const TABS = [["search", "Search"], ["playground", "Recall playground"], ["memories", "Memories"], ["entities", "Entities"], ["models", "Mental models"],
   ["documents", "Documents"], ["operations", "Operations"], ["usage", "LLM usage"], ["connections", "Connected apps"],
   ["settings", "Export & settings"]];
 
@@ -198,7 +198,7 @@ async function bankPage(bankId, tab) {
       class: k === tab ? "active" : "", "data-tab": k }, label))),
     body,
   );
-  const pages = { search: searchTab, memories: memoriesTab, entities: entitiesTab, models: modelsTab,
+  const pages = { search: searchTab, playground: playgroundTab, memories: memoriesTab, entities: entitiesTab, models: modelsTab,
     documents: documentsTab, operations: operationsTab, usage: usageTab, connections: connectionsTab, settings: settingsTab };
   await (pages[tab] || searchTab)(body, base, bankId);
 }
@@ -327,6 +327,53 @@ async function searchTab(body, base) {
         h("label", { title: "what was true then (default: now)" }, "as of", asOf),
         h("label", {}, superseded, " superseded too"))),
     results);
+}
+
+// ---- recall playground: why each memory came back ---------------------------------------------
+// Recall with trace: each result's score from each arm, its context and the fused score it is
+// ranked by, beside the weights that combined them (engine/search/trace.py).
+async function playgroundTab(body, base) {
+  const q = h("input", { name: "playground_query", placeholder: "Ask the bank…", class: "grow", required: true });
+  const mode = h("select", { name: "playground_mode" }, ["hybrid", "vector", "keyword"].map((m) => h("option", {}, m)));
+  const tokens = h("input", { name: "playground_max_tokens", type: "number", min: 1, value: 4096, class: "narrow" });
+  const at = h("input", { name: "playground_query_timestamp", type: "datetime-local",
+    title: "the time relative expressions in the query (\"last May\") count from; default now" });
+  const out = h("div", { class: "panel", id: "playground" }, h("p", { class: "muted" },
+    "Each memory recall returns, with the score each arm gave it and the score it is ranked by."));
+  const num = (x) => (x === null || x === undefined ? "—" : Number(x).toFixed(3));
+  const run = () => attempt(async () => {
+    const req = { query: q.value, mode: mode.value, max_tokens: Number(tokens.value), trace: true };
+    if (at.value) req.query_timestamp = new Date(at.value).toISOString();
+    const r = await api("POST", `${base}/recall`, req);
+    const w = r.trace.weights;
+    const own = [`${w.semantic} × semantic`, `${w.keyword} × keyword ÷ ${num(r.trace.keyword_best)}`, `${w.time} × time`];
+    const formula = w.neighbour === undefined ? `score = ${own.join(" + ")}`
+      : `score = own + ${w.neighbour} × neighbour + ${w.source} × session; own = ${own.join(" + ")}`;
+    const top = r.trace.results.length ? r.trace.results[0].score : 1;
+    const bar = (x) => {  // sized through the CSSOM: the console's policy refuses style attributes
+      const fillEl = h("div");
+      fillEl.style.width = `${Math.max(0, Math.min(100, (100 * x) / (top || 1)))}%`;
+      return h("div", { class: "bar" }, fillEl);
+    };
+    fill(out, h("p", { class: "muted", id: "playground-formula" }, `${r.results.length} memories · ${r.total_tokens} tokens · ${formula}`),
+      h("table", {}, h("thead", {}, h("tr", {}, ["#", "memory", "found by", "semantic", "keyword", "time", "own", "neighbour",
+        "session", "score"].map((c) => h("th", {}, c)))),
+        h("tbody", {}, r.results.map((m, i) => {
+          const t = r.trace.results[i];
+          return h("tr", { "data-memory": m.id },
+            h("td", {}, i + 1), h("td", { class: "text" }, short(m.text, 240)), h("td", {}, t.arms.join(", ")),
+            h("td", { "data-arm": "semantic" }, num(t.semantic)), h("td", { "data-arm": "keyword" }, num(t.keyword)),
+            h("td", { "data-arm": "time" }, t.time === null ? "—" : t.time), h("td", {}, num(t.base)),
+            h("td", {}, num(t.neighbour)), h("td", {}, num(t.source)),
+            h("td", { "data-arm": "score" }, num(t.score), bar(t.score)));
+        }))));
+  });
+  fill(body,
+    h("form", { class: "panel", onsubmit: (e) => { e.preventDefault(); run(); } },
+      h("div", { class: "row" }, q, h("button", { class: "primary", type: "submit" }, "Explain")),
+      h("div", { class: "row spaced" }, h("label", {}, "mode", mode), h("label", {}, "max tokens", tokens),
+        h("label", {}, "query time", at))),
+    out);
 }
 
 async function memoriesTab(body, base) {

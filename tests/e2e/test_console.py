@@ -1,6 +1,7 @@
 """The web console (/ui) in a real browser: Debian's Chromium driven by Playwright for Python.
 
-A person signs in with a key, finds a memory retained through the API, reads and deletes it,
+A person signs in with a key, finds a memory retained through the API (and sees in the recall
+playground why it came back), reads and deletes it,
 creates a mental model and sees it filled, imports a document (with its progress) and finds it,
 and follows the operations; what memories say is shown as text, never run as HTML. An admin
 finds a registered OAuth application and deletes it.
@@ -100,6 +101,23 @@ def test_a_person_uses_the_console(page, auth_server, tmp_path):
         expect(first).to_contain_text("#people")
         expect(first).to_contain_text("relevance")
         shot(page, "search")
+
+        # the recall playground: the same question, each memory with the score each arm gave it
+        page.click("a[data-tab=playground]")
+        page.fill("input[name=playground_query]", "Who keeps the lighthouse?")
+        page.click("form button.primary")
+        top = page.locator("#playground tbody tr").first
+        expect(top).to_contain_text("Ines keeps the lighthouse on Hook Head.")
+        semantic = float(top.locator("td[data-arm=semantic]").inner_text())
+        assert 0 < semantic <= 1 and float(top.locator("td[data-arm=score]").inner_text()) >= semantic
+        expect(page.locator("#playground-formula")).to_contain_text("× neighbour")
+        page.select_option("select[name=playground_mode]", "keyword")
+        page.click("form button.primary")
+        expect(page.locator("#playground-formula")).not_to_contain_text("neighbour")
+        shot(page, "playground")
+        page.click("a[data-tab=search]")
+        page.fill("input[name=query]", "Who keeps the lighthouse?")
+        page.click("form button.primary")
 
         # read it, then delete it
         ines = retained["memory_ids"][0]
