@@ -65,6 +65,7 @@ STAND_INS = {
     "relevance": "1",
     "linked_names": Q.memory_linked_names,
     "keyword": "0",
+    "share": "0",
     "window": "NULL",
     # Document search's keyword statement: a branch a phrase, whose candidates are chunk seeds.
     "branches": Q.chunk_keyword_branch.replace("/*candidates*/", Q.chunk_keyword_seed + " c"),

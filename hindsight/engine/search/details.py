@@ -13,7 +13,7 @@ from hindsight.db.sql import Q, fill
 from hindsight.engine.memory.records import COLUMNS
 from hindsight.engine.search.fusion import Row
 from hindsight.engine.search.lexical import rarity_score
-from hindsight.engine.search.relevance import relevance_of, relevance_sql
+from hindsight.engine.search.relevance import relevance_from, word_share_sql
 from hindsight.engine.search.schemas import RecallRequest
 from hindsight.language.time_expressions import TimeWindow
 
@@ -66,27 +66,19 @@ async def read_scores(
         Q.recall_scores,
         keyword=keyword,
         window=in_window,
-        relevance=relevance_sql(req.mode, "m.embedding", "m.tsv", p, [qvec], [req.query]),
+        share=word_share_sql("m.tsv", p, [req.query]),
         filter=f.into(p),
     )
     async with rt.pool.acquire() as conn:
         rows = await conn.fetch(sql, *p.values)
-    return [
-        Scored(
-            Row(
-                r["id"],
-                r["source_id"],
-                r["position"],
-                _finite(r["similarity"]),
-                r["keyword"],
-                r["in_window"],
-                r["terms"],
-            ),
-            relevance_of(r["relevance"]),
-            r["chars"],
-        )
-        for r in rows
-    ]
+    out = []
+    for r in rows:
+        similarity = _finite(r["similarity"])
+        row = Row(r["id"], r["source_id"], r["position"], similarity, r["keyword"], r["in_window"], r["terms"])
+        # A vector of zeros has no direction: nothing about it is relevant, as relevance_of has it.
+        rel = relevance_from(req.mode, similarity, r["share"]) if math.isfinite(r["similarity"]) else 0.0
+        out.append(Scored(row, rel, r["chars"]))
+    return out
 
 
 def _finite(x: float) -> float:
