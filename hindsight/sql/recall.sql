@@ -2,29 +2,31 @@
 -- them, ranked in Python, and the memories kept read in full (engine/search/recall.py). /*filter*/ holds the request's conditions (tags, types, filter expression,
 -- superseded units left out), bound after each statement's own parameters.
 
--- recall_semantic --
--- The semantic arm: the bank's memories nearest the query vector ($2) under the filters. One
--- HNSW index serves all banks, bank-filtered by pgvector's iterative index scans, whose
--- relaxed_order (db/pool.py) returns rows only nearly by distance. `ORDER BY d + 0` sorts them:
--- PostgreSQL takes the walk's rows to be in order already and drops a plain `ORDER BY d` (19 of
--- 100 LoCoMo questions at 100k had their 60 out of order; bench/README.md, "Every timed recall
--- embeds its query").
-SELECT id FROM (SELECT m.id, m.embedding <=> $2 AS d FROM memories m
-                WHERE m.bank_id = $1 /*filter*/ ORDER BY m.embedding <=> $2 LIMIT $3) s
-ORDER BY d + 0, id;
+-- recall_semantic_walk --
+-- Fragment: the semantic arm, the bank's memories nearest the query vector (/*vector*/) under the
+-- filters, at most /*limit*/ (arms/semantic.py; run on its own, or inside recall_ranked). One HNSW
+-- index serves all banks, bank-filtered by pgvector's iterative index scans, whose relaxed_order
+-- (db/pool.py) returns rows only nearly by distance. `ORDER BY d + 0` sorts them: PostgreSQL
+-- takes the walk's rows to be in order already and drops a plain `ORDER BY d` (19 of 100 LoCoMo
+-- questions at 100k had their 60 out of order; bench/README.md, "Every timed recall embeds its
+-- query").
+SELECT id FROM (SELECT m.id, m.embedding <=> /*vector*/ AS d FROM memories m
+                WHERE m.bank_id = $1 /*filter*/ ORDER BY m.embedding <=> /*vector*/ LIMIT /*limit*/) s
+ORDER BY d + 0, id
 
--- recall_semantic_exact --
--- The semantic arm for a bank that is small beside the others (engine/recall.semantic_ids): its
--- own rows, ranked by distance. A walk of the shared index reads about $3 / (the bank's share of
--- it) rows to find $3 of the bank's; for 5,000 memories beside 100,000 that was 16-20 ms against
--- ~5 ms for this (bench/README.md, "Semantic arm: a small bank beside a big one"). At most $4 of
--- its rows are read (the count it was chosen by may be seconds old), the filters after; the
--- subquery's LIMIT also keeps it whole, so the ordering outside is a sort, never a walk. Equal
--- distances (a turn said twice) by id, the order retained (engine/memory/ids.py).
-SELECT id FROM (SELECT m.id, m.embedding <=> $2 AS d
-                FROM (SELECT * FROM memories WHERE bank_id = $1 LIMIT $4) m
+-- recall_semantic_sort --
+-- Fragment: the semantic arm for a bank that is small beside the others (engine/banks/sizes.py),
+-- as recall_semantic_walk: its own rows, ranked by distance. A walk of the shared index reads
+-- about /*limit*/ / (the bank's share of it) rows to find that many of the bank's; for 5,000
+-- memories beside 100,000 that was 16-20 ms against ~5 ms for this (bench/README.md, "Semantic
+-- arm: a small bank beside a big one"). At most /*read*/ of its rows are read (the count it was
+-- chosen by may be seconds old), the filters after; the subquery's LIMIT also keeps it whole, so
+-- the ordering outside is a sort, never a walk. Equal distances (a turn said twice) by id, the
+-- order retained (engine/memory/ids.py).
+SELECT id FROM (SELECT m.id, m.embedding <=> /*vector*/ AS d
+                FROM (SELECT * FROM memories WHERE bank_id = $1 LIMIT /*read*/) m
                 WHERE true /*filter*/) s
-ORDER BY d, id LIMIT $3;
+ORDER BY d, id LIMIT /*limit*/
 
 -- recall_bank_sizes --
 -- How many memories the bank holds (its '' lexeme, migration 004) and, as PostgreSQL counts them,

@@ -67,6 +67,9 @@ STAND_INS = {
     "keyword": "0",
     "share": "0",
     "window": "NULL",
+    # the semantic arm's query: its vector and how many of the bank's rows it reads
+    "vector": "$2",
+    "read": "1",
     # Document search's keyword statement: a branch a phrase, whose candidates are chunk seeds.
     "branches": Q.chunk_keyword_branch.replace("/*candidates*/", Q.chunk_keyword_seed + " c"),
     "phrase": "1",
