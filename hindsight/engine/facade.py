@@ -6,8 +6,10 @@ authorisation and limits are enforced once, whichever face a request came throug
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 
 from hindsight.config import Settings
 from hindsight.db.sql import Q
@@ -57,6 +59,7 @@ from hindsight.engine.transfer import portable
 from hindsight.engine.worker.runner import Worker
 
 log = logging.getLogger("hindsight")
+T = TypeVar("T")
 
 
 class Engine:
@@ -94,6 +97,7 @@ class Engine:
         there would (Hindsight's integrations call create_bank at start-up)."""
         who.require_bank(req.bank_id, write=True)
         bank, created = await registry.create_bank(self.rt, req)
+        await self.rt.reads.wrote(req.bank_id)
         return BankCreated(bank=bank, created=created)
 
     async def list_banks(self, who: Principal, query: BankQuery | None = None) -> BankList:
@@ -104,35 +108,36 @@ class Engine:
         return await registry.get_bank(self.rt, bank_id)
 
     async def update_bank(self, who: Principal, bank_id: str, req: BankUpdate) -> Bank:
-        self.require(who, bank_id, write=True)
-        return await registry.update_bank(self.rt, bank_id, req)
+        async with self._writing(who, bank_id):
+            return await registry.update_bank(self.rt, bank_id, req)
 
     async def change_bank(self, who: Principal, bank_id: str, change: Callable[[Bank], BankUpdate | None]) -> Bank:
         """Update a bank from what it holds now (`change` maps the bank to its update), in one
         transaction: a merge into its settings loses no concurrent writer's change."""
-        self.require(who, bank_id, write=True)
-        return await registry.change_bank(self.rt, bank_id, change)
+        async with self._writing(who, bank_id):
+            return await registry.change_bank(self.rt, bank_id, change)
 
     async def count_bank(self, who: Principal, bank_id: str) -> BankCounts:
         async with self._reading(who, bank_id):
-            return await registry.count_bank(self.rt, bank_id)
+            return await self._read(bank_id, lambda rt: registry.count_bank(rt, bank_id))
 
     async def delete_bank(self, who: Principal, bank_id: str) -> BankDeleted:
         check_bank_id(bank_id)
         who.require_admin()
         n = await registry.delete_bank(self.rt, bank_id)
+        await self.rt.reads.wrote(bank_id)
         return BankDeleted(deleted=True, bank_id=bank_id, memories_deleted=n)
 
     # ---- memories -------------------------------------------------------------------
     async def retain(self, who: Principal, bank_id: str, items: list[RetainItem], wait: bool = False) -> RetainResult:
-        self.require(who, bank_id, write=True)
-        result = await _retain(self.rt, bank_id, items, actor=actor_of(who.key_id, who.kind))
-        return await extraction_awaited(self.rt, bank_id, result) if wait else result
+        async with self._writing(who, bank_id):
+            result = await _retain(self.rt, bank_id, items, actor=actor_of(who.key_id, who.kind))
+            return await extraction_awaited(self.rt, bank_id, result) if wait else result
 
     async def retain_later(self, who: Principal, bank_id: str, items: list[RetainItem]) -> RetainAccepted:
         """Accept now (items committed with their operation), store in the background."""
-        self.require(who, bank_id, write=True)
-        return await retain_later(self.rt, bank_id, items, actor=actor_of(who.key_id, who.kind))
+        async with self._writing(who, bank_id):
+            return await retain_later(self.rt, bank_id, items, actor=actor_of(who.key_id, who.kind))
 
     async def recall(self, who: Principal, bank_id: str, req: RecallRequest) -> RecallResult:
         self.require(who, bank_id)
@@ -141,130 +146,132 @@ class Engine:
                 f"max_tokens: {req.max_tokens} exceeds the limit of {self.settings.max_recall_tokens}", "max_tokens"
             )
         async with self.rt.gates.reading(bank_id):
-            return await _recall(self.rt, bank_id, req)
+            return await self._read(bank_id, lambda rt: _recall(rt, bank_id, req))
 
     async def list_memories(self, who: Principal, bank_id: str, query: records.MemoryQuery) -> records.MemoryList:
         async with self._reading(who, bank_id):
-            return await records.list_memories(self.rt, bank_id, query)
+            return await self._read(bank_id, lambda rt: records.list_memories(rt, bank_id, query))
 
     async def get_source(self, who: Principal, bank_id: str, document_id: str) -> sources.RetainedSource:
         self.require(who, bank_id)
-        return await sources.get_source(self.rt, bank_id, document_id)
+        return await self._read(bank_id, lambda rt: sources.get_source(rt, bank_id, document_id))
 
     async def list_sources(
         self, who: Principal, bank_id: str, query: sources.SourceQuery
     ) -> tuple[list[sources.RetainedSource], int]:
         async with self._reading(who, bank_id):
-            return await sources.list_sources(self.rt, bank_id, query)
+            return await self._read(bank_id, lambda rt: sources.list_sources(rt, bank_id, query))
 
     async def list_source_units(
         self, who: Principal, bank_id: str, document_id: str, limit: int, offset: int
     ) -> tuple[list[Memory], int]:
         async with self._reading(who, bank_id):
-            return await sources.list_source_units(self.rt, bank_id, document_id, limit, offset)
+            return await self._read(
+                bank_id, lambda rt: sources.list_source_units(rt, bank_id, document_id, limit, offset)
+            )
 
     async def delete_source(self, who: Principal, bank_id: str, document_id: str) -> int:
-        self.require(who, bank_id, write=True)
-        return await sources.delete_source(self.rt, bank_id, document_id)
+        async with self._writing(who, bank_id):
+            return await sources.delete_source(self.rt, bank_id, document_id)
 
     async def get_memory(self, who: Principal, bank_id: str, memory_id: str) -> Memory:
         self.require(who, bank_id)
-        return await records.get_memory(self.rt, bank_id, memory_id)
+        return await self._read(bank_id, lambda rt: records.get_memory(rt, bank_id, memory_id))
 
     async def memory_lineage(self, who: Principal, bank_id: str, memory_id: str) -> records.Lineage:
         self.require(who, bank_id)
-        return await records.get_lineage(self.rt, bank_id, memory_id)
+        return await self._read(bank_id, lambda rt: records.get_lineage(rt, bank_id, memory_id))
 
     async def list_entities(self, who: Principal, bank_id: str, query: records.EntityQuery) -> records.EntityList:
         async with self._reading(who, bank_id):
-            return await records.list_entities(self.rt, bank_id, query)
+            return await self._read(bank_id, lambda rt: records.list_entities(rt, bank_id, query))
 
     async def get_memories(self, who: Principal, bank_id: str, memory_ids: list[str]) -> list[Memory]:
         """The bank's memories among `memory_ids`, in that order (those not found are left out)."""
         async with self._reading(who, bank_id):
-            return await records.get_memories(self.rt, bank_id, memory_ids)
+            return await self._read(bank_id, lambda rt: records.get_memories(rt, bank_id, memory_ids))
 
     async def delete_memory(self, who: Principal, bank_id: str, memory_id: str) -> records.MemoryDeleted:
-        self.require(who, bank_id, write=True)
-        await records.delete_memory(self.rt, bank_id, memory_id, actor_of(who.key_id, who.kind))
+        async with self._writing(who, bank_id):
+            await records.delete_memory(self.rt, bank_id, memory_id, actor_of(who.key_id, who.kind))
         return records.MemoryDeleted(deleted=True, memory_id=memory_id)
 
     async def update_memory(
         self, who: Principal, bank_id: str, memory_id: str, req: curation.MemoryUpdate
     ) -> curation.MemoryUpdated:
         """Edit, invalidate or restore one memory; the change is recorded in its history."""
-        self.require(who, bank_id, write=True)
-        return await curation.update_memory(self.rt, bank_id, memory_id, req, actor_of(who.key_id, who.kind))
+        async with self._writing(who, bank_id):
+            return await curation.update_memory(self.rt, bank_id, memory_id, req, actor_of(who.key_id, who.kind))
 
     async def invalidate_memory(
         self, who: Principal, bank_id: str, memory_id: str, reason: str | None = None
     ) -> curation.MemoryUpdated:
-        self.require(who, bank_id, write=True)
         req = curation.MemoryUpdate(state="invalidated", reason=reason)
-        return await curation.update_memory(self.rt, bank_id, memory_id, req, actor_of(who.key_id, who.kind))
+        async with self._writing(who, bank_id):
+            return await curation.update_memory(self.rt, bank_id, memory_id, req, actor_of(who.key_id, who.kind))
 
     async def memory_history(self, who: Principal, bank_id: str, memory_id: str) -> curation.MemoryHistory:
         self.require(who, bank_id)
-        return await curation.memory_history(self.rt, bank_id, memory_id)
+        return await self._read(bank_id, lambda rt: curation.memory_history(rt, bank_id, memory_id))
 
     async def reflect(self, who: Principal, bank_id: str, req: ReflectRequest) -> ReflectResult:
         self.require(who, bank_id)
         if not await self._bank_exists(bank_id):
             return empty_bank_reflection(bank_id, req)
-        return await _reflect(self.rt, bank_id, req)
+        return await self._read(bank_id, lambda rt: _reflect(rt, bank_id, req))
 
     # ---- mental models ------------------------------------------------------------------
     async def create_mental_model(self, who: Principal, bank_id: str, req: MentalModelCreate) -> MentalModelOperation:
-        self.require(who, bank_id, write=True)
-        return await mental_models.create_mental_model(self.rt, bank_id, req)
+        async with self._writing(who, bank_id):
+            return await mental_models.create_mental_model(self.rt, bank_id, req)
 
     async def list_mental_models(self, who: Principal, bank_id: str, req: MentalModelQuery) -> MentalModelList:
         self.require(who, bank_id)
-        return await mental_models.list_mental_models(self.rt, bank_id, req)
+        return await self._read(bank_id, lambda rt: mental_models.list_mental_models(rt, bank_id, req))
 
     async def get_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModel:
         self.require(who, bank_id)
-        return await mental_models.get_mental_model(self.rt, bank_id, model_id)
+        return await self._read(bank_id, lambda rt: mental_models.get_mental_model(rt, bank_id, model_id))
 
     async def mental_model_history(self, who: Principal, bank_id: str, model_id: str) -> list[MentalModelVersion]:
         self.require(who, bank_id)
-        return await mental_models.get_mental_model_history(self.rt, bank_id, model_id)
+        return await self._read(bank_id, lambda rt: mental_models.get_mental_model_history(rt, bank_id, model_id))
 
     async def update_mental_model(
         self, who: Principal, bank_id: str, model_id: str, req: MentalModelUpdate
     ) -> MentalModel:
-        self.require(who, bank_id, write=True)
-        return await mental_models.update_mental_model(self.rt, bank_id, model_id, req)
+        async with self._writing(who, bank_id):
+            return await mental_models.update_mental_model(self.rt, bank_id, model_id, req)
 
     async def delete_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModelDeleted:
-        self.require(who, bank_id, write=True)
-        await mental_models.delete_mental_model(self.rt, bank_id, model_id)
+        async with self._writing(who, bank_id):
+            await mental_models.delete_mental_model(self.rt, bank_id, model_id)
         return MentalModelDeleted(deleted=True, mental_model_id=model_id)
 
     async def refresh_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModelOperation:
-        self.require(who, bank_id, write=True)
-        return await mental_models.refresh_mental_model(self.rt, bank_id, model_id)
+        async with self._writing(who, bank_id):
+            return await mental_models.refresh_mental_model(self.rt, bank_id, model_id)
 
     # ---- documents -------------------------------------------------------------------------
     async def import_documents(
         self, who: Principal, bank_id: str, req: documents.ImportRequest, wait: bool = False
     ) -> documents.ImportAccepted:
-        self.require(who, bank_id, write=True)
-        return await documents.import_documents(self.rt, bank_id, req, wait)
+        async with self._writing(who, bank_id):
+            return await documents.import_documents(self.rt, bank_id, req, wait)
 
     async def list_documents(
         self, who: Principal, bank_id: str, req: documents.DocumentListQuery
     ) -> documents.DocumentList:
         async with self._reading(who, bank_id):
-            return await documents.list_documents(self.rt, bank_id, req)
+            return await self._read(bank_id, lambda rt: documents.list_documents(rt, bank_id, req))
 
     async def get_document(self, who: Principal, bank_id: str, document_id: str) -> documents.Document:
         self.require(who, bank_id)
-        return await documents.get_document(self.rt, bank_id, document_id)
+        return await self._read(bank_id, lambda rt: documents.get_document(rt, bank_id, document_id))
 
     async def delete_document(self, who: Principal, bank_id: str, document_id: str) -> documents.DocumentDeleted:
-        self.require(who, bank_id, write=True)
-        await documents.delete_document(self.rt, bank_id, document_id)
+        async with self._writing(who, bank_id):
+            await documents.delete_document(self.rt, bank_id, document_id)
         return documents.DocumentDeleted(deleted=True, document_id=document_id, bank_id=bank_id)
 
     async def document_counts(self, who: Principal, bank_ids: list[str]) -> dict[str, int]:
@@ -281,19 +288,19 @@ class Engine:
         self, who: Principal, bank_id: str, req: rag.RagSearchRequest, end_user: rag.EndUser
     ) -> rag.RagSearchResult:
         async with self._reading(who, bank_id):
-            return await rag.rag_search(self.rt, bank_id, req, end_user)
+            return await self._read(bank_id, lambda rt: rag.rag_search(rt, bank_id, req, end_user))
 
     async def search_documents(
         self, who: Principal, bank_id: str, req: rag.DocumentSearchRequest, end_user: rag.EndUser
     ) -> rag.DocumentSearchResult:
         async with self._reading(who, bank_id):
-            return await rag.search_documents(self.rt, bank_id, req, end_user)
+            return await self._read(bank_id, lambda rt: rag.search_documents(rt, bank_id, req, end_user))
 
     async def verify_document_access(
         self, who: Principal, bank_id: str, segment_uid: str, end_user: rag.EndUser
     ) -> rag.AccessResult:
         self.require(who, bank_id)
-        return await rag.verify_document_access(self.rt, bank_id, segment_uid, end_user)
+        return await self._read(bank_id, lambda rt: rag.verify_document_access(rt, bank_id, segment_uid, end_user))
 
     # ---- export / import ------------------------------------------------------------------
     async def export_bank(self, who: Principal, bank_id: str):
@@ -301,7 +308,9 @@ class Engine:
         self.require(who, bank_id)
         if not await self._bank_exists(bank_id):
             raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
-        return portable.export_bank(self.rt, bank_id)
+        # Streamed after this returns, from one snapshot of the server chosen now.
+        target = await self.rt.reads.target(bank_id)
+        return portable.export_bank(self.lifecycle.on(target), bank_id)
 
     async def import_bank(
         self, who: Principal, bank_id: str, fileobj, on_conflict: portable.OnConflict = "rename"
@@ -309,7 +318,8 @@ class Engine:
         self.require(who, bank_id, write=True)
         if on_conflict not in ("rename", "skip", "replace"):  # typed for callers, checked for the CLI's strings
             raise InvalidArgument("on_conflict: must be rename, skip or replace", "on_conflict")
-        return await portable.import_bank(self.rt, bank_id, fileobj, on_conflict)
+        async with self._writing(who, bank_id):
+            return await portable.import_bank(self.rt, bank_id, fileobj, on_conflict)
 
     # ---- operations and usage -------------------------------------------------------------
     async def get_operation(self, who: Principal, bank_id: str, operation_id: str) -> Operation:
@@ -321,12 +331,35 @@ class Engine:
         return await operations.list_operations(self.rt, bank_id, req)
 
     async def cancel_operation(self, who: Principal, bank_id: str, operation_id: str) -> Operation:
-        self.require(who, bank_id, write=True)
-        return await operations.cancel_operation(self.rt, bank_id, operation_id)
+        async with self._writing(who, bank_id):
+            return await operations.cancel_operation(self.rt, bank_id, operation_id)
 
     async def usage(self, who: Principal, bank_id: str) -> dict:
         async with self._reading(who, bank_id):
-            return await get_bank_usage(self.rt, bank_id)
+            return await self._read(bank_id, lambda rt: get_bank_usage(rt, bank_id))
+
+    async def _read(self, bank_id: str, run: Callable[[Runtime], Awaitable[T]]) -> T:
+        """`run` on the runtime of where a read of the bank goes now: a replica that has replayed
+        the bank's last write, else the primary (db/replicas.py). A replica that fails under it
+        (gone, or cancelling the read to replay WAL) hands the read to the primary."""
+        target = await self.rt.reads.target(bank_id)
+        if target.replica is None:
+            return await run(self.rt)
+        try:
+            return await run(self.lifecycle.on(target))
+        except Exception as exc:
+            if not target.failed(exc):
+                raise
+        return await run(self.rt)
+
+    @contextlib.asynccontextmanager
+    async def _writing(self, who: Principal, bank_id: str) -> AsyncIterator[None]:
+        """For a write to the bank: the caller may write it, and once the write is done (and
+        before it is acknowledged) where it lies in the primary's WAL is recorded, so that reads
+        of the bank through any server process see it (db/replicas.py)."""
+        self.require(who, bank_id, write=True)
+        yield
+        await self.rt.reads.wrote(bank_id)
 
     def _reading(self, who: Principal, bank_id: str):
         """For a read of the bank as a whole: the caller may read it, and one of the bank's lanes
