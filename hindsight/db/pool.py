@@ -210,6 +210,8 @@ def sizes(min_size: int, max_size: int) -> tuple[int, int, int, int]:
     more), at least one of each kind, so a maximum of 1 still opens 2. The minimum is the two
     pools' together; a planned connection is kept open from a minimum of 2."""
     planned_max = max(1, max_size // 3)
+    if min_size == 0:  # a read replica's pools: nothing opened until a read needs it
+        return 0, max(1, max_size - planned_max), 0, planned_max
     shared_max = max(1, max_size - planned_max)
     planned_min = 1 if min_size >= 2 else 0
     shared_min = min(max(1, min_size - planned_min), shared_max)

@@ -44,7 +44,7 @@ log = logging.getLogger("hindsight.db")
 # (hindsight_db_read_fallbacks's label).
 _REASONS = ["lagging", "down", "promoted"]
 POLL_SECONDS = 0.25  # between samples of the primary's position and each replica's replay position
-DOWN_SECONDS = 5.0  # a replica that failed is not tried again for this long
+DOWN_SECONDS = 5.0  # a replica that failed is not tried again for this long, unless a sample finds it back
 CHECK_TIMEOUT = 1.0  # seconds a sample, or a replica's second look, may take
 CONNECT_TIMEOUT = 2.0  # a replica that does not answer a connection in this time is down for now
 
@@ -73,11 +73,14 @@ class Replica:
             return "lagging"
         return None
 
-    def failed(self, exc: BaseException) -> None:
+    async def failed(self, exc: BaseException) -> None:
+        """Set it aside until a sample finds it back; its pooled connections are replaced then
+        (one that saw the server go may be half-way through an operation, unusable)."""
         self.down_until = time.monotonic() + DOWN_SECONDS
         if self.reachable:
             log.warning("read replica %s (%s) is skipped: %s", self.label, redact(self.url), _one_line(exc))
         self.reachable = False
+        await self.pools.expire_connections()
 
     async def state(self) -> tuple[bool, int | None]:
         """(still a standby, replay position), asked now."""
@@ -93,14 +96,15 @@ class Target:
     pools: Pools
     replica: Replica | None = None
 
-    def failed(self, exc: BaseException) -> bool:
+    async def failed(self, exc: BaseException) -> bool:
         """A read on this target failed with `exc`: True when it should run again on the primary
         (the replica could not be reached, or cancelled the read to replay WAL), having set the
         replica aside for a while."""
         if self.replica is None or not replica_trouble(exc):
             return False
-        self.replica.failed(exc)
+        await self.replica.failed(exc)
         READ_FALLBACKS.labels("failed").inc()
+        READS.labels("primary").inc()
         return True
 
 
@@ -176,7 +180,7 @@ class Reads:
             except Exception as exc:
                 if not replica_trouble(exc):
                     raise
-                replica.failed(exc)
+                await replica.failed(exc)
                 return self._fall_back("down")
             if replica.standby and replica.replayed is not None and replica.replayed >= position:
                 return self._use(replica)
@@ -235,12 +239,13 @@ class Reads:
         except Exception as exc:
             if not replica_trouble(exc) and not isinstance(exc, TimeoutError):
                 raise
-            replica.failed(exc)
+            await replica.failed(exc)
             REPLICA_LAG.labels(replica.label).set(float("nan"))
             return
         if not replica.reachable:
             log.warning("read replica %s (%s) is back", replica.label, redact(replica.url))
             replica.reachable = True
+        replica.down_until = 0.0  # it answered: reads may try it again
         if not replica.standby:
             replica.lag = None
             REPLICA_LAG.labels(replica.label).set(float("nan"))

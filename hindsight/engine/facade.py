@@ -348,7 +348,7 @@ class Engine:
         try:
             return await run(self.lifecycle.on(target))
         except Exception as exc:
-            if not target.failed(exc):
+            if not await target.failed(exc):
                 raise
         return await run(self.rt)
 

@@ -89,7 +89,17 @@ class Lifecycle:
         pooled = s.db_pool_mode == "transaction"
         if pooled and await pooled_defaults(direct, url):
             log.warning("DATABASE: session settings made defaults of the database, for connections through the pooler")
-        self.pools = pools = await Pools.open(url, s.db_pool_min, s.db_pool_max, s.db_backend_nice, pooled=pooled)
+        try:
+            self.pools = pools = await Pools.open(url, s.db_pool_min, s.db_pool_max, s.db_backend_nice, pooled=pooled)
+        except asyncpg.ProtocolViolationError as exc:
+            if pooled or "startup parameter" not in str(exc):
+                raise
+            # PgBouncer's answer to the session settings a connection is opened with.
+            raise DatabaseError(
+                f"{redact(url)} refused the session settings sent at connect ({exc}): a transaction "
+                "pooler such as PgBouncer? Set HINDSIGHT_API_DB_POOL_MODE=transaction, and "
+                "HINDSIGHT_API_MIGRATION_DATABASE_URL to a direct connection (docs/scaling.md)"
+            ) from None
         pool = pools.shared
         self.database_url = url
         self.reads = await Reads.open(pools, s.read_database_urls, s.db_pool_max, s.read_max_lag, s.db_backend_nice)

@@ -37,7 +37,7 @@ import pytest
 
 from conftest import mcp_session
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "deploy" / "local-cluster.sh"
 MISSING_TOOLS = 3  # the script's exit code when pgbouncer or haproxy cannot be had
 BANKS = [f"topo_{i}" for i in range(6)]
