@@ -36,7 +36,7 @@ BANK_TABLES = {
     "bank_turns",
     "bank_positions",
 }
-WITHOUT_BANK_COLUMN = {"memory_entities", "fact_sources", "document_uploads", "oauth_codes", "oauth_tokens"}
+WITHOUT_BANK_COLUMN = {"oauth_codes", "oauth_tokens"}
 
 
 def make_key(admin, **body):

@@ -4,7 +4,7 @@
 -- Queue work in the caller's transaction; with a dedup key, nothing when one is already queued or running.
 INSERT INTO operations (id, bank_id, type, payload, max_attempts, dedup_key)
 VALUES ($1, $2, $3, $4::jsonb, $5, $6)
-ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING
+ON CONFLICT (dedup_key, bank_id) WHERE dedup_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING
 RETURNING id;
 
 -- operation_pending_by_key --

@@ -70,7 +70,8 @@ async def _name(conn: asyncpg.Connection, bank: str, named: dict) -> None:
             len(linked),
         )
         await conn.executemany(
-            "INSERT INTO memory_entities (entity_id, memory_id) VALUES ($1, $2)", [(eid, m) for m in linked]
+            "INSERT INTO memory_entities (entity_id, memory_id, bank_id) VALUES ($1, $2, $3)",
+            [(eid, m, bank) for m in linked],
         )
 
 
@@ -245,7 +246,7 @@ async def test_a_walked_banks_entity_arm_reads_rare_entities_and_walks_to_the_co
                     f"filler {i}",
                 )
                 await conn.executemany(
-                    "INSERT INTO memory_entities (entity_id, memory_id) VALUES ($1, $2)",
+                    "INSERT INTO memory_entities (entity_id, memory_id, bank_id) VALUES ($1, $2, 'big')",
                     [(eid, ids[(i * 7 + k * 613) % len(ids)]) for k in range(5)],
                 )
             await conn.execute("ANALYZE memory_entities; ANALYZE entities")
