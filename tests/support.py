@@ -34,6 +34,9 @@ BANK_TABLES = {
     "oauth_codes",
     "oauth_tokens",
     "bank_turns",
+    "directives",
+    "webhooks",
+    "knowledge_nodes",
 }
 WITHOUT_BANK_COLUMN = {"memory_entities", "fact_sources", "document_uploads", "oauth_codes", "oauth_tokens"}
 

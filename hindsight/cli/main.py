@@ -12,6 +12,7 @@ import click
 
 from hindsight.cli.client import DEFAULT_URL, Client, make_group, pass_client
 from hindsight.cli.client import out as _out
+from hindsight.cli.directive_commands import register as register_directive_commands
 from hindsight.cli.document_commands import register as register_document_commands
 from hindsight.cli.llm_commands import register as register_llm_commands
 from hindsight.cli.memory_commands import register as register_memory_commands
@@ -297,6 +298,7 @@ def docs(paths: tuple[str, ...], check: bool) -> None:
 register_llm_commands(cli)
 register_document_commands(cli)
 register_memory_commands(cli)
+register_directive_commands(cli)
 
 
 def main() -> None:

@@ -27,6 +27,15 @@ from hindsight.engine.banks.schemas import (
     BankUpdate,
 )
 from hindsight.engine.banks.usage import get_bank_usage
+from hindsight.engine.directives import store as directives
+from hindsight.engine.directives.schemas import (
+    Directive,
+    DirectiveCreate,
+    DirectiveDeleted,
+    DirectiveList,
+    DirectiveQuery,
+    DirectiveUpdate,
+)
 from hindsight.engine.errors import InvalidArgument, NotFound
 from hindsight.engine.knowledge import documents, rag
 from hindsight.engine.lifecycle import Lifecycle
@@ -244,6 +253,30 @@ class Engine:
     async def refresh_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModelOperation:
         self.require(who, bank_id, write=True)
         return await mental_models.refresh_mental_model(self.rt, bank_id, model_id)
+
+    # ---- directives -----------------------------------------------------------------------
+    async def create_directive(self, who: Principal, bank_id: str, req: DirectiveCreate) -> Directive:
+        self.require(who, bank_id, write=True)
+        return await directives.create_directive(self.rt, bank_id, req)
+
+    async def list_directives(self, who: Principal, bank_id: str, query: DirectiveQuery) -> DirectiveList:
+        self.require(who, bank_id)
+        return await directives.list_directives(self.rt, bank_id, query)
+
+    async def get_directive(self, who: Principal, bank_id: str, directive_id: str) -> Directive:
+        self.require(who, bank_id)
+        return await directives.get_directive(self.rt, bank_id, directive_id)
+
+    async def update_directive(
+        self, who: Principal, bank_id: str, directive_id: str, req: DirectiveUpdate
+    ) -> Directive:
+        self.require(who, bank_id, write=True)
+        return await directives.update_directive(self.rt, bank_id, directive_id, req)
+
+    async def delete_directive(self, who: Principal, bank_id: str, directive_id: str) -> DirectiveDeleted:
+        self.require(who, bank_id, write=True)
+        await directives.delete_directive(self.rt, bank_id, directive_id)
+        return DirectiveDeleted(deleted=True, directive_id=directive_id)
 
     # ---- documents -------------------------------------------------------------------------
     async def import_documents(

@@ -20,6 +20,15 @@ from pydantic import BaseModel
 
 from hindsight.engine.access.keys import Principal
 from hindsight.engine.banks.schemas import BankCreate, BankCreated, BankList
+from hindsight.engine.directives.schemas import (
+    Directive,
+    DirectiveChange,
+    DirectiveCreate,
+    DirectiveDeleted,
+    DirectiveList,
+    DirectiveQuery,
+    DirectiveRef,
+)
 from hindsight.engine.knowledge.documents import (
     Document,
     DocumentDelete,
@@ -360,3 +369,40 @@ async def verify_document_access(call: Call, req: AccessRequest) -> AccessResult
     """Verify that the current user (headers `x-user-id`, `x-session-tags`) may still access the
     document of a segment returned by rag_search, with a refreshed URL when it has one."""
     return await call.engine.verify_document_access(call.who, call.bank_id, req.segment_uid, call.end_user)
+
+
+@tool(DirectiveQuery, read_only=True, idempotent=True)
+async def list_directives(call: Call, req: DirectiveQuery) -> DirectiveList:
+    """List the bank's directives: standing instructions reflect and mental models follow, highest
+    priority first. `active_only` (default true) leaves out inactive ones; `tags` filters by their
+    tags (`tags_match` as in recall). Page with `limit` and `offset` until the page adds up to
+    `total`."""
+    return await call.engine.list_directives(call.who, call.bank_id, req)
+
+
+@tool(DirectiveCreate)
+async def create_directive(call: Call, req: DirectiveCreate) -> Directive:
+    """Give reflect and mental models a standing instruction (a directive), such as "Answer in
+    French" or "Never reveal phone numbers". Every active directive is put into reflect's prompt,
+    highest `priority` first. Untagged directives apply to every reflect; tagged ones only to
+    reflects (and mental models) whose tags match theirs."""
+    return await call.engine.create_directive(call.who, call.bank_id, req)
+
+
+@tool(DirectiveRef, read_only=True, idempotent=True)
+async def get_directive(call: Call, req: DirectiveRef) -> Directive:
+    """One directive by id."""
+    return await call.engine.get_directive(call.who, call.bank_id, req.directive_id)
+
+
+@tool(DirectiveChange, idempotent=True)
+async def update_directive(call: Call, req: DirectiveChange) -> Directive:
+    """Change a directive's name, content, priority, tags, or turn it off (`is_active: false`)
+    and on again; only the arguments given change."""
+    return await call.engine.update_directive(call.who, call.bank_id, req.directive_id, req.changes())
+
+
+@tool(DirectiveRef, destructive=True, idempotent=True)
+async def delete_directive(call: Call, req: DirectiveRef) -> DirectiveDeleted:
+    """Permanently delete a directive (to pause one, set is_active false with update_directive)."""
+    return await call.engine.delete_directive(call.who, call.bank_id, req.directive_id)

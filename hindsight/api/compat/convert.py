@@ -9,6 +9,7 @@ from typing import Any
 
 from hindsight.api.compat import models as M
 from hindsight.engine.banks.schemas import Bank, BankCounts, BankList
+from hindsight.engine.directives.schemas import Directive, DirectiveList
 from hindsight.engine.errors import InvalidArgument
 from hindsight.engine.memory.curation import MemoryHistory
 from hindsight.engine.memory.retain import RetainAccepted
@@ -479,3 +480,29 @@ def source(d: RetainedSource) -> M.DocumentOut:
         tags=d.tags,
         document_metadata=d.metadata,
     )
+
+
+# ---- directives ----------------------------------------------------------------------------------
+def directive(d: Directive) -> M.DirectiveOut:
+    return M.DirectiveOut(
+        id=d.directive_id,
+        bank_id=d.bank_id,
+        name=d.name,
+        content=d.content,
+        priority=d.priority,
+        is_active=d.is_active,
+        tags=d.tags,
+        created_at=iso(d.created_at),
+        updated_at=iso(d.updated_at),
+    )
+
+
+def directive_list(found: DirectiveList) -> M.DirectiveList:
+    return M.DirectiveList(
+        items=[directive(d) for d in found.directives], total=found.total, limit=found.limit, offset=found.offset
+    )
+
+
+def directive_update(body: M.DirectivePatch) -> dict[str, Any]:
+    """The DirectiveUpdate fields a PATCH sets (an explicit null leaves a field as it is)."""
+    return body.model_dump(exclude_unset=True, exclude_none=True)

@@ -509,3 +509,39 @@ class Liveness(BaseModel):
     status: str = "ok"
     version: str
     uptime_seconds: float
+
+
+# ---- directives ---------------------------------------------------------------------------------
+class DirectiveIn(Lenient):
+    name: str
+    content: str
+    priority: int = 0
+    is_active: bool = True
+    tags: list[str] | None = None
+
+
+class DirectivePatch(Lenient):
+    name: str | None = None
+    content: str | None = None
+    priority: int | None = None
+    is_active: bool | None = None
+    tags: list[str] | None = None
+
+
+class DirectiveOut(BaseModel):
+    id: str
+    bank_id: str
+    name: str
+    content: str
+    priority: int = 0
+    is_active: bool = True
+    tags: list[str] = Field(default_factory=list)
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+class DirectiveList(BaseModel):
+    items: list[DirectiveOut]
+    total: int
+    limit: int
+    offset: int
