@@ -39,7 +39,7 @@ from hindsight.engine.directives.schemas import (
 from hindsight.engine.errors import InvalidArgument, NotFound
 from hindsight.engine.knowledge import documents, rag
 from hindsight.engine.lifecycle import Lifecycle
-from hindsight.engine.memory import curation, records, sources
+from hindsight.engine.memory import curation, graph, records, sources, tags, timeseries
 from hindsight.engine.memory.curation import actor_of
 from hindsight.engine.memory.retain import RetainAccepted, extraction_awaited, retain_later
 from hindsight.engine.memory.retain import retain as _retain
@@ -187,6 +187,33 @@ class Engine:
     async def list_entities(self, who: Principal, bank_id: str, query: records.EntityQuery) -> records.EntityList:
         async with self._reading(who, bank_id):
             return await records.list_entities(self.rt, bank_id, query)
+
+    async def get_entity(self, who: Principal, bank_id: str, entity_id: str) -> graph.EntityDetail:
+        self.require(who, bank_id)
+        return await graph.get_entity(self.rt, bank_id, entity_id)
+
+    async def entities_seen(self, who: Principal, bank_id: str, entity_ids: list[int]) -> dict[int, tuple]:
+        """When the bank's memories first and last mentioned each entity."""
+        async with self._reading(who, bank_id):
+            return await graph.entities_seen(self.rt, bank_id, entity_ids)
+
+    async def entity_graph(self, who: Principal, bank_id: str, query: graph.EntityGraphQuery) -> graph.EntityGraph:
+        async with self._reading(who, bank_id):
+            return await graph.entity_graph(self.rt, bank_id, query)
+
+    async def memory_graph(self, who: Principal, bank_id: str, query: graph.MemoryGraphQuery) -> graph.MemoryGraph:
+        async with self._reading(who, bank_id):
+            return await graph.memory_graph(self.rt, bank_id, query)
+
+    async def list_tags(self, who: Principal, bank_id: str, query: tags.TagQuery) -> tags.TagList:
+        async with self._reading(who, bank_id):
+            return await tags.list_tags(self.rt, bank_id, query)
+
+    async def memories_timeseries(
+        self, who: Principal, bank_id: str, query: timeseries.TimeseriesQuery
+    ) -> timeseries.MemoriesTimeseries:
+        async with self._reading(who, bank_id):
+            return await timeseries.memories_timeseries(self.rt, bank_id, query)
 
     async def get_memories(self, who: Principal, bank_id: str, memory_ids: list[str]) -> list[Memory]:
         """The bank's memories among `memory_ids`, in that order (those not found are left out)."""

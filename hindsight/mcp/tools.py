@@ -50,6 +50,7 @@ from hindsight.engine.knowledge.rag import (
 )
 from hindsight.engine.memory.curation import MemoryChange, MemoryInvalidate, MemoryUpdated
 from hindsight.engine.memory.schemas import RetainBatchRequest, RetainRequest, RetainResult
+from hindsight.engine.memory.tags import TagList, TagQuery
 from hindsight.engine.queue.schemas import Operation, OperationList, OperationQuery, OperationRef
 from hindsight.engine.reflection.mental_models import (
     MentalModel,
@@ -406,3 +407,11 @@ async def update_directive(call: Call, req: DirectiveChange) -> Directive:
 async def delete_directive(call: Call, req: DirectiveRef) -> DirectiveDeleted:
     """Permanently delete a directive (to pause one, set is_active false with update_directive)."""
     return await call.engine.delete_directive(call.who, call.bank_id, req.directive_id)
+
+
+@tool(TagQuery, read_only=True, idempotent=True)
+async def list_tags(call: Call, req: TagQuery) -> TagList:
+    """List the tags used in the bank, each with how many memories carry it, most used first
+    (`source: mental_models` counts the mental models' tags instead). `q` filters them with `*` as
+    a wildcard, in any case: `project:*`, `*-admin`. Use them as recall's `tags`."""
+    return await call.engine.list_tags(call.who, call.bank_id, req)

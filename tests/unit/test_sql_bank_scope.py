@@ -57,6 +57,7 @@ STAND_INS = {
     "table": "memories",
     "rows": "memory_terms",  # the keyword arm's rows (engine/recall.keyword_rows), or memories
     "columns": "id",
+    "column": "created_at",  # the time column a memories time series buckets on (engine/memory/timeseries.py)
     "candidates": Q.recall_keyword_own_candidates,
     "own": Q.recall_keyword_own,
     "match": "$2",

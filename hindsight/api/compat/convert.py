@@ -12,9 +12,13 @@ from hindsight.engine.banks.schemas import Bank, BankCounts, BankList
 from hindsight.engine.directives.schemas import Directive, DirectiveList
 from hindsight.engine.errors import InvalidArgument
 from hindsight.engine.memory.curation import MemoryHistory
+from hindsight.engine.memory.graph import EntityDetail, EntityGraph, MemoryGraph
+from hindsight.engine.memory.records import EntityList
 from hindsight.engine.memory.retain import RetainAccepted
 from hindsight.engine.memory.schemas import Memory, RetainItem, RetainResult, parse_retain_items
 from hindsight.engine.memory.sources import RetainedSource
+from hindsight.engine.memory.tags import TagList
+from hindsight.engine.memory.timeseries import MemoriesTimeseries
 from hindsight.engine.queue.schemas import Operation, OperationList
 from hindsight.engine.reflection.mental_models import MentalModel, MentalModelList, MentalModelVersion
 from hindsight.engine.reflection.reflect import ReflectResult
@@ -506,3 +510,151 @@ def directive_list(found: DirectiveList) -> M.DirectiveList:
 def directive_update(body: M.DirectivePatch) -> dict[str, Any]:
     """The DirectiveUpdate fields a PATCH sets (an explicit null leaves a field as it is)."""
     return body.model_dump(exclude_unset=True, exclude_none=True)
+
+
+# ---- entities, graphs, tags, time series ----------------------------------------------------------
+# Colours of the reference's graph views (its console draws nodes and edges with them).
+_ENTITY_COLOUR = {True: "#42a5f5", False: "#90caf9"}
+_LINK_STYLE = {"entity": ("#ffd700", "solid"), "source": ("#ff69b4", "solid")}
+
+
+def entity_list(found: EntityList, seen: dict[int, tuple], limit: int, offset: int) -> M.EntityListOut:
+    return M.EntityListOut(
+        items=[
+            M.EntityListItem(
+                id=str(e.id),
+                canonical_name=e.name,
+                mention_count=e.mention_count,
+                first_seen=iso(seen.get(e.id, (None, None))[0]),
+                last_seen=iso(seen.get(e.id, (None, None))[1]),
+                metadata={"kind": e.kind},
+            )
+            for e in found.entities[:limit]
+        ],
+        total=found.total,
+        limit=limit,
+        offset=offset,
+    )
+
+
+def entity_detail(e: EntityDetail) -> M.EntityDetailOut:
+    """An entity's observations are the memories that mention it, newest first: we keep no
+    observations of our own (docs/clients.md)."""
+    return M.EntityDetailOut(
+        id=str(e.id),
+        canonical_name=e.name,
+        mention_count=e.mention_count,
+        first_seen=iso(e.first_seen),
+        last_seen=iso(e.last_seen),
+        metadata={"kind": e.kind},
+        observations=[M.EntityObservation(text=m.text, mentioned_at=iso(m.mentioned_at)) for m in e.memories],
+    )
+
+
+def entity_graph(g: EntityGraph, limit: int) -> M.EntityGraphOut:
+    """Nodes of the entities in a pair (as the reference draws them), edges the pairs."""
+    linked = {i for e in g.edges for i in (e.source, e.target)}
+    nodes = [
+        {
+            "data": {
+                "id": str(n.id),
+                "label": n.name,
+                "mentionCount": n.mention_count,
+                "color": _ENTITY_COLOUR[n.mention_count > 1],
+            }
+        }
+        for n in g.nodes
+        if n.id in linked
+    ]
+    edges = [
+        {
+            "data": {
+                "id": f"{e.source}-{e.target}",
+                "source": str(e.source),
+                "target": str(e.target),
+                "linkType": "cooccurrence",
+                "weight": e.count,
+                "color": "#ffd700",
+                "lineStyle": "solid",
+                "lastCooccurred": iso(e.last_at),
+            }
+        }
+        for e in g.edges
+    ]
+    return M.EntityGraphOut(nodes=nodes, edges=edges, total_entities=len(nodes), total_edges=len(edges), limit=limit)
+
+
+def memory_graph(g: MemoryGraph, limit: int) -> M.GraphOut:
+    nodes, rows = [], []
+    for m in g.nodes:
+        when = m.occurred_start or m.mentioned_at
+        entities = ", ".join(m.entities) if m.entities else "None"
+        colour = "#e0e0e0" if not m.entities else _ENTITY_COLOUR[len(m.entities) > 1]
+        nodes.append(
+            {
+                "data": {
+                    "id": m.id,
+                    "label": m.text if len(m.text) <= 30 else f"{m.text[:30]}...",
+                    "text": m.text,
+                    "date": iso(when) or "",
+                    "context": m.context or "",
+                    "entities": entities,
+                    "color": colour,
+                }
+            }
+        )
+        rows.append(
+            {
+                "id": m.id,
+                "text": m.text,
+                "context": m.context or "N/A",
+                "occurred_start": iso(m.occurred_start),
+                "occurred_end": iso(m.occurred_end),
+                "mentioned_at": iso(m.mentioned_at),
+                "date": when.strftime("%Y-%m-%d %H:%M") if when else "N/A",
+                "entities": entities,
+                "document_id": m.document_id,
+                "chunk_id": None,
+                "fact_type": m.type,
+                "tags": m.tags,
+                "created_at": iso(m.created_at),
+                "proof_count": None,
+            }
+        )
+    edges = []
+    for e in g.edges:
+        colour, style = _LINK_STYLE[e.kind]
+        edges.append(
+            {
+                "data": {
+                    "id": f"{e.source}-{e.target}-{e.kind}",
+                    "source": e.source,
+                    "target": e.target,
+                    "linkType": e.kind,
+                    "weight": 1.0,
+                    "entityName": e.entity or "",
+                    "color": colour,
+                    "lineStyle": style,
+                }
+            }
+        )
+    return M.GraphOut(nodes=nodes, edges=edges, table_rows=rows, total_units=g.total, limit=limit)
+
+
+def tag_list(found: TagList) -> M.TagListOut:
+    return M.TagListOut(
+        items=[M.TagItem(tag=t.tag, count=t.count) for t in found.tags],
+        total=found.total,
+        limit=found.limit,
+        offset=found.offset,
+    )
+
+
+def timeseries(t: MemoriesTimeseries) -> M.TimeseriesOut:
+    return M.TimeseriesOut(
+        bank_id=t.bank_id,
+        period=t.period,
+        trunc=t.trunc,
+        time_field=t.time_field,
+        buckets=[M.TimeBucketOut(time=b.time.isoformat(), world=b.world, experience=b.experience) for b in t.buckets],
+    )

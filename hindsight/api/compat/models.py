@@ -545,3 +545,78 @@ class DirectiveList(BaseModel):
     total: int
     limit: int
     offset: int
+
+
+# ---- entities, graphs, tags, time series --------------------------------------------------------
+class EntityListItem(BaseModel):
+    id: str
+    canonical_name: str
+    mention_count: int
+    first_seen: str | None = None
+    last_seen: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class EntityListOut(BaseModel):
+    items: list[EntityListItem]
+    total: int
+    limit: int
+    offset: int
+
+
+class EntityObservation(BaseModel):
+    text: str
+    mentioned_at: str | None = None
+
+
+class EntityDetailOut(BaseModel):
+    id: str
+    canonical_name: str
+    mention_count: int
+    first_seen: str | None = None
+    last_seen: str | None = None
+    metadata: dict[str, Any] | None = None
+    observations: list[EntityObservation]
+
+
+class EntityGraphOut(BaseModel):
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+    total_entities: int
+    total_edges: int
+    limit: int
+
+
+class GraphOut(BaseModel):
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+    table_rows: list[dict[str, Any]]
+    total_units: int
+    limit: int
+
+
+class TagItem(BaseModel):
+    tag: str
+    count: int
+
+
+class TagListOut(BaseModel):
+    items: list[TagItem]
+    total: int
+    limit: int
+    offset: int
+
+
+class TimeBucketOut(BaseModel):
+    time: str
+    world: int = 0
+    experience: int = 0
+    observation: int = 0
+
+
+class TimeseriesOut(BaseModel):
+    bank_id: str
+    period: str
+    trunc: str
+    time_field: str = "created_at"
+    buckets: list[TimeBucketOut] = Field(default_factory=list)
