@@ -262,6 +262,12 @@ class Settings(BaseSettings):
         description="Retries of a failed or unusable LLM call: after the provider's Retry-After, else exponential "
         "backoff; an unusable answer is re-asked at once with the reason.",
     )
+    llm_log_content: bool = Field(
+        False,
+        description="Keep each LLM call's prompt and answer (up to 32,768 characters a message) in the bank's LLM "
+        "request log (`GET /v1/banks/{bank}/llm-requests`). Off: the log holds each call's operation, model, "
+        "outcome (its failure's cause), tokens and duration only.",
+    )
     reflect_on_llm_failure: Literal["error", "extractive"] = Field(
         "error",
         description="What reflect answers when the LLM fails (after its retries): `error` (502/503/504 naming the "

@@ -15,6 +15,7 @@ from hindsight.engine.access import keys
 from hindsight.engine.access.keys import Principal
 from hindsight.engine.access.schemas import ApiKey, ApiKeyCreate, ApiKeyList
 from hindsight.engine.banks import registry
+from hindsight.engine.banks import usage as llm_usage
 from hindsight.engine.banks.registry import check_bank_id
 from hindsight.engine.banks.schemas import (
     Bank,
@@ -387,6 +388,18 @@ class Engine:
     async def usage(self, who: Principal, bank_id: str) -> dict:
         async with self._reading(who, bank_id):
             return await get_bank_usage(self.rt, bank_id)
+
+    async def list_llm_requests(
+        self, who: Principal, bank_id: str, query: llm_usage.LLMRequestQuery
+    ) -> llm_usage.LLMRequestList:
+        async with self._reading(who, bank_id):
+            return await llm_usage.list_llm_requests(self.rt, bank_id, query)
+
+    async def llm_request_stats(
+        self, who: Principal, bank_id: str, query: llm_usage.LLMStatsQuery
+    ) -> llm_usage.LLMStats:
+        async with self._reading(who, bank_id):
+            return await llm_usage.llm_request_stats(self.rt, bank_id, query)
 
     def _reading(self, who: Principal, bank_id: str):
         """For a read of the bank as a whole: the caller may read it, and one of the bank's lanes

@@ -6,11 +6,20 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from hindsight.api.compat import banks, directives, entities, memories, mental_models, operations, system
+from hindsight.api.compat import (
+    banks,
+    directives,
+    entities,
+    llm_requests,
+    memories,
+    mental_models,
+    operations,
+    system,
+)
 
 PREFIX = "/v1/default"
 
 
 def install(app: FastAPI) -> None:
-    for module in (banks, memories, entities, mental_models, directives, operations, system):
+    for module in (banks, memories, entities, mental_models, directives, llm_requests, operations, system):
         app.include_router(module.router)

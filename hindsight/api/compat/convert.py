@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from hindsight.api.compat import models as M
 from hindsight.engine.banks.schemas import Bank, BankCounts, BankList
+from hindsight.engine.banks.usage import LLMRequest, LLMRequestList, LLMStats
 from hindsight.engine.directives.schemas import Directive, DirectiveList
 from hindsight.engine.errors import InvalidArgument
 from hindsight.engine.memory.curation import MemoryHistory
@@ -658,3 +659,65 @@ def timeseries(t: MemoriesTimeseries) -> M.TimeseriesOut:
         time_field=t.time_field,
         buckets=[M.TimeBucketOut(time=b.time.isoformat(), world=b.world, experience=b.experience) for b in t.buckets],
     )
+
+
+# ---- the LLM request log ---------------------------------------------------------------------------
+def _llm_status(status: str) -> str:
+    """The reference's two outcomes; the cause of a failure is in `metadata.cause`."""
+    return "success" if status == "ok" else "error"
+
+
+def llm_request(bank_id: str, r: LLMRequest) -> M.LLMRequestEntry:
+    started = r.created_at - timedelta(milliseconds=r.duration_ms or 0)
+    return M.LLMRequestEntry(
+        id=str(r.id),
+        bank_id=bank_id,
+        operation=r.operation,
+        scope=r.purpose,
+        trace_id=r.operation_id,
+        span_id=str(r.id),
+        parent_span_id=None,
+        provider=r.model.split("/", 1)[0] if "/" in r.model else None,
+        model=r.model,
+        status=_llm_status(r.status),
+        started_at=iso(started),
+        ended_at=iso(r.created_at),
+        duration_ms=r.duration_ms,
+        input_tokens=r.prompt_tokens,
+        output_tokens=r.completion_tokens,
+        cached_tokens=0,
+        total_tokens=r.prompt_tokens + r.completion_tokens,
+        input=r.request,
+        output=r.response,
+        error=r.error,
+        llm_info={"model": r.model, "purpose": r.purpose},
+        metadata={"cause": None if r.status == "ok" else r.status, "attempt": r.attempt, "cost_usd": r.cost_usd},
+    )
+
+
+def llm_request_list(bank_id: str, found: LLMRequestList) -> M.LLMRequestListOut:
+    return M.LLMRequestListOut(
+        bank_id=bank_id,
+        total=found.total,
+        limit=found.limit,
+        offset=found.offset,
+        items=[llm_request(bank_id, r) for r in found.requests],
+    )
+
+
+def llm_stats(s: LLMStats) -> M.LLMStatsOut:
+    buckets = []
+    for b in s.buckets:
+        statuses: dict[str, int] = {}
+        for outcome, n in b.outcomes.items():
+            statuses[_llm_status(outcome)] = statuses.get(_llm_status(outcome), 0) + n
+        total = b.prompt_tokens + b.completion_tokens
+        buckets.append(
+            M.LLMStatsBucketOut(
+                time=b.time.isoformat(),
+                statuses=statuses,
+                total=b.calls,
+                tokens=M.LLMTokenSums(input=b.prompt_tokens, output=b.completion_tokens, cached=0, total=total),
+            )
+        )
+    return M.LLMStatsOut(bank_id=s.bank_id, period=s.period, trunc=s.trunc, start=s.start.isoformat(), buckets=buckets)

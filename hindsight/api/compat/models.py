@@ -620,3 +620,59 @@ class TimeseriesOut(BaseModel):
     trunc: str
     time_field: str = "created_at"
     buckets: list[TimeBucketOut] = Field(default_factory=list)
+
+
+# ---- the LLM request log ------------------------------------------------------------------------
+class LLMRequestEntry(BaseModel):
+    id: str
+    bank_id: str | None
+    operation: str | None
+    scope: str | None
+    trace_id: str | None
+    span_id: str | None
+    parent_span_id: str | None
+    provider: str | None
+    model: str | None
+    status: str
+    started_at: str | None
+    ended_at: str | None
+    duration_ms: int | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cached_tokens: int | None
+    total_tokens: int | None
+    input: Any = None
+    output: Any = None
+    error: str | None
+    llm_info: dict[str, Any]
+    metadata: dict[str, Any]
+
+
+class LLMRequestListOut(BaseModel):
+    bank_id: str
+    total: int
+    limit: int
+    offset: int
+    items: list[LLMRequestEntry]
+
+
+class LLMTokenSums(BaseModel):
+    input: int
+    output: int
+    cached: int
+    total: int
+
+
+class LLMStatsBucketOut(BaseModel):
+    time: str
+    statuses: dict[str, int]
+    total: int
+    tokens: LLMTokenSums
+
+
+class LLMStatsOut(BaseModel):
+    bank_id: str
+    period: str
+    trunc: str
+    start: str
+    buckets: list[LLMStatsBucketOut]
