@@ -305,6 +305,24 @@ class Settings(BaseSettings):
         le=1_000_000_000_000,
         description="Largest bank export file one import accepts (compressed).",
     )
+    # ---- webhooks ------------------------------------------------------------------------------
+    secrets_key: str | None = Field(
+        None,
+        description="Key (at least 32 characters, e.g. `openssl rand -base64 32`) that encrypts the secrets kept in the "
+        "database: webhooks' signing secrets. Unset: with the embedded database, a key made once in "
+        "`secrets.key` of the data folder; with an external database webhooks cannot be created until it is set "
+        "(every server process must have the same key). See docs/webhooks.md.",
+    )
+    webhook_max_attempts: int = Field(
+        8, ge=1, le=50, description="Attempts to deliver one webhook event before it is marked failed."
+    )
+    webhook_retry_base: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="Seconds before a failed webhook delivery is tried again; each next wait is four times longer, "
+        "six hours at most.",
+    )
     # ---- operations and the scheduler ----------------------------------------------------------
     worker_concurrency: int = Field(
         2, ge=0, le=64, description="Operations run at once per process; 0 disables the worker."
@@ -334,6 +352,13 @@ class Settings(BaseSettings):
         if low is not None and v < low:
             raise ValueError(f"must be at least HINDSIGHT_API_DB_POOL_MIN ({low})")
         return v
+
+    @field_validator("secrets_key")
+    @classmethod
+    def _secrets_key(cls, v: str | None) -> str | None:
+        if v is not None and len(v.strip()) < 32:
+            raise ValueError("must be at least 32 characters (e.g. the output of `openssl rand -base64 32`)")
+        return v.strip() if v is not None else None
 
     @field_validator("embedded_db_cache_mb")
     @classmethod

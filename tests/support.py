@@ -162,3 +162,55 @@ class Runs:
 
     def __exit__(self, *exc):
         del self.emb._run
+
+
+class Receiver:
+    """A webhook receiver on 127.0.0.1: records every request (path, headers, body) and answers
+    with the statuses `answers` holds, in turn (then 200s); `verify(secret)` checks each
+    signature. Started in a thread; `stop()` ends it."""
+
+    def __init__(self, answers: list[int] | None = None):
+        import http.server
+        import threading
+
+        self.requests: list[tuple[str, dict[str, str], bytes]] = []
+        self.answers = list(answers or [])
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                receiver.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                status = receiver.answers.pop(0) if receiver.answers else 200
+                self.send_response(status)
+                self.send_header("content-type", "text/plain")
+                self.end_headers()
+                self.wfile.write(b"ok" if status < 300 else b"not now")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def events(self, name: str | None = None) -> list[dict]:
+        import json
+
+        found = [json.loads(body) for _, _, body in self.requests]
+        return [e for e in found if name is None or e["event"] == name]
+
+    def verify(self, secret: str) -> int:
+        """How many requests carry a valid signature of their body with `secret` (all must)."""
+        import hashlib
+        import hmac
+
+        for _, headers, body in self.requests:
+            expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+            assert hmac.compare_digest(headers["x-hindsight-signature"], expected), headers
+        return len(self.requests)
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

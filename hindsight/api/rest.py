@@ -8,7 +8,19 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from hindsight import __version__
-from hindsight.api import banks, compat, directives, documents, errors, keys, memories, mental_models, oauth, system
+from hindsight.api import (
+    banks,
+    compat,
+    directives,
+    documents,
+    errors,
+    keys,
+    memories,
+    mental_models,
+    oauth,
+    system,
+    webhooks,
+)
 from hindsight.api.console import console
 from hindsight.engine.facade import Engine
 from hindsight.web.errors import ERROR_RESPONSES
@@ -23,7 +35,7 @@ def build_rest(engine: Engine) -> FastAPI:
     )
     api.state.engine = engine
     errors.install(api)
-    for module in (system, banks, memories, mental_models, directives, documents, keys, oauth):
+    for module in (system, banks, memories, mental_models, directives, webhooks, documents, keys, oauth):
         api.include_router(module.router)
     compat.install(api)
     api.mount("/ui", console(), name="ui")

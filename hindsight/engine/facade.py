@@ -45,6 +45,17 @@ from hindsight.engine.memory.curation import actor_of
 from hindsight.engine.memory.retain import RetainAccepted, extraction_awaited, retain_later
 from hindsight.engine.memory.retain import retain as _retain
 from hindsight.engine.memory.schemas import Memory, RetainItem, RetainResult
+from hindsight.engine.notify import webhooks
+from hindsight.engine.notify.schemas import (
+    DeliveryList,
+    DeliveryQuery,
+    TestQueued,
+    Webhook,
+    WebhookCreate,
+    WebhookDeleted,
+    WebhookList,
+    WebhookUpdate,
+)
 from hindsight.engine.queue import operations
 from hindsight.engine.queue.schemas import Operation, OperationList, OperationQuery
 from hindsight.engine.reflection import mental_models
@@ -305,6 +316,38 @@ class Engine:
         self.require(who, bank_id, write=True)
         await directives.delete_directive(self.rt, bank_id, directive_id)
         return DirectiveDeleted(deleted=True, directive_id=directive_id)
+
+    # ---- webhooks -------------------------------------------------------------------------
+    async def create_webhook(self, who: Principal, bank_id: str, req: WebhookCreate) -> Webhook:
+        self.require(who, bank_id, write=True)
+        return await webhooks.create_webhook(self.rt, bank_id, req)
+
+    async def list_webhooks(self, who: Principal, bank_id: str) -> WebhookList:
+        self.require(who, bank_id)
+        return await webhooks.list_webhooks(self.rt, bank_id)
+
+    async def get_webhook(self, who: Principal, bank_id: str, webhook_id: str) -> Webhook:
+        self.require(who, bank_id)
+        return await webhooks.get_webhook(self.rt, bank_id, webhook_id)
+
+    async def update_webhook(self, who: Principal, bank_id: str, webhook_id: str, req: WebhookUpdate) -> Webhook:
+        self.require(who, bank_id, write=True)
+        return await webhooks.update_webhook(self.rt, bank_id, webhook_id, req)
+
+    async def delete_webhook(self, who: Principal, bank_id: str, webhook_id: str) -> WebhookDeleted:
+        self.require(who, bank_id, write=True)
+        await webhooks.delete_webhook(self.rt, bank_id, webhook_id)
+        return WebhookDeleted(deleted=True, webhook_id=webhook_id)
+
+    async def test_webhook(self, who: Principal, bank_id: str, webhook_id: str) -> TestQueued:
+        self.require(who, bank_id, write=True)
+        return await webhooks.test_webhook(self.rt, bank_id, webhook_id)
+
+    async def list_webhook_deliveries(
+        self, who: Principal, bank_id: str, webhook_id: str, query: DeliveryQuery
+    ) -> DeliveryList:
+        self.require(who, bank_id)
+        return await webhooks.list_deliveries(self.rt, bank_id, webhook_id, query)
 
     # ---- documents -------------------------------------------------------------------------
     async def import_documents(

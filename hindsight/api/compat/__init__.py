@@ -15,11 +15,22 @@ from hindsight.api.compat import (
     mental_models,
     operations,
     system,
+    webhooks,
 )
 
 PREFIX = "/v1/default"
 
 
 def install(app: FastAPI) -> None:
-    for module in (banks, memories, entities, mental_models, directives, llm_requests, operations, system):
+    for module in (
+        banks,
+        memories,
+        entities,
+        mental_models,
+        directives,
+        webhooks,
+        llm_requests,
+        operations,
+        system,
+    ):
         app.include_router(module.router)

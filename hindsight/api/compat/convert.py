@@ -20,6 +20,7 @@ from hindsight.engine.memory.schemas import Memory, RetainItem, RetainResult, pa
 from hindsight.engine.memory.sources import RetainedSource
 from hindsight.engine.memory.tags import TagList
 from hindsight.engine.memory.timeseries import MemoriesTimeseries
+from hindsight.engine.notify.schemas import Delivery, DeliveryList, Webhook
 from hindsight.engine.queue.schemas import Operation, OperationList
 from hindsight.engine.reflection.mental_models import MentalModel, MentalModelList, MentalModelVersion
 from hindsight.engine.reflection.reflect import ReflectResult
@@ -721,3 +722,82 @@ def llm_stats(s: LLMStats) -> M.LLMStatsOut:
             )
         )
     return M.LLMStatsOut(bank_id=s.bank_id, period=s.period, trunc=s.trunc, start=s.start.isoformat(), buckets=buckets)
+
+
+# ---- webhooks ---------------------------------------------------------------------------------------
+# A delivery's states in the reference's words (its deliveries are operations too).
+_DELIVERY_STATUS = {"pending": "pending", "delivering": "processing", "delivered": "completed"}
+
+
+def webhook(w: Webhook) -> M.WebhookOut:
+    config = w.http_config
+    return M.WebhookOut(
+        id=w.webhook_id,
+        bank_id=w.bank_id,
+        url=w.url,
+        secret=w.secret,
+        event_types=w.event_types,
+        enabled=w.enabled,
+        http_config=M.WebhookHttpConfig(
+            method=config.method, timeout_seconds=config.timeout_seconds, headers=config.headers, params=config.params
+        ),
+        created_at=iso(w.created_at),
+        updated_at=iso(w.updated_at),
+    )
+
+
+def _http_config(c: M.WebhookHttpConfig) -> dict[str, Any]:
+    return c.model_dump()
+
+
+def webhook_create(body: M.WebhookIn) -> dict[str, Any]:
+    """The WebhookCreate fields: no secret given makes the server make one (every delivery is
+    signed here)."""
+    return {
+        "url": body.url,
+        "secret": body.secret,
+        "event_types": body.event_types,
+        "enabled": body.enabled,
+        "http_config": _http_config(body.http_config),
+    }
+
+
+def webhook_update(body: M.WebhookPatch) -> dict[str, Any]:
+    """The WebhookUpdate fields a PATCH sets. A null secret, which clears the reference's (its
+    deliveries then go unsigned), makes a new one here, shown in the answer."""
+    sent = body.model_fields_set
+    update: dict[str, Any] = {}
+    for name in ("url", "event_types", "enabled"):
+        if name in sent and getattr(body, name) is not None:
+            update[name] = getattr(body, name)
+    if "http_config" in sent and body.http_config is not None:
+        update["http_config"] = _http_config(body.http_config)
+    if "secret" in sent:
+        if body.secret is None:
+            update["new_secret"] = True
+        else:
+            update["secret"] = body.secret
+    return update
+
+
+def delivery(webhook_id: str, d: Delivery) -> M.WebhookDeliveryOut:
+    return M.WebhookDeliveryOut(
+        id=d.delivery_id,
+        webhook_id=webhook_id,
+        url=d.url or "",
+        event_type=d.event_type,
+        status=_DELIVERY_STATUS.get(d.status, d.status),
+        attempts=d.attempts,
+        next_retry_at=iso(d.next_attempt_at),
+        last_error=d.last_error,
+        last_response_status=d.last_status_code,
+        last_attempt_at=iso(d.last_attempt_at),
+        created_at=iso(d.created_at),
+        updated_at=iso(d.updated_at),
+    )
+
+
+def delivery_list(webhook_id: str, found: DeliveryList) -> M.WebhookDeliveryListOut:
+    return M.WebhookDeliveryListOut(
+        items=[delivery(webhook_id, d) for d in found.deliveries], next_cursor=found.next_cursor
+    )

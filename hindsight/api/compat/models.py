@@ -676,3 +676,66 @@ class LLMStatsOut(BaseModel):
     trunc: str
     start: str
     buckets: list[LLMStatsBucketOut]
+
+
+# ---- webhooks -----------------------------------------------------------------------------------
+class WebhookHttpConfig(Lenient):
+    method: str = "POST"
+    timeout_seconds: int = 30
+    headers: dict[str, str] = Field(default_factory=dict)
+    params: dict[str, str] = Field(default_factory=dict)
+
+
+class WebhookIn(Lenient):
+    url: str
+    secret: str | None = None
+    event_types: list[str] = Field(default_factory=lambda: ["consolidation.completed"])
+    enabled: bool = True
+    http_config: WebhookHttpConfig = Field(default_factory=WebhookHttpConfig)
+
+
+class WebhookPatch(Lenient):
+    url: str | None = None
+    secret: str | None = None
+    event_types: list[str] | None = None
+    enabled: bool | None = None
+    http_config: WebhookHttpConfig | None = None
+
+
+class WebhookOut(BaseModel):
+    id: str
+    bank_id: str | None
+    url: str
+    secret: str | None = Field(
+        None, description="The signing secret the server made, in the answer that made it only; else null."
+    )
+    event_types: list[str]
+    enabled: bool
+    http_config: WebhookHttpConfig
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+class WebhookListOut(BaseModel):
+    items: list[WebhookOut]
+
+
+class WebhookDeliveryOut(BaseModel):
+    id: str
+    webhook_id: str | None
+    url: str
+    event_type: str
+    status: str
+    attempts: int
+    next_retry_at: str | None = None
+    last_error: str | None = None
+    last_response_status: int | None = None
+    last_response_body: str | None = None
+    last_attempt_at: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+class WebhookDeliveryListOut(BaseModel):
+    items: list[WebhookDeliveryOut]
+    next_cursor: str | None = None

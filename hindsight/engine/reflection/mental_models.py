@@ -28,6 +28,7 @@ from hindsight.db.binder import Binder
 from hindsight.db.sql import Q, fill
 from hindsight.engine.banks.registry import ensure_bank
 from hindsight.engine.errors import Conflict, HindsightError, InvalidArgument, NotFound
+from hindsight.engine.notify import events
 from hindsight.engine.queue import operations as ops
 from hindsight.engine.reflection.reflect import ReflectRequest, reflect
 from hindsight.engine.rules.fields import Offset, clean_tags
@@ -376,6 +377,7 @@ async def run_refresh(rt: Runtime, job: Job) -> dict:
         raise
     based_on = result.based_on.model_dump()
     outcome = {"mental_model_id": model_id, "mode": result.mode, "based_on": based_on}
+    announced = 0
     # Under the bank's write lock, as every transaction that writes several of a bank's tables:
     # a bank deleted meanwhile cascades through models and operations in its own order, and two
     # orders of row locks can deadlock (seen: DELETE of a bank during a refresh).
@@ -407,7 +409,11 @@ async def run_refresh(rt: Runtime, job: Job) -> dict:
             version - rt.settings.mental_model_history,
         )
         outcome["version"] = version
-        await ops.mark_succeeded(conn, job, outcome)
+        if await ops.mark_succeeded(conn, job, outcome):
+            data = {"mental_model_id": model_id, "version": version, "mode": result.mode}
+            announced = await events.fire(rt, conn, bank_id, events.MENTAL_MODEL_REFRESHED, data, job.id)
+    if announced:
+        rt.queue.poke()
     return outcome
 
 
