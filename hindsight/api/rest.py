@@ -15,6 +15,7 @@ from hindsight.api import (
     documents,
     errors,
     keys,
+    knowledge,
     memories,
     mental_models,
     oauth,
@@ -35,7 +36,7 @@ def build_rest(engine: Engine) -> FastAPI:
     )
     api.state.engine = engine
     errors.install(api)
-    for module in (system, banks, memories, mental_models, directives, webhooks, documents, keys, oauth):
+    for module in (system, banks, memories, mental_models, directives, webhooks, knowledge, documents, keys, oauth):
         api.include_router(module.router)
     compat.install(api)
     api.mount("/ui", console(), name="ui")

@@ -38,7 +38,7 @@ from hindsight.engine.directives.schemas import (
     DirectiveUpdate,
 )
 from hindsight.engine.errors import InvalidArgument, NotFound
-from hindsight.engine.knowledge import documents, rag
+from hindsight.engine.knowledge import documents, pages, rag
 from hindsight.engine.lifecycle import Lifecycle
 from hindsight.engine.memory import curation, graph, records, sources, tags, timeseries
 from hindsight.engine.memory.curation import actor_of
@@ -398,6 +398,43 @@ class Engine:
     ) -> rag.AccessResult:
         self.require(who, bank_id)
         return await rag.verify_document_access(self.rt, bank_id, segment_uid, end_user)
+
+    # ---- knowledge base: pages and folders ------------------------------------------------
+    async def knowledge_tree(self, who: Principal, bank_id: str) -> pages.KnowledgeTree:
+        async with self._reading(who, bank_id):
+            return await pages.tree(self.rt, bank_id)
+
+    async def create_knowledge_folder(
+        self, who: Principal, bank_id: str, req: pages.FolderCreate
+    ) -> pages.KnowledgeNode:
+        self.require(who, bank_id, write=True)
+        return await pages.create_folder(self.rt, bank_id, req)
+
+    async def create_knowledge_page(self, who: Principal, bank_id: str, req: pages.PageCreate) -> pages.PageCreated:
+        self.require(who, bank_id, write=True)
+        return await pages.create_page(self.rt, bank_id, req)
+
+    async def get_knowledge_page(self, who: Principal, bank_id: str, page_id: str) -> pages.KnowledgePage:
+        self.require(who, bank_id)
+        return await pages.get_page(self.rt, bank_id, page_id)
+
+    async def update_knowledge_node(
+        self, who: Principal, bank_id: str, node_id: str, req: pages.NodeUpdate
+    ) -> pages.KnowledgeNode:
+        self.require(who, bank_id, write=True)
+        return await pages.update_node(self.rt, bank_id, node_id, req)
+
+    async def delete_knowledge_node(self, who: Principal, bank_id: str, node_id: str) -> pages.NodeDeleted:
+        self.require(who, bank_id, write=True)
+        return await pages.delete_node(self.rt, bank_id, node_id)
+
+    async def search_knowledge(self, who: Principal, bank_id: str, req: pages.KnowledgeSearch) -> pages.PageHits:
+        async with self._reading(who, bank_id):
+            return await pages.search(self.rt, bank_id, req)
+
+    async def export_knowledge(self, who: Principal, bank_id: str) -> pages.KnowledgeBundle:
+        async with self._reading(who, bank_id):
+            return await pages.export(self.rt, bank_id)
 
     # ---- export / import ------------------------------------------------------------------
     async def export_bank(self, who: Principal, bank_id: str):

@@ -39,6 +39,20 @@ from hindsight.engine.knowledge.documents import (
     ImportAccepted,
     ImportDocumentsRequest,
 )
+from hindsight.engine.knowledge.pages import (
+    FolderCreate,
+    KnowledgeNode,
+    KnowledgePage,
+    KnowledgeSearch,
+    KnowledgeTree,
+    NodeChange,
+    NodeDeleted,
+    NodeRef,
+    PageCreate,
+    PageCreated,
+    PageHits,
+    PageRef,
+)
 from hindsight.engine.knowledge.rag import (
     AccessRequest,
     AccessResult,
@@ -415,3 +429,61 @@ async def list_tags(call: Call, req: TagQuery) -> TagList:
     (`source: mental_models` counts the mental models' tags instead). `q` filters them with `*` as
     a wildcard, in any case: `project:*`, `*-admin`. Use them as recall's `tags`."""
     return await call.engine.list_tags(call.who, call.bank_id, req)
+
+
+@tool(read_only=True, idempotent=True)
+async def get_knowledge_base_tree(call: Call, req: None) -> KnowledgeTree:
+    """Browse the bank's knowledge base: its folders and pages, nested. Start here to see what the
+    bank documents: a page is a curated note, written by a person or an agent, or generated from
+    the bank's memories to answer a question and kept current (`is_stale` true while a refresh is
+    pending). Read one with get_knowledge_page, or find one with search_knowledge_base."""
+    return await call.engine.knowledge_tree(call.who, call.bank_id)
+
+
+@tool(KnowledgeSearch, read_only=True, idempotent=True)
+async def search_knowledge_base(call: Call, req: KnowledgeSearch) -> PageHits:
+    """Find knowledge pages by relevance (their names and contents, by words and by meaning),
+    with a snippet each; read a hit whole with get_knowledge_page. This searches the curated pages
+    only: recall searches the bank's memories (where written pages are found too)."""
+    return await call.engine.search_knowledge(call.who, call.bank_id, req)
+
+
+@tool(PageRef, read_only=True, idempotent=True)
+async def get_knowledge_page(call: Call, req: PageRef) -> KnowledgePage:
+    """Read a knowledge page: its content, and the page as one markdown document (YAML front
+    matter: id, type, title, description, tags, timestamp; then the content). Page ids (`kp-...`)
+    come from get_knowledge_base_tree or search_knowledge_base."""
+    return await call.engine.get_knowledge_page(call.who, call.bank_id, req.page_id)
+
+
+@tool(FolderCreate)
+async def create_knowledge_folder(call: Call, req: FolderCreate) -> KnowledgeNode:
+    """Make a folder in the knowledge base, at the top or in `parent_id` (a `kf-...` id). Folders
+    group pages; they hold nothing of their own."""
+    return await call.engine.create_knowledge_folder(call.who, call.bank_id, req)
+
+
+@tool(PageCreate)
+async def create_knowledge_page(call: Call, req: PageCreate) -> PageCreated:
+    """Add a page to the knowledge base. Either write it, `content` (markdown, kept as written and
+    retained into the bank so that recall finds it), or have it generated, `source_query` (the
+    question it answers: its content is made from the bank's memories in the background, tracked
+    by `operation_id`, and kept current). `name` is unique within its folder (`parent_id`, a
+    `kf-...` id; none: the top). Examples: name="Deployment runbook", content="1. ..."; name="Team
+    preferences", source_query="What tools and conventions does the team prefer?"."""
+    return await call.engine.create_knowledge_page(call.who, call.bank_id, req)
+
+
+@tool(NodeChange, idempotent=True)
+async def update_knowledge_node(call: Call, req: NodeChange) -> KnowledgeNode:
+    """Rename or move a folder or page (`parent_id`: a folder's `kf-...` id, or "root" for the top),
+    rewrite a written page (`content`, `tags`) or change a generated one (`source_query`, `tags`,
+    `max_tokens`, which refresh it). Only the arguments given change."""
+    return await call.engine.update_knowledge_node(call.who, call.bank_id, req.node_id, req.changes())
+
+
+@tool(NodeRef, destructive=True, idempotent=True)
+async def delete_knowledge_node(call: Call, req: NodeRef) -> NodeDeleted:
+    """Delete a folder or page and everything under it: written pages' memories and generated
+    pages' mental models go too. This cannot be undone."""
+    return await call.engine.delete_knowledge_node(call.who, call.bank_id, req.node_id)

@@ -12,6 +12,7 @@ from hindsight.engine.banks.schemas import Bank, BankCounts, BankList
 from hindsight.engine.banks.usage import LLMRequest, LLMRequestList, LLMStats
 from hindsight.engine.directives.schemas import Directive, DirectiveList
 from hindsight.engine.errors import InvalidArgument
+from hindsight.engine.knowledge.pages import KnowledgeBundle, KnowledgeNode, KnowledgePage, KnowledgeTree, PageHits
 from hindsight.engine.memory.curation import MemoryHistory
 from hindsight.engine.memory.graph import EntityDetail, EntityGraph, MemoryGraph
 from hindsight.engine.memory.records import EntityList
@@ -801,3 +802,79 @@ def delivery_list(webhook_id: str, found: DeliveryList) -> M.WebhookDeliveryList
     return M.WebhookDeliveryListOut(
         items=[delivery(webhook_id, d) for d in found.deliveries], next_cursor=found.next_cursor
     )
+
+
+# ---- the knowledge base ------------------------------------------------------------------------------
+def knowledge_node(n: KnowledgeNode) -> M.KnowledgeNodeOut:
+    return M.KnowledgeNodeOut(
+        id=n.node_id,
+        kind=n.kind,
+        name=n.name,
+        parent_id=n.parent_id,
+        mental_model_id=n.mental_model_id,
+        managed=n.managed,
+        description=n.source_query,
+        tags=n.tags,
+        timestamp=iso(n.updated_at),
+        is_stale=n.is_stale,
+        children=[knowledge_node(c) for c in n.children],
+    )
+
+
+def knowledge_tree(t: KnowledgeTree) -> M.KnowledgeTreeOut:
+    return M.KnowledgeTreeOut(roots=[knowledge_node(n) for n in t.roots])
+
+
+def knowledge_page(p: KnowledgePage) -> M.KnowledgePageOut:
+    return M.KnowledgePageOut(
+        id=p.node_id,
+        name=p.name,
+        type=p.type,
+        description=p.source_query,
+        tags=p.tags,
+        timestamp=iso(p.updated_at),
+        body=p.content,
+        markdown=p.markdown,
+    )
+
+
+def page_create(body: M.PageIn) -> dict[str, Any]:
+    """A page of the reference is generated from its source query; its trigger settings are
+    accepted and not applied (a page refreshes when new memories in its scope arrive)."""
+    return {
+        "name": body.name,
+        "source_query": body.source_query,
+        "parent_id": body.parent_id,
+        "tags": as_list(body.tags),
+        "max_tokens": body.max_tokens,
+    }
+
+
+def node_update(body: M.NodePatch) -> dict[str, Any]:
+    """The NodeUpdate fields a PATCH sets: each when present; parent_id null moves to the top."""
+    sent = body.model_fields_set - {"trigger"}
+    update = {k: getattr(body, k) for k in sent if getattr(body, k) is not None}
+    if "parent_id" in sent and body.parent_id is None:
+        update["parent_id"] = "root"
+    return update
+
+
+def page_hits(found: PageHits) -> M.PageSearchOut:
+    return M.PageSearchOut(
+        results=[
+            M.PageSearchHit(
+                id=h.page_id,
+                name=h.name,
+                mental_model_id=h.mental_model_id,
+                snippet=h.snippet,
+                score=h.score,
+                updated_at=iso(h.updated_at),
+            )
+            for h in found.results
+        ],
+        total=found.total,
+    )
+
+
+def bundle(b: KnowledgeBundle) -> M.BundleOut:
+    return M.BundleOut(files=[M.BundleFileOut(path=f.path, content=f.content) for f in b.files])

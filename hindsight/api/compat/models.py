@@ -739,3 +739,86 @@ class WebhookDeliveryOut(BaseModel):
 class WebhookDeliveryListOut(BaseModel):
     items: list[WebhookDeliveryOut]
     next_cursor: str | None = None
+
+
+# ---- the knowledge base ---------------------------------------------------------------------------
+class FolderIn(Lenient):
+    name: str
+    parent_id: str | None = None
+
+
+class PageIn(Lenient):
+    name: str
+    source_query: str
+    parent_id: str | None = None
+    tags: list[str] | None = None
+    max_tokens: int | None = None
+    trigger: dict[str, Any] | None = None
+
+
+class NodePatch(Lenient):
+    name: str | None = None
+    parent_id: str | None = None
+    source_query: str | None = None
+    tags: list[str] | None = None
+    max_tokens: int | None = None
+    trigger: dict[str, Any] | None = None
+
+
+class KnowledgeNodeOut(BaseModel):
+    id: str
+    kind: Literal["folder", "page"]
+    name: str
+    parent_id: str | None = None
+    mental_model_id: str | None = None
+    managed: bool = False
+    description: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    timestamp: str | None = None
+    is_stale: bool | None = None
+    trigger: dict[str, Any] | None = None
+    children: list[KnowledgeNodeOut] = Field(default_factory=list)
+
+
+class KnowledgeTreeOut(BaseModel):
+    roots: list[KnowledgeNodeOut]
+
+
+class PageCreatedOut(BaseModel):
+    page_id: str
+    mental_model_id: str
+    operation_id: str | None = None
+
+
+class KnowledgePageOut(BaseModel):
+    id: str
+    name: str
+    type: str
+    description: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    timestamp: str | None = None
+    body: str | None = None
+    markdown: str
+
+
+class PageSearchHit(BaseModel):
+    id: str
+    name: str
+    mental_model_id: str | None = None
+    snippet: str
+    score: float
+    updated_at: str | None = None
+
+
+class PageSearchOut(BaseModel):
+    results: list[PageSearchHit]
+    total: int
+
+
+class BundleFileOut(BaseModel):
+    path: str
+    content: str
+
+
+class BundleOut(BaseModel):
+    files: list[BundleFileOut]

@@ -201,40 +201,32 @@ async def create_mental_model(rt: Runtime, bank_id: str, req: MentalModelCreate)
     vec = await rt.embedder.query(req.source_query)
     async with rt.writes.open(bank_id) as conn:
         await ensure_bank(conn, bank_id)
-        if req.mental_model_id:
-            model_id = req.mental_model_id
-        else:
-            base = slug(req.name)
-            taken = {
-                r[0]
-                for r in await conn.fetch(
-                    Q.mental_model_ids_like,
-                    bank_id,
-                    base,
-                )
-            }
-            model_id = (
-                base
-                if base not in taken
-                else next(f"{base}-{n}" for n in range(2, len(taken) + 3) if f"{base}-{n}" not in taken)
-            )
-        inserted = await conn.fetchval(
-            Q.mental_model_create,
-            bank_id,
-            model_id,
-            req.name,
-            req.source_query,
-            req.tags,
-            req.max_tokens,
-            vec,
-        )
-        if inserted is None:
-            raise Conflict(
-                f"mental_model_id: a mental model {model_id!r} already exists in bank {bank_id!r}",
-                "mental_model_id",
-            )
-        op_id = await _queue_refresh(rt, conn, bank_id, model_id, "created")
+        made = await add_mental_model(rt, conn, bank_id, req, vec)
     rt.queue.poke()
+    return made
+
+
+async def add_mental_model(rt: Runtime, conn, bank_id: str, req: MentalModelCreate, vec) -> MentalModelOperation:
+    """A new model and its first refresh, in the caller's transaction (it holds the bank's write
+    lock); `vec` is the source query's embedding. The caller pokes the queue after its commit."""
+    if req.mental_model_id:
+        model_id = req.mental_model_id
+    else:
+        base = slug(req.name)
+        taken = {r[0] for r in await conn.fetch(Q.mental_model_ids_like, bank_id, base)}
+        model_id = (
+            base
+            if base not in taken
+            else next(f"{base}-{n}" for n in range(2, len(taken) + 3) if f"{base}-{n}" not in taken)
+        )
+    inserted = await conn.fetchval(
+        Q.mental_model_create, bank_id, model_id, req.name, req.source_query, req.tags, req.max_tokens, vec
+    )
+    if inserted is None:
+        raise Conflict(
+            f"mental_model_id: a mental model {model_id!r} already exists in bank {bank_id!r}", "mental_model_id"
+        )
+    op_id = await _queue_refresh(rt, conn, bank_id, model_id, "created")
     return MentalModelOperation(mental_model_id=model_id, operation_id=str(op_id))
 
 
@@ -317,15 +309,17 @@ async def update_mental_model(rt: Runtime, bank_id: str, model_id: str, req: Men
 async def delete_mental_model(rt: Runtime, bank_id: str, model_id: str) -> None:
     check_model_id(model_id)
     async with rt.writes.open(bank_id) as conn:
-        done = await conn.fetchval(Q.mental_model_delete, bank_id, model_id)
-        if done is None:
+        if not await remove_mental_model(conn, bank_id, model_id):
             raise NotFound(f"mental model {model_id!r} does not exist in bank {bank_id!r}", "mental_model_id")
-        await conn.execute(
-            Q.mental_model_cancel_refreshes,
-            bank_id,
-            dedup_key(bank_id, model_id),
-            DELETED,
-        )
+
+
+async def remove_mental_model(conn, bank_id: str, model_id: str) -> bool:
+    """Delete a model and cancel its pending refresh, in the caller's transaction; False when the
+    bank has no such model."""
+    if await conn.fetchval(Q.mental_model_delete, bank_id, model_id) is None:
+        return False
+    await conn.execute(Q.mental_model_cancel_refreshes, bank_id, dedup_key(bank_id, model_id), DELETED)
+    return True
 
 
 async def refresh_mental_model(rt: Runtime, bank_id: str, model_id: str) -> MentalModelOperation:
