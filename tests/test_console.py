@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ADMIN_KEY
+from conftest import ADMIN_KEY, AUTH_EXT, Server, fresh_database
+from support import Receiver
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(not CHROMIUM, reason="Chromium is not installed (scripts/test.sh installs Debian's)")
@@ -208,6 +209,101 @@ def test_a_person_corrects_a_memory_in_the_console(page, auth_server):
         expect(page.locator("#results .result").first).to_contain_text("Cork")
         expect(page.locator("#results")).not_to_contain_text("Galway")
     assert page.errors == [], page.errors
+
+
+@pytest.fixture(scope="module")
+def hooks_server(pg_url):
+    """Keys on, a key to seal webhook secrets with, and receivers on this machine allowed."""
+    s = Server(
+        {
+            "HINDSIGHT_API_DATABASE_URL": fresh_database(pg_url, "console_hooks"),
+            "HINDSIGHT_API_TENANT_EXTENSION": AUTH_EXT,
+            "HINDSIGHT_API_TENANT_API_KEY": ADMIN_KEY,
+            "HINDSIGHT_API_SECRETS_KEY": "console-secrets-key-0123456789-abcdef",
+            "HINDSIGHT_API_ALLOW_PRIVATE_URLS": "true",
+            "HINDSIGHT_API_SCHEDULER_INTERVAL": "0.3",
+        }
+    ).start()
+    yield s
+    s.stop()
+
+
+def test_the_graph_directives_webhooks_and_pages_in_the_console(page, hooks_server):
+    """The entity graph drawn (SVG) and an entity's memories; a directive added and switched off; a
+    webhook added, its secret shown once, a test event delivered (signed) and in its deliveries;
+    a page written and read; the LLM calls table."""
+    from playwright.sync_api import expect
+
+    bank = f"graph-{uuid.uuid4().hex[:6]}"
+    receiver = Receiver()
+    try:
+        with hooks_server.http(ADMIN_KEY) as admin:
+            items = [
+                {"content": "Alice Moreau founded Lumen Labs with Bruno Silva in Porto."},
+                {"content": "Alice Moreau hired Chen Wei as the first engineer."},
+                {"content": "Later, Bruno Silva argued with Alice Moreau about pricing."},
+            ]
+            assert admin.post(f"/v1/banks/{bank}/memories", json={"items": items}).status_code == 200
+            page.goto(f"{hooks_server.url}/ui/")
+            page.fill("#key", ADMIN_KEY)
+            page.click("button[type=submit]")
+            page.click(f"tr[data-bank='{bank}'] a")
+
+            # the graph: entities drawn as circles, pairs named together as lines
+            page.click("a[data-tab=graph]")
+            expect(page.locator("#entity-graph svg")).to_be_visible()
+            assert page.locator("#entity-graph g.node").count() >= 4
+            assert page.locator("#entity-graph line.edge").count() >= 3
+            alice = admin.get(f"/v1/banks/{bank}/entities", params={"q": "alice"}).json()["entities"][0]
+            page.click(f"#entity-graph g.node[data-entity='{alice['id']}'] circle")
+            expect(page.locator("#entity-detail")).to_contain_text("hired Chen Wei")
+            shot(page, "graph")
+
+            # a directive, added and switched off
+            page.click("a[data-tab=directives]")
+            page.fill("input[name=directive_name]", "Language")
+            page.fill("input[name=directive_content]", "Answer in French.")
+            page.click("#tab form button.primary")
+            row = page.locator("#directive-list tr[data-directive]")
+            expect(row).to_contain_text("Answer in French.")
+            shot(page, "directives")
+            row.locator("input[name=active]").uncheck()
+            expect(page.locator("#toast")).to_contain_text("Directive off")
+            (d,) = admin.get(f"/v1/banks/{bank}/directives", params={"active_only": False}).json()["directives"]
+            assert d["name"] == "Language" and d["is_active"] is False
+
+            # a webhook: its secret shown once, a test delivered, signed, in the deliveries
+            page.click("a[data-tab=webhooks]")
+            page.fill("input[name=webhook_url]", receiver.url + "/events")
+            page.click("#tab form button.primary")
+            secret = page.locator("#new-webhook .secret").inner_text().strip()
+            assert secret.startswith("whsec_")
+            page.click("#webhook-list button[name=test]")
+            for _ in range(60):
+                if "delivered" in (page.text_content("#delivery-list") or ""):
+                    break
+                page.wait_for_timeout(250)
+                page.click("#delivery-list button")
+            expect(page.locator("#delivery-list")).to_contain_text("webhook.test")
+            expect(page.locator("#delivery-list")).to_contain_text("delivered")
+            assert receiver.events("webhook.test") and receiver.verify(secret) == 1
+            shot(page, "webhooks")
+
+            # a page written, found in the tree, read back; recall finds it
+            page.click("a[data-tab=knowledge]")
+            page.fill("input[name=page_name]", "Pricing")
+            page.fill("textarea[name=page_content]", "Lumen Labs charges per seat, billed yearly.")
+            page.click("#tab form button.primary")
+            expect(page.locator("#knowledge-tree")).to_contain_text("Pricing")
+            expect(page.locator("#knowledge-page")).to_contain_text("billed yearly")
+            found = admin.post(f"/v1/banks/{bank}/recall", json={"query": "How is Lumen Labs billed?"}).json()
+            assert any("billed yearly" in m["text"] for m in found["results"])
+
+            page.click("a[data-tab=usage]")
+            expect(page.locator("#llm-requests")).to_contain_text("No LLM calls yet.")
+        assert page.errors == [], page.errors
+    finally:
+        receiver.stop()
 
 
 def test_console_headers_keep_injected_content_from_running(auth_server):
