@@ -7,7 +7,7 @@ import re
 from datetime import datetime, timedelta
 from typing import Any
 
-from hindsight.api.compat import models as M
+from hindsight.api.compat import schemas as M
 from hindsight.engine.banks.schemas import Bank, BankCounts, BankList
 from hindsight.engine.banks.usage import LLMRequest, LLMRequestList, LLMStats
 from hindsight.engine.directives.schemas import Directive, DirectiveList
