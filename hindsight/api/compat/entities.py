@@ -9,7 +9,7 @@ from typing import Literal
 from fastapi import APIRouter, Query
 
 from hindsight.api.compat import convert
-from hindsight.api.compat import models as M
+from hindsight.api.compat import schemas as M
 from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
 from hindsight.engine.memory.graph import MAX_EDGES, MAX_NODES, EntityGraphQuery, MemoryGraphQuery
 from hindsight.engine.memory.records import EntityQuery

@@ -10,7 +10,7 @@ from datetime import datetime
 from fastapi import APIRouter, Query
 
 from hindsight.api.compat import convert
-from hindsight.api.compat import models as M
+from hindsight.api.compat import schemas as M
 from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
 from hindsight.engine.banks.usage import LLMRequestList, LLMRequestQuery, LLMStatsQuery
 from hindsight.engine.rules.fields import MAX_OFFSET

@@ -8,7 +8,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 
 from hindsight.api.compat import convert
-from hindsight.api.compat import models as M
+from hindsight.api.compat import schemas as M
 from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
 from hindsight.engine.notify.schemas import DeliveryQuery, WebhookCreate, WebhookUpdate
 from hindsight.engine.rules.validation import parse
