@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
+import http.server
 import io
+import json
+import threading
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -170,9 +175,6 @@ class Receiver:
     signature. Started in a thread; `stop()` ends it."""
 
     def __init__(self, answers: list[int] | None = None):
-        import http.server
-        import threading
-
         self.requests: list[tuple[str, dict[str, str], bytes]] = []
         self.answers = list(answers or [])
         receiver = self
@@ -196,16 +198,11 @@ class Receiver:
         self.thread.start()
 
     def events(self, name: str | None = None) -> list[dict]:
-        import json
-
         found = [json.loads(body) for _, _, body in self.requests]
         return [e for e in found if name is None or e["event"] == name]
 
     def verify(self, secret: str) -> int:
         """How many requests carry a valid signature of their body with `secret` (all must)."""
-        import hashlib
-        import hmac
-
         for _, headers, body in self.requests:
             expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
             assert hmac.compare_digest(headers["x-hindsight-signature"], expected), headers

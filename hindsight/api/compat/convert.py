@@ -21,7 +21,7 @@ from hindsight.engine.memory.schemas import Memory, RetainItem, RetainResult, pa
 from hindsight.engine.memory.sources import RetainedSource
 from hindsight.engine.memory.tags import TagList
 from hindsight.engine.memory.timeseries import MemoriesTimeseries
-from hindsight.engine.notify.schemas import Delivery, DeliveryList, Webhook
+from hindsight.engine.notify.schemas import Delivery, DeliveryList, Webhook, WebhookList
 from hindsight.engine.queue.schemas import Operation, OperationList
 from hindsight.engine.reflection.mental_models import MentalModel, MentalModelList, MentalModelVersion
 from hindsight.engine.reflection.reflect import ReflectResult
@@ -744,6 +744,15 @@ def webhook(w: Webhook) -> M.WebhookOut:
         ),
         created_at=iso(w.created_at),
         updated_at=iso(w.updated_at),
+    )
+
+
+def webhook_list(found: WebhookList, limit: int, offset: int) -> M.WebhookListOut:
+    return M.WebhookListOut(
+        items=[webhook(w) for w in found.webhooks[offset : offset + limit]],
+        total=len(found.webhooks),
+        limit=limit,
+        offset=offset,
     )
 
 

@@ -718,6 +718,9 @@ class WebhookOut(BaseModel):
 
 class WebhookListOut(BaseModel):
     items: list[WebhookOut]
+    total: int = Field(description="Webhooks of the bank in all (newer clients page by it).")
+    limit: int
+    offset: int
 
 
 class WebhookDeliveryOut(BaseModel):

@@ -11,6 +11,7 @@ from hindsight.api.compat import convert
 from hindsight.api.compat import schemas as M
 from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
 from hindsight.engine.notify.schemas import DeliveryQuery, WebhookCreate, WebhookUpdate
+from hindsight.engine.rules.fields import MAX_OFFSET
 from hindsight.engine.rules.validation import parse
 
 router = APIRouter(prefix="/v1/default/banks/{bank_id}/webhooks", tags=["Hindsight-compatible: webhooks"])
@@ -23,9 +24,15 @@ async def create_webhook(body: M.WebhookIn, bank_id: BankPath, who: PrincipalDep
 
 
 @router.get("", response_model=M.WebhookListOut, summary="The bank's webhooks")
-async def list_webhooks(bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
-    found = await eng.list_webhooks(who, bank_id)
-    return M.WebhookListOut(items=[convert.webhook(w) for w in found.webhooks])
+async def list_webhooks(
+    bank_id: BankPath,
+    who: PrincipalDep,
+    eng: EngineDep,
+    limit: int = Query(1000, ge=0, le=1000),
+    offset: int = Query(0, ge=0, le=MAX_OFFSET),
+):
+    """Newer clients page (`limit`, `offset`); a bank has at most 20 webhooks."""
+    return convert.webhook_list(await eng.list_webhooks(who, bank_id), limit, offset)
 
 
 @router.delete("/{webhook_id}", response_model=M.Deleted, summary="Delete a webhook")

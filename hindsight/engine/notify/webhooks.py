@@ -76,16 +76,17 @@ def check_url(url: str, allow_private: bool) -> str:
     """The URL, or InvalidArgument naming what is wrong (see the module docstring)."""
     try:
         parts = urlsplit(url)
-        port = parts.port  # raises on a port that is not a number
+        port = parts.port  # raises on a port that is not a number, or past 65535
     except ValueError as exc:
         raise InvalidArgument(f"url: not a URL ({exc})", "url") from None
+    if port == 0:
+        raise InvalidArgument("url: port 0 is not a port to send to", "url")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidArgument("url: must be an http(s) URL with a host", "url")
     if parts.username is not None or parts.password is not None:
         raise InvalidArgument("url: must not hold a user name or password (use http_config.headers)", "url")
     if any(c.isspace() or ord(c) < 32 for c in url):
         raise InvalidArgument("url: must not hold spaces or control characters", "url")
-    del port
     host = parts.hostname.rstrip(".").lower()
     if not allow_private:
         literal = None
