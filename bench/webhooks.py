@@ -1,6 +1,8 @@
 """Webhooks: what an event costs the call that fires it, and how fast deliveries go out.
 
-Retains of one short item, one at a time over REST, alternated between a bank without webhooks
+First the statement every retain now runs to queue its event's deliveries (notify/events.fire),
+timed on its own against the database, on a bank without webhooks and one with a webhook, beside
+`SELECT 1` (a round trip and nothing else). Then retains of one short item, one at a time over REST, alternated between a bank without webhooks
 and one with a webhook subscribed to retain.completed (its delivery is queued in the retain's
 transaction); then the time from each retain's answer to its event at a receiver on loopback
 (p50/p95), and a burst of retains whose deliveries are timed until the last one arrives.
@@ -12,6 +14,7 @@ transaction); then the time from each retain's answer to its event at a receiver
 from __future__ import annotations
 
 import argparse
+import asyncio
 import http.server
 import json
 import sys
@@ -20,10 +23,13 @@ import threading
 import time
 from pathlib import Path
 
+import asyncpg
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import locomo as lb  # noqa: E402  (bench/locomo.py: timing and reporting helpers)
+
+from hindsight.db.sql import Q  # noqa: E402
 
 
 class Receiver:
@@ -49,6 +55,28 @@ class Receiver:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
+async def statement_cost(url: str, rounds: int) -> dict:
+    """ms per call of SELECT 1 and of the fire statement (no webhook / one), alternated, each in
+    a transaction rolled back (nothing is queued)."""
+    conn = await asyncpg.connect(url)
+    times: dict[str, list[float]] = {"select_1": [], "fire_no_webhook": [], "fire_one_webhook": []}
+    try:
+        for _ in range(rounds):
+            for name, bank in (("select_1", None), ("fire_no_webhook", "quiet"), ("fire_one_webhook", "hooked")):
+                tr = conn.transaction()
+                await tr.start()
+                t0 = time.perf_counter()
+                if bank is None:
+                    await conn.fetchval("SELECT 1")
+                else:
+                    await conn.fetch(Q.webhook_fire, bank, ["retain.completed"], '{"data": {}}', 8)
+                times[name].append(time.perf_counter() - t0)
+                await tr.rollback()
+    finally:
+        await conn.close()
+    return {k: round(lb.pct(v, 50) * 1000, 3) for k, v in times.items()}
+
+
 def main(args) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="hindsight-bench-webhooks-"))
     pg = lb.EmbeddedPostgres(tmp, cleanup="delete")
@@ -66,6 +94,7 @@ def main(args) -> dict:
             api.post("/v1/banks/quiet/memories", json={"content": "warm-up"}).raise_for_status()
             r = api.post("/v1/banks/hooked/webhooks", json={"url": receiver.url, "event_types": ["retain.completed"]})
             r.raise_for_status()
+            out["statement_ms_p50"] = asyncio.run(statement_cost(env["HINDSIGHT_API_DATABASE_URL"], args.rounds))
             lat: dict[str, list[float]] = {"quiet": [], "hooked": []}
             sent: dict[str, float] = {}
             for i in range(args.retains * 2):
@@ -110,8 +139,17 @@ def main(args) -> dict:
         server.stop()
         pg.stop()
     print("\n== Hindsight webhooks ==", out["machine"], out["date"])
-    print(f"retain, no webhook:      p50 {out['retain_no_webhook']['ms_p50']} ms, p95 {out['retain_no_webhook']['ms_p95']} ms")
-    print(f"retain, one webhook:     p50 {out['retain_with_webhook']['ms_p50']} ms, p95 {out['retain_with_webhook']['ms_p95']} ms")
+    st = out["statement_ms_p50"]
+    print(
+        f"statement p50: SELECT 1 {st['select_1']} ms, fire (no webhook) {st['fire_no_webhook']} ms, "
+        f"fire (one webhook) {st['fire_one_webhook']} ms"
+    )
+    print(
+        f"retain, no webhook:      p50 {out['retain_no_webhook']['ms_p50']} ms, p95 {out['retain_no_webhook']['ms_p95']} ms"
+    )
+    print(
+        f"retain, one webhook:     p50 {out['retain_with_webhook']['ms_p50']} ms, p95 {out['retain_with_webhook']['ms_p95']} ms"
+    )
     print(
         f"event after the answer:  p50 {out['event_after_answer']['ms_p50']} ms, "
         f"p95 {out['event_after_answer']['ms_p95']} ms ({out['delivered']} delivered)"
@@ -129,4 +167,5 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--retains", type=int, default=400, help="Retains on each side (alternated).")
     ap.add_argument("--burst", type=int, default=500)
+    ap.add_argument("--rounds", type=int, default=2000, help="Timed calls of each statement.")
     main(ap.parse_args())
