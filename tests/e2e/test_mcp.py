@@ -41,6 +41,19 @@ async def test_single_bank_surface(server, bank):
         "list_documents",
         "get_document",
         "delete_document",
+        "list_directives",
+        "create_directive",
+        "get_directive",
+        "update_directive",
+        "delete_directive",
+        "list_tags",
+        "get_knowledge_base_tree",
+        "search_knowledge_base",
+        "get_knowledge_page",
+        "create_knowledge_folder",
+        "create_knowledge_page",
+        "update_knowledge_node",
+        "delete_knowledge_node",
     }
     assert all("bank_id" not in t.input_schema.get("properties", {}) for t in tools.values())
     assert tools["delete_mental_model"].annotations.destructive_hint is True
