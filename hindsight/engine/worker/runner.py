@@ -179,11 +179,13 @@ class Worker:
             status = await ops.mark_failed(
                 self.rt, job, str(exc), backoff=exc.seconds, on_failed=self._announce(job, exc)
             )
-            self.poke()  # the deliveries of its failure, if it failed for good
+            if status == "failed":
+                self.poke()  # its failure's deliveries (operation.failed), if any were queued
             return _OUTCOMES.get(status, "failed"), str(exc)
         except ops.GiveUp as exc:
             status = await ops.mark_failed(self.rt, job, str(exc), final=True, on_failed=self._announce(job, exc))
-            self.poke()  # the deliveries of its failure, if it failed for good
+            if status == "failed":
+                self.poke()  # its failure's deliveries (operation.failed), if any were queued
             return _OUTCOMES.get(status, "failed"), str(exc)
         except Exception as exc:
             if (down := unavailable(exc)) is not None:
@@ -201,7 +203,8 @@ class Worker:
             else:
                 msg = f"{type(exc).__name__}: {exc}"
             status = await ops.mark_failed(self.rt, job, msg, on_failed=self._announce(job, msg))
-            self.poke()  # the deliveries of its failure, if it failed for good
+            if status == "failed":
+                self.poke()  # its failure's deliveries (operation.failed), if any were queued
             return _OUTCOMES.get(status, "failed"), msg
 
     def _announce(self, job: Job, error: object):
