@@ -8,7 +8,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from hindsight import __version__
-from hindsight.api import banks, compat, documents, errors, keys, memories, mental_models, oauth, system
+from hindsight.api import audit, banks, compat, documents, errors, keys, memories, mental_models, oauth, system
 from hindsight.api.console import console
 from hindsight.engine.facade import Engine
 from hindsight.web.errors import ERROR_RESPONSES
@@ -23,7 +23,7 @@ def build_rest(engine: Engine) -> FastAPI:
     )
     api.state.engine = engine
     errors.install(api)
-    for module in (system, banks, memories, mental_models, documents, keys, oauth):
+    for module in (system, banks, memories, mental_models, documents, keys, oauth, audit):
         api.include_router(module.router)
     compat.install(api)
     api.mount("/ui", console(), name="ui")

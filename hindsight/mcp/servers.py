@@ -35,6 +35,7 @@ from hindsight.mcp.catalog import TOOLS
 from hindsight.mcp.output_schema import cheap_to_validate
 from hindsight.mcp.tools import Call, ToolDef
 from hindsight.metrics import MCP_CALLS, MCP_SECONDS
+from hindsight.web.audit import AuditNote
 
 if TYPE_CHECKING:
     from hindsight.engine.facade import Engine
@@ -51,6 +52,7 @@ class RequestState:
     bank_id: str | None = None  # from the URL: the single-bank surface
     header_bank: str | None = None  # X-Bank-Id
     end_user: dict = field(default_factory=dict)  # x-user-id / x-session-tags, for document access
+    audit: AuditNote | None = None  # the request's audit note (web/audit.py): the tool and its bank
 
 
 async def _from_scope(ctx: Context) -> RequestState:
@@ -188,10 +190,15 @@ def _handler(td: ToolDef, engine: Engine, multi: bool, resolver):
     async def handler(**args: Any) -> Any:
         state: RequestState = args.pop(STATE_PARAM)
         named = "bank_id"
+        note = state.audit
+        if note is not None:
+            note.action = td.name
         with MCP_SECONDS.labels(td.name).time():
             try:
                 default = state.who.default_bank or engine.settings.mcp_bank_id
                 bank_id, source, named = _select_bank(td, multi, state, args, default)
+                if note is not None:
+                    note.bank_id = bank_id or args.get("bank_id") or None  # create_bank names it in its request
                 call = Call(engine=engine, who=state.who, bank_id=bank_id, headers=state.end_user, bank_source=source)
                 decode_json_arguments(args, encoded)
                 result = await td.fn(call, parse(td.request, args) if td.request is not None else None)
@@ -200,6 +207,8 @@ def _handler(td: ToolDef, engine: Engine, multi: bool, resolver):
                 if error is None:
                     raise
                 MCP_CALLS.labels(td.name, "error").inc()
+                if note is not None:
+                    note.outcome = error.code
                 raise jsonrpc_error(error, named) from None
         MCP_CALLS.labels(td.name, "ok").inc()
         return lean(result) if td.lean_result else result

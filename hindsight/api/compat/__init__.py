@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from hindsight.api.compat import banks, memories, mental_models, operations, system
+from hindsight.api.compat import audit, banks, memories, mental_models, operations, system
 
 PREFIX = "/v1/default"
 
 
 def install(app: FastAPI) -> None:
-    for module in (banks, memories, mental_models, operations, system):
+    for module in (banks, memories, mental_models, operations, system, audit):
         app.include_router(module.router)

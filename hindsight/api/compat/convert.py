@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from hindsight.api.compat import models as M
+from hindsight.engine.audit.schemas import AuditEntry, AuditList, AuditStats
 from hindsight.engine.banks.schemas import Bank, BankCounts, BankList
 from hindsight.engine.errors import InvalidArgument
 from hindsight.engine.memory.curation import MemoryHistory
@@ -141,7 +142,10 @@ def operation(op: Operation) -> M.OperationOut:
         operation_id=op.operation_id,
         task_type=op.type,
         operation_type=op.type,
-        items_count=len(payload.get("items") or payload.get("raw_ids") or payload.get("files") or []),
+        # a finished retain keeps its count of items, not their text (engine/forgetting/erase.py)
+        items_count=payload["item_count"]
+        if isinstance(payload.get("item_count"), int)
+        else len(payload.get("items") or payload.get("raw_ids") or payload.get("files") or []),
         mental_model_id=payload.get("mental_model_id"),
         created_at=op.created_at.isoformat(),
         updated_at=iso(op.updated_at),
@@ -478,4 +482,44 @@ def source(d: RetainedSource) -> M.DocumentOut:
         memory_unit_count=d.memory_count,
         tags=d.tags,
         document_metadata=d.metadata,
+    )
+
+
+def audit_entry(e: AuditEntry) -> M.AuditLogEntry:
+    metadata: dict[str, Any] = {"principal": e.principal}
+    if e.detail:
+        metadata.update(e.detail)
+    return M.AuditLogEntry(
+        id=e.id,
+        action=e.action,
+        transport=e.transport,
+        bank_id=e.bank_id,
+        started_at=iso(e.started_at),
+        ended_at=iso(e.ended_at),
+        duration_ms=e.duration_ms,
+        request={"method": e.method, "route": e.route, "request_id": e.request_id},
+        response={"status": e.status, "outcome": e.outcome},
+        metadata=metadata,
+    )
+
+
+def audit_list(bank_id: str, found: AuditList) -> M.AuditLogListResponse:
+    return M.AuditLogListResponse(
+        bank_id=bank_id,
+        total=found.total,
+        limit=found.limit,
+        offset=found.offset,
+        items=[audit_entry(e) for e in found.items],
+    )
+
+
+def audit_stats(stats: AuditStats) -> M.AuditLogStatsResponse:
+    return M.AuditLogStatsResponse(
+        bank_id=stats.bank_id,
+        period=stats.period,
+        trunc=stats.trunc,
+        start=stats.start.isoformat(),
+        buckets=[
+            M.AuditLogStatsBucket(time=b.time.isoformat(), actions=b.actions, total=b.total) for b in stats.buckets
+        ],
     )

@@ -509,3 +509,39 @@ class Liveness(BaseModel):
     status: str = "ok"
     version: str
     uptime_seconds: float
+
+
+# ---- audit log ------------------------------------------------------------------------------------
+class AuditLogEntry(BaseModel):
+    id: str
+    action: str
+    transport: str
+    bank_id: str | None
+    started_at: str | None
+    ended_at: str | None
+    duration_ms: int | None = None
+    request: dict[str, Any] | None = Field(description="method, route and request_id; never a request's content.")
+    response: dict[str, Any] | None = Field(description="status and outcome; never a response's content.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="principal, and a system action's counts.")
+
+
+class AuditLogListResponse(BaseModel):
+    bank_id: str
+    total: int
+    limit: int
+    offset: int
+    items: list[AuditLogEntry]
+
+
+class AuditLogStatsBucket(BaseModel):
+    time: str
+    actions: dict[str, int]
+    total: int
+
+
+class AuditLogStatsResponse(BaseModel):
+    bank_id: str
+    period: str
+    trunc: str
+    start: str
+    buckets: list[AuditLogStatsBucket]

@@ -351,6 +351,7 @@ async def run_retain(rt: Runtime, job: Job) -> dict:
     async def finish(conn, result: RetainResult) -> None:
         done.update(result.model_dump(mode="json"))
         await ops.mark_succeeded(conn, job, done)
+        await ops.drop_items(conn, job)
 
     await retain(rt, job.bank_id, items, on_commit=finish, actor=job.payload.get("actor", "retain"))
     return done

@@ -184,6 +184,12 @@ async def mark_succeeded(conn, job: Job, result: Any) -> None:
     await conn.execute(Q.operation_succeed, job.id, job.worker_id, json.dumps(result, default=str), job.bank_id)
 
 
+async def drop_items(conn, job: Job) -> None:
+    """A retain whose items are stored keeps their count in its payload, not their text: the text
+    is in the memories, and leaves with them when they are forgotten (engine/forgetting/)."""
+    await conn.execute(Q.operation_drop_items, job.id, job.bank_id)
+
+
 async def mark_failed(rt: Runtime, job: Job, error: str) -> str:
     """Queue a retry, or fail for good after the last attempt. Returns the status the operation
     now has: a user may have cancelled it meanwhile, and then it stays cancelled."""
