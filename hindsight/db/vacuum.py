@@ -93,6 +93,7 @@ class Vacuum:
                     if not self._stats_note_logged:
                         log.info("PostgreSQL before 18 keeps the last statistics of a table emptied by an erasure")
                         self._stats_note_logged = True
+                await conn.execute(Q.vacuum_full_statistics if self.full else Q.vacuum_statistics, timeout=None)
         except Exception as exc:  # the next erasure asks again; autovacuum runs meanwhile
             log.warning("vacuum after erasure failed: %s: %s", type(exc).__name__, exc)
             return

@@ -85,7 +85,7 @@ class App:
                 expose_headers=["mcp-session-id", "www-authenticate", "x-request-id"],
             )
         self.drainer = Drain(app)
-        audited = AuditTrailMiddleware(self.drainer, lambda: self.engine.audit, self.api.router)
+        audited = AuditTrailMiddleware(self.drainer, lambda: self.engine.audit, self.api.state.routes)
         self.app = RequestMetrics(RequestId(audited))
 
     async def __call__(self, scope, receive, send):

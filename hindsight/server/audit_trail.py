@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from starlette.routing import Match, Router
+from starlette.routing import BaseRoute, Match
 
 from hindsight.bank_ids import valid_bank_id
 from hindsight.engine.audit.trail import AuditTrail
@@ -62,9 +62,9 @@ def plain(text: str | None, limit: int = 300) -> str | None:
 class AuditTrailMiddleware:
     """Middleware, outside every refusal (drain, host and origin, authentication, body limits), so
     that what was refused is on the record too. `trail()` is the engine's writer; `rest` the REST
-    application's router, for requests refused before routing."""
+    application's routes as declared, for requests refused before routing."""
 
-    def __init__(self, app, trail: Callable[[], AuditTrail], rest: Router):
+    def __init__(self, app, trail: Callable[[], AuditTrail], rest: list[BaseRoute]):
         self.app = app
         self.trail = trail
         self.rest = rest
@@ -123,7 +123,7 @@ class AuditTrailMiddleware:
     def _match(self, scope) -> tuple[object | None, dict]:
         """The REST route a request refused before routing was for, and its path's values."""
         partial = None
-        for route in self.rest.routes:
+        for route in self.rest:
             match, child = route.matches(scope)
             if match == Match.FULL:
                 return route, child.get("path_params", {})

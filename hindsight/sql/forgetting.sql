@@ -177,12 +177,11 @@ ORDER BY m.created_at LIMIT $6;
 -- vacuum_after_erasure --
 -- After an erasure: dead rows of the tables it touched are removed and their index entries with
 -- them (INDEX_CLEANUP ON: never skipped for being few), GIN pending lists are merged, and the
--- planner's statistics (which keep sample values of text columns) are sampled again; the old
--- statistics' rows with them (pg_statistic: skipped with a warning unless the server's role may
--- maintain it). db/vacuum.ERASED_TABLES lists the same tables.
+-- planner's statistics (which keep sample values of text columns) are sampled again.
+-- db/vacuum.ERASED_TABLES lists the same tables.
 VACUUM (ANALYZE, INDEX_CLEANUP ON) memories, memory_terms, bank_lexemes, memory_versions, memory_entities, entities,
     fact_sources, memory_documents, mental_models, mental_model_versions, operations, chunks, chunk_lexemes, documents,
-    document_uploads, pg_catalog.pg_statistic
+    document_uploads
 
 -- vacuum_full_after_erasure --
 -- As vacuum_after_erasure, rewriting each table and its indexes whole (HINDSIGHT_API_ERASURE_VACUUM_FULL):
@@ -191,7 +190,7 @@ VACUUM (ANALYZE, INDEX_CLEANUP ON) memories, memory_terms, bank_lexemes, memory_
 -- against every reader and writer while it is rewritten.
 VACUUM (FULL, ANALYZE) memories, memory_terms, bank_lexemes, memory_versions, memory_entities, entities,
     fact_sources, memory_documents, mental_models, mental_model_versions, operations, chunks, chunk_lexemes, documents,
-    document_uploads, pg_catalog.pg_statistic
+    document_uploads
 
 -- vacuum_clear_emptied_stats --
 -- ANALYZE leaves the last statistics of a table it finds empty in place (sample values of its
@@ -203,3 +202,12 @@ JOIN pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
 WHERE n.nspname = current_schema() AND c.relname = ANY($1::text[]) AND c.reltuples = 0
   AND EXISTS (SELECT 1 FROM pg_statistic s WHERE s.starelid = c.oid AND s.staattnum = a.attnum)
+
+-- vacuum_statistics --
+-- Last, the statistics' own table: the rows ANALYZE replaced and those cleared above are dead rows
+-- that held sample values (skipped with a warning unless the server's role may maintain it).
+VACUUM pg_catalog.pg_statistic
+
+-- vacuum_full_statistics --
+-- As vacuum_statistics, rewriting it (HINDSIGHT_API_ERASURE_VACUUM_FULL).
+VACUUM FULL pg_catalog.pg_statistic

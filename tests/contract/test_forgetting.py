@@ -498,3 +498,69 @@ async def test_finished_retains_keep_no_text(api, bank, forgetting_db):
     compat = (await api.get(f"/v1/default/banks/{bank}/operations/{op}")).json()
     assert "plomquist" not in json.dumps(compat)
     assert [p for p in await _where_is(forgetting_db, "plomquist") if p.startswith("operations")] == []
+
+
+@pytest.fixture(scope="module")
+def full_db(pg_url):
+    return fresh_database(pg_url, "forgetting_full")
+
+
+async def _in_data_files(url: str, needle: bytes) -> list[str]:
+    """Every page of every table, TOAST table and index of the schema, and of the statistics'
+    table, read raw (pageinspect), that holds `needle`: what SQL cannot see, a dead row's bytes
+    included."""
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
+        relations = await conn.fetch(
+            "SELECT c.oid::regclass::text AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE c.relkind IN ('r', 'i', 't', 'm') AND pg_relation_size(c.oid) > 0 AND (n.nspname IN "
+            "(current_schema(), 'pg_toast') OR c.oid = 'pg_catalog.pg_statistic'::regclass) ORDER BY 1"
+        )
+        found = []
+        for r in relations:
+            n = await conn.fetchval(
+                "SELECT count(*) FROM generate_series(0, (pg_relation_size($1::regclass) / 8192)::int - 1) b "
+                "WHERE position($2::bytea IN get_raw_page($1::text, b)) > 0",
+                r["name"],
+                needle,
+            )
+            if n:
+                found.append(f"{r['name']}: {n} pages")
+        return found
+    finally:
+        await conn.close()
+
+
+async def test_vacuum_full_leaves_no_bytes_in_the_data_files(full_db):
+    """Plain VACUUM leaves a removed row's bytes in its page's free space until written over (what
+    docs/privacy.md says); with HINDSIGHT_API_ERASURE_VACUUM_FULL the tables are rewritten and no
+    page of any table, index or the statistics holds them."""
+    env = {
+        "HINDSIGHT_API_DATABASE_URL": full_db,
+        "HINDSIGHT_API_ERASURE_VACUUM_DELAY": "0.1",
+        "HINDSIGHT_API_ERASURE_VACUUM_FULL": "true",
+    }
+    async with running_app(env) as app:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1", timeout=60) as api:
+            bank = "t_full"
+            r = await api.post(
+                f"/v1/banks/{bank}/memories",
+                json={"items": [{"content": "Keep: Rosalind Yarrowby sings.", "document_id": "kept"}]},
+            )
+            await _ok(r)
+            r = await api.post(
+                f"/v1/banks/{bank}/memories",
+                json={"content": "Rosalind Yarrowby hides the wexlingford key.", "document_id": "d", "tags": ["t"]},
+            )
+            secret = (await _ok(r))["memory_ids"][0]
+            await _analyze(full_db)
+            assert await _in_data_files(full_db, b"wexlingford")
+            runs = app.engine.rt.vacuum.runs
+            await _ok(await api.delete(f"/v1/banks/{bank}/memories/{secret}"))
+            await _vacuumed(app, runs)
+            assert await _in_data_files(full_db, b"wexlingford") == []
+            assert await _where_is(full_db, "wexlingford", stats=True) == []
+            # what was not forgotten is all there
+            assert "Keep: Rosalind Yarrowby sings." in (await api.get(f"/v1/banks/{bank}/memories")).text

@@ -11,6 +11,9 @@ from hindsight.api.compat import audit, banks, memories, mental_models, operatio
 PREFIX = "/v1/default"
 
 
+ROUTERS = [m.router for m in (banks, memories, mental_models, operations, system, audit)]
+
+
 def install(app: FastAPI) -> None:
-    for module in (banks, memories, mental_models, operations, system, audit):
-        app.include_router(module.router)
+    for router in ROUTERS:
+        app.include_router(router)

@@ -48,9 +48,13 @@ def policy_of(config: dict[str, Any]) -> Policy:
     days = config.get("retention_days")
     tags = config.get("retention_by_tag") or {}
     return Policy(
-        days if isinstance(days, int) and days > 0 else None,
-        {t: d for t, d in sorted(tags.items()) if isinstance(d, int) and d > 0} if isinstance(tags, dict) else {},
+        days if _days(days) else None,
+        {t: d for t, d in sorted(tags.items()) if _days(d)} if isinstance(tags, dict) else {},
     )
+
+
+def _days(value: Any) -> bool:
+    return type(value) is int and value > 0  # not True, which is an int too
 
 
 # Called with (bank_id, memories forgotten, seconds) after a bank's sweep that forgot something.
