@@ -1,6 +1,6 @@
 """The web console (/ui) in a real browser: Debian's Chromium driven by Playwright for Python.
 
-A person signs in with a key, finds a memory retained through the API, reads and deletes it,
+A person signs in with a key, finds a memory retained through the API, reads and forgets it,
 creates a mental model and sees it filled, imports a document (with its progress) and finds it,
 and follows the operations; what memories say is shown as text, never run as HTML.
 With HINDSIGHT_SCREENSHOTS=<folder>, the main pages are saved there (the pictures of docs/console.md).
@@ -100,13 +100,13 @@ def test_a_person_uses_the_console(page, auth_server, tmp_path):
         expect(first).to_contain_text("relevance")
         shot(page, "search")
 
-        # read it, then delete it
+        # read it, then forget it
         ines = retained["memory_ids"][0]
         page.click(f"#results [data-memory='{ines}'] button")
         expect(page.locator("#memory-detail")).to_contain_text("Hook Head")
         shot(page, "memory")
-        page.click("#memory-detail button.danger")
-        expect(page.locator("#toast")).to_contain_text("Memory deleted")
+        page.click("#memory-detail button[name=forget]")
+        expect(page.locator("#toast")).to_contain_text("1 memory forgotten")
         assert admin.get(f"/v1/banks/{bank}/memories/{ines}").status_code == 404
 
         # a mental model, created here and filled in the background
@@ -207,6 +207,67 @@ def test_a_person_corrects_a_memory_in_the_console(page, auth_server):
         page.click("form button.primary")
         expect(page.locator("#results .result").first).to_contain_text("Cork")
         expect(page.locator("#results")).not_to_contain_text("Galway")
+    assert page.errors == [], page.errors
+
+
+def test_a_person_forgets_in_the_console_and_reads_the_audit_log(page, auth_server):
+    """Everything about a person, previewed and forgotten; a purge; the bank's retention; and the
+    audit log of it all, with no trace of what was forgotten on any page."""
+    from playwright.sync_api import expect
+
+    bank = f"forget-{uuid.uuid4().hex[:6]}"
+    with auth_server.http(ADMIN_KEY) as admin:
+        items = [
+            {"content": "Barnaby Quillfeather owes Ann ten pounds."},
+            {"content": "On Friday Barnaby Quillfeather fixed the gate."},
+            {"content": "Ann waters the tomatoes."},
+        ]
+        admin.post(f"/v1/banks/{bank}/memories", json={"items": items})
+        wrong = admin.post(f"/v1/banks/{bank}/memories", json={"content": "Ann hates tea."}).json()["memory_ids"][0]
+        admin.post(f"/v1/banks/{bank}/memories/{wrong}/invalidate", json={"reason": "a guess"})
+        page.goto(f"{auth_server.url}/ui/")
+        page.fill("#key", ADMIN_KEY)
+        page.click("button[type=submit]")
+        page.click(f"tr[data-bank='{bank}'] a")
+        page.click("a[data-tab=entities]")
+        expect(page.locator("#entity-list")).to_contain_text("Barnaby Quillfeather")
+        page.fill("input[name=forget_name]", "Barnaby Quillfeather")
+        page.click("text=Show what would go")
+        expect(page.locator("#forget-preview [data-forget]")).to_have_count(2)
+        expect(page.locator("#forget-preview")).to_contain_text("fixed the gate")
+        shot(page, "forget-person")
+        page.click("#forget-preview button[name=forget_all]")
+        expect(page.locator("#toast")).to_contain_text("Everything about Barnaby Quillfeather was forgotten")
+        expect(page.locator("#entity-list")).not_to_contain_text("Quillfeather")
+        # what is no longer true, purged from the memories tab
+        page.click("a[data-tab=memories]")
+        expect(page.locator("#memory-list")).to_contain_text("Ann hates tea.")
+        page.click("button[name=purge]")
+        expect(page.locator("#toast")).to_contain_text("1 memory forgotten")
+        expect(page.locator("#memory-list")).not_to_contain_text("Ann hates tea.")
+        expect(page.locator("#memory-list")).to_contain_text("Ann waters the tomatoes.")
+        # retention, set and shown
+        page.click("a[data-tab=settings]")
+        page.fill("input[name=retention_days]", "365")
+        page.fill("input[name=retention_by_tag]", "chat=30")
+        page.click("#retention button.primary")
+        expect(page.locator("#retention-now")).to_contain_text("365 days; by tag: chat 30 days")
+        assert admin.get(f"/v1/banks/{bank}").json()["retention_by_tag"] == {"chat": 30}
+        # the audit log: what was done here, by whom; nothing of what it said
+        page.click("a[data-tab=audit]")
+        expect(page.locator("#audit-list [data-action=forget_entity]")).to_have_count(2, timeout=10_000)
+        expect(page.locator("#audit-list [data-action=purge_memories]").first).to_contain_text("200 ok")
+        expect(page.locator("#audit-list")).to_contain_text("env")
+        shot(page, "audit-log")
+        with page.expect_download() as download:
+            page.click("button[name=audit_export]")
+        exported = Path(download.value.path()).read_text()
+        assert "forget_entity" in exported and "Quillfeather" not in exported
+        for tab in ("search", "memories", "entities", "models", "operations", "audit"):
+            page.click(f"a[data-tab={tab}]")
+            page.wait_for_load_state("networkidle")
+            # the page's view (a toast may still show the name the person typed)
+            assert "quillfeather" not in page.inner_html("#view").lower(), tab
     assert page.errors == [], page.errors
 
 
