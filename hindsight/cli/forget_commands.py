@@ -14,7 +14,8 @@ from hindsight.engine.forgetting.schemas import ForgetEntity, ForgetMemory, Purg
 def _summary(r: dict) -> None:
     """What an erasure removed (or would), in a few lines; --json prints it all."""
     verb = "would forget" if r.get("dry_run") else "forgot"
-    click.echo(f"{verb} {r['memories']} memories of bank {r['bank_id']}")
+    n = r["memories"]
+    click.echo(f"{verb} {n} {'memory' if n == 1 else 'memories'} of bank {r['bank_id']}")
     for m in r.get("would_forget") or []:
         click.echo(f"  {m['id']}  {m['why']:<8} {m['text'][:100]}")
     if r.get("sources_kept"):

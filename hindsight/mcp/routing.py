@@ -45,9 +45,6 @@ class MCPRouter:
 
     async def __call__(self, scope, receive, send):
         note = note_of(scope)
-        if note is not None:
-            note.transport = "mcp"
-            note.bank_id = endpoint_bank(scope["path"])
         try:
             who, bank_id, header_bank = await self._admit(scope)
         except Exception as exc:  # authenticating reads the keys from the database

@@ -278,9 +278,10 @@ async def update_memory(call: Call, req: MemoryChange) -> MemoryUpdated:
 
 @tool(MemoryInvalidate, idempotent=True)
 async def invalidate_memory(call: Call, req: MemoryInvalidate) -> MemoryUpdated:
-    """Retract a memory that is wrong ("forget that"): it stays stored for audit but leaves recall,
-    reflect and mental models. Reversible with update_memory state=valid. To record that something
-    changed (Alice moved), retain the new fact with `supersedes` instead."""
+    """Retract a memory that is wrong: it stays stored for audit but leaves recall, reflect and
+    mental models. Reversible with update_memory state=valid. To record that something changed
+    (Alice moved), retain the new fact with `supersedes` instead; when the user asks for it to be
+    forgotten for good, use forget_memory."""
     return await call.engine.invalidate_memory(call.who, call.bank_id, req.memory_id, req.reason)
 
 

@@ -23,6 +23,7 @@ from starlette.routing import BaseRoute, Match
 
 from hindsight.bank_ids import valid_bank_id
 from hindsight.engine.audit.trail import AuditTrail
+from hindsight.oauth.resource import endpoint_bank
 from hindsight.server.auth_first import is_mcp
 from hindsight.server.request_metrics import route_label
 from hindsight.web.audit import AUDIT, REQUEST_ID, AuditNote
@@ -73,7 +74,9 @@ class AuditTrailMiddleware:
         path = scope["path"] if scope["type"] == "http" else ""
         if not (path.startswith(AUDITED_ROUTES) or is_mcp(path)) or not self.trail().enabled:
             return await self.app(scope, receive, send)
-        note = AuditNote()
+        # an MCP request's bank is its URL's (or the tool's, once it is called): a refusal at the
+        # door (a 401 before the body is read) names it too
+        note = AuditNote(transport="mcp", bank_id=endpoint_bank(path)) if is_mcp(path) else AuditNote()
         scope[AUDIT] = note
         status = 500
         started, t0 = time.time(), time.perf_counter()

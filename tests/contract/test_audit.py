@@ -229,3 +229,23 @@ async def test_old_records_are_pruned(keyed_app, admin, bank, audit_db):
     finally:
         await conn.close()
     assert len(left) == 1 and left[0]["started_at"] > datetime.now(UTC) - timedelta(days=1)
+
+
+async def test_tool_calls_without_http_are_on_the_record(keyed_app, admin, bank):
+    """`hindsight mcp` (stdio) serves tools with no HTTP request around them: the handler records them."""
+    from mcp.shared.exceptions import MCPError
+
+    from hindsight.engine.access.keys import Principal
+
+    from conftest import mcp_local
+
+    who = Principal("bank", key_id="key_local", banks=frozenset({bank}))
+    async with mcp_local(keyed_app, bank=bank, who=who) as client:
+        await client.call_tool("retain", {"content": "Pia bakes rye bread."})
+        with pytest.raises(MCPError):
+            await client.call_tool("get_mental_model", {"mental_model_id": "none-here"})
+    records = await _records(keyed_app, admin, bank, transport="mcp")
+    assert {(r["action"], r["outcome"], r["principal"], r["route"]) for r in records} == {
+        ("retain", "ok", "key_local", None),
+        ("get_mental_model", "not_found", "key_local", None),
+    }

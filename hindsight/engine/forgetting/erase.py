@@ -206,8 +206,9 @@ def _candidates(rows, why: Callable[[asyncpg.Record], str]) -> list[Candidate]:
 async def forget_memory(rt: Runtime, bank_id: str, req: ForgetMemory, actor: str) -> ForgetMemoryResult:
     """One memory, the facts drawn from it (and with include_sources, a fact's raw units)."""
     mid = parse_memory_id(req.memory_id)
-    async with rt.writes.open(bank_id) as conn:
-        # Nothing is read or written before the memory is known to be the bank's.
+    # A dry run reads without the write lock; a forget reads and writes under it. Either way,
+    # nothing is read or written before the memory is known to be the bank's.
+    async with rt.pool.acquire() if req.dry_run else rt.writes.open(bank_id) as conn:
         if not await conn.fetchval(Q.memory_exists, bank_id, mid):
             raise NotFound(f"memory {req.memory_id} does not exist in bank {bank_id!r}", "memory_id")
         if req.dry_run:
