@@ -57,17 +57,22 @@ def test_a_clean_stop_writes_the_records_that_waited(audited):
                 async with mcp_session(f"{server.url}/mcp/{bank}/", {"Authorization": f"Bearer {key['key']}"}) as c:
                     result = await c.call_tool("recall", {"query": "kale"})
                     assert not result.is_error
-                with pytest.raises(Exception):  # a wrong key is refused at the door
-                    async with mcp_session(f"{server.url}/mcp/{bank}/", {"Authorization": "Bearer hsk_wrong"}) as c:
-                        await c.call_tool("recall", {"query": "kale"})
 
             asyncio.run(over_mcp())
+            with server.http("hsk_wrong") as stranger:  # a wrong key, refused at the door
+                call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "recall"}}
+                r = stranger.post(f"/mcp/{bank}/", json=call, headers={"Accept": "application/json, text/event-stream"})
+                assert r.status_code == 401
         # nothing written yet: the flush interval is a minute
         assert asyncio.run(_rows(db, "SELECT 1 FROM audit_logs WHERE bank_id = $1", bank)) == []
     finally:
         assert server.stop() in (0, -15)  # a clean stop (the signal, as test_lifecycle accepts)
     rows = asyncio.run(
-        _rows(db, "SELECT transport, action, status, outcome, principal, request_id FROM audit_logs WHERE bank_id = $1", bank)
+        _rows(
+            db,
+            "SELECT transport, action, status, outcome, principal, request_id FROM audit_logs WHERE bank_id = $1",
+            bank,
+        )
     )
     seen = {(r["transport"], r["action"], r["outcome"], r["principal"]) for r in rows}
     assert ("http", "retain", "ok", key["key_id"]) in seen
