@@ -536,6 +536,9 @@ async def main(args):
                 }
             if qv := await FRESH.since(client, mark):  # every recall should have embedded its query
                 out["query_vectors"] = qv
+            if args.audit_rounds:
+                print("recall with the audit log on and off ...", flush=True)
+                out["audit_log"] = await audit_cost(env, server.url, server.proc.pid, pg.pid, jobs, args.audit_rounds)
         out["server_peak_rss_mb"] = round(rss.peak / 2**20)
         out["cpu_steal_percent"] = steal.percent()
     finally:
@@ -545,6 +548,88 @@ async def main(args):
         out["model"] = args.model
     report(out)
     save(out, result_name(args))
+
+
+def _cpu(procs) -> float:
+    total = 0.0
+    for pr in procs:
+        try:
+            t = pr.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
+class OwnCpu:
+    """CPU seconds of one server process and of this benchmark's own PostgreSQL (its postmaster's
+    children), read twice around a phase: on a machine others share, throughput swings with their
+    load, while the CPU a recall costs these processes barely does."""
+
+    def __init__(self, server_pid: int, pg_pid: int):
+        self.server, self.pg = psutil.Process(server_pid), psutil.Process(pg_pid)
+
+    def read(self) -> tuple[float, float]:
+        try:
+            children = self.pg.children(recursive=True)
+        except psutil.Error:
+            children = []
+        return _cpu([self.server]), _cpu([self.pg, *children])
+
+
+async def audit_cost(env: dict, url: str, server_pid: int, pg_pid: int, jobs: list, rounds: int) -> dict:
+    """Recall with the audit log on (the benchmark's server, the default) and off (a second server
+    on the same database, HINDSIGHT_API_AUDIT_ENABLED=false, no worker), 16 clients each. The
+    questions are cut into chunks of about 128; each chunk runs on one server and then the other
+    (which goes first alternates), `rounds` times over: a pair meets the same load from the rest
+    of the machine, so the median of the pairs' throughput ratios holds where a whole phase on
+    each would not (rounds swung 16-92 recalls/s on a shared VM). The CPU a recall costs the
+    server process and PostgreSQL is summed over all chunks of each."""
+    server = Server({**env, "HINDSIGHT_API_AUDIT_ENABLED": "false", "HINDSIGHT_API_WORKER_CONCURRENCY": "0"})
+    server.start(timeout=180)
+    chunks = [jobs[i :: max(1, len(jobs) // 128)] for i in range(max(1, len(jobs) // 128))]
+    ratios: list[float] = []
+    per_s: dict[str, list[float]] = {"on": [], "off": []}
+    cpu = {"on": [0.0, 0.0], "off": [0.0, 0.0]}
+    calls = {"on": 0, "off": 0}
+    try:  # clients of their own: the benchmark's kept connections went idle while this server started
+        async with Client(url) as on, Client(server.url) as off:
+            sides = {"on": (on, OwnCpu(server_pid, pg_pid)), "off": (off, OwnCpu(server.proc.pid, pg_pid))}
+            for client, _ in sides.values():
+                await concurrent(client, jobs[:200], 16)
+            for r in range(rounds):
+                for k, chunk in enumerate(chunks):
+                    pair = {}
+                    for name in ("on", "off") if (r + k) % 2 == 0 else ("off", "on"):
+                        client, own = sides[name]
+                        before = own.read()
+                        qps, lat = await concurrent(client, chunk, 16)
+                        after = own.read()
+                        cpu[name][0] += after[0] - before[0]
+                        cpu[name][1] += after[1] - before[1]
+                        calls[name] += len(lat)
+                        per_s[name].append(qps)
+                        pair[name] = qps
+                    ratios.append(pair["on"] / pair["off"])
+                print(f"  round {r + 1}: median on/off so far {statistics.median(ratios):.3f}", flush=True)
+    finally:
+        server.stop()
+
+    def ms(name: str, i: int) -> float:
+        return round(cpu[name][i] * 1000 / max(1, calls[name]), 3)
+
+    on_cpu, off_cpu = ms("on", 0) + ms("on", 1), ms("off", 0) + ms("off", 1)
+    return {
+        "rounds": rounds,
+        "pairs": len(ratios),
+        "median_on_per_s": round(statistics.median(per_s["on"]), 1),
+        "median_off_per_s": round(statistics.median(per_s["off"]), 1),
+        "median_pair_ratio": round(statistics.median(ratios), 4),
+        "throughput_cost_percent": round(100 * (1 - statistics.median(ratios)), 1),
+        "server_cpu_ms": {"on": ms("on", 0), "off": ms("off", 0)},
+        "postgres_cpu_ms": {"on": ms("on", 1), "off": ms("off", 1)},
+        "cpu_cost_percent": round(100 * (on_cpu - off_cpu) / off_cpu, 1) if off_cpu else None,
+    }
 
 
 async def huge_pages_status(pg_url: str) -> str:
@@ -609,6 +694,14 @@ def report(out):
             )
     if "query_vectors" in out:
         print(Fresh.line(out["query_vectors"]))
+    if "audit_log" in out:
+        a = out["audit_log"]
+        print(
+            f"recall, 16 clients, audit log on / off ({a['pairs']} paired chunks): median {a['median_on_per_s']} / "
+            f"{a['median_off_per_s']} per s, median pair ratio {a['median_pair_ratio']} "
+            f"(cost {a['throughput_cost_percent']}%); CPU a recall, server {a['server_cpu_ms']} ms, "
+            f"PostgreSQL {a['postgres_cpu_ms']} ms (cost {a['cpu_cost_percent']}%)"
+        )
     print(f"server peak RSS (the largest server process): {out['server_peak_rss_mb']} MB")
     if out.get("cpu_steal_percent") is not None:
         print(f"CPU time taken by the hypervisor during the run (steal): {out['cpu_steal_percent']}%")
@@ -622,6 +715,12 @@ if __name__ == "__main__":
     ap.add_argument("--workers", type=int, default=1, help="HINDSIGHT_API_WORKERS of the server")
     ap.add_argument(
         "--entity-links", action="store_true", help="give the 100k bank's memories their turns' entity links"
+    )
+    ap.add_argument(
+        "--audit-rounds",
+        type=int,
+        default=3,
+        help="rounds over the questions with the audit log on and off, paired chunk by chunk (0: skip)",
     )
     cpumask.add_argument(ap)
     asyncio.run(main(ap.parse_args()))
