@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 
 from hindsight.api.compat import convert
-from hindsight.api.compat import models as M
+from hindsight.api.compat import schemas as M
 from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
 from hindsight.engine.audit.schemas import AuditQuery, AuditStatsQuery
 from hindsight.engine.rules.fields import MAX_OFFSET

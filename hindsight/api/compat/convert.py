@@ -7,7 +7,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from hindsight.api.compat import models as M
+from hindsight.api.compat import schemas as M
 from hindsight.engine.audit.schemas import AuditEntry, AuditList, AuditStats
 from hindsight.engine.banks.schemas import Bank, BankCounts, BankList
 from hindsight.engine.errors import InvalidArgument

@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Query
 
 from hindsight.api.compat import convert
-from hindsight.api.compat import models as M
+from hindsight.api.compat import schemas as M
 from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
 from hindsight.engine.forgetting.schemas import ClearMemories, ForgetMemory, ForgetRetainedDocument
 from hindsight.engine.memory.curation import MemoryUpdate

@@ -12,7 +12,7 @@ from support import BANK_TABLES, WITHOUT_BANK_COLUMN
 
 # Statements that change the schema or the session run where they are used; preparing one here
 # would do nothing useful (DDL is not planned) or need their targets filled in. VACUUM cannot be
-# prepared (nor run in a transaction): tests/test_forgetting.py runs it.
+# prepared (nor run in a transaction): tests/contract/test_forgetting.py runs it.
 NOT_PREPARED = ("CREATE ", "ALTER ", "DROP ", "RESET ", "SET ", "VACUUM ")
 
 
