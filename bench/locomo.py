@@ -538,7 +538,7 @@ async def main(args):
                 out["query_vectors"] = qv
             if args.audit_rounds:
                 print("recall with the audit log on and off ...", flush=True)
-                out["audit_log"] = await audit_cost(env, server.url, server.proc.pid, pg.pid, jobs, args.audit_rounds)
+                out["audit_log"] = await audit_cost(env, pg.pid, jobs, args.audit_rounds)
         out["server_peak_rss_mb"] = round(rss.peak / 2**20)
         out["cpu_steal_percent"] = steal.percent()
     finally:
@@ -577,24 +577,34 @@ class OwnCpu:
         return _cpu([self.server]), _cpu([self.pg, *children])
 
 
-async def audit_cost(env: dict, url: str, server_pid: int, pg_pid: int, jobs: list, rounds: int) -> dict:
-    """Recall with the audit log on (the benchmark's server, the default) and off (a second server
-    on the same database, HINDSIGHT_API_AUDIT_ENABLED=false, no worker), 16 clients each. The
-    questions are cut into chunks of about 128; each chunk runs on one server and then the other
-    (which goes first alternates), `rounds` times over: a pair meets the same load from the rest
-    of the machine, so the median of the pairs' throughput ratios holds where a whole phase on
-    each would not (rounds swung 16-92 recalls/s on a shared VM). The CPU a recall costs the
-    server process and PostgreSQL is summed over all chunks of each."""
-    server = Server({**env, "HINDSIGHT_API_AUDIT_ENABLED": "false", "HINDSIGHT_API_WORKER_CONCURRENCY": "0"})
-    server.start(timeout=180)
+async def audit_cost(env: dict, pg_pid: int, jobs: list, rounds: int) -> dict:
+    """Recall with the audit log on and off: two servers started for this on the benchmark's
+    database, the same in all but HINDSIGHT_API_AUDIT_ENABLED (neither runs a worker, whose
+    claims every second cost the benchmark's server CPU the other would not spend; a process that
+    retained the run's turns differs from a fresh one too), 16 clients each. The questions are
+    cut into chunks of about 128; each chunk runs on one server and then the other (which goes
+    first alternates), `rounds` times over: a pair meets the same load from the rest of the
+    machine, so the median of the pairs' throughput ratios holds where a whole phase on each would
+    not on a shared machine. The CPU a recall costs each server process and PostgreSQL is summed
+    over all chunks of each."""
+    common = {**env, "HINDSIGHT_API_WORKER_CONCURRENCY": "0"}
+    servers = {
+        "on": Server({**common, "HINDSIGHT_API_AUDIT_ENABLED": "true"}),
+        "off": Server({**common, "HINDSIGHT_API_AUDIT_ENABLED": "false"}),
+    }
     chunks = [jobs[i :: max(1, len(jobs) // 128)] for i in range(max(1, len(jobs) // 128))]
     ratios: list[float] = []
     per_s: dict[str, list[float]] = {"on": [], "off": []}
     cpu = {"on": [0.0, 0.0], "off": [0.0, 0.0]}
     calls = {"on": 0, "off": 0}
-    try:  # clients of their own: the benchmark's kept connections went idle while this server started
-        async with Client(url) as on, Client(server.url) as off:
-            sides = {"on": (on, OwnCpu(server_pid, pg_pid)), "off": (off, OwnCpu(server.proc.pid, pg_pid))}
+    try:
+        for server in servers.values():
+            server.start(timeout=180)
+        async with Client(servers["on"].url) as on, Client(servers["off"].url) as off:
+            sides = {
+                "on": (on, OwnCpu(servers["on"].proc.pid, pg_pid)),
+                "off": (off, OwnCpu(servers["off"].proc.pid, pg_pid)),
+            }
             for client, _ in sides.values():
                 await concurrent(client, jobs[:200], 16)
             for r in range(rounds):
@@ -613,7 +623,9 @@ async def audit_cost(env: dict, url: str, server_pid: int, pg_pid: int, jobs: li
                     ratios.append(pair["on"] / pair["off"])
                 print(f"  round {r + 1}: median on/off so far {statistics.median(ratios):.3f}", flush=True)
     finally:
-        server.stop()
+        for server in servers.values():
+            if server.proc is not None:
+                server.stop()
 
     def ms(name: str, i: int) -> float:
         return round(cpu[name][i] * 1000 / max(1, calls[name]), 3)

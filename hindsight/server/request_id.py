@@ -4,8 +4,9 @@ else one made here. It is answered in the X-Request-Id header and names the requ
 
 from __future__ import annotations
 
+import itertools
 import re
-import uuid
+import secrets
 
 from hindsight.web.audit import REQUEST_ID
 from hindsight.web.scope import header
@@ -14,10 +15,16 @@ HEADER = b"x-request-id"
 # What is taken from a client: letters, digits and the punctuation ids use, at most 128 of them;
 # anything else (spaces, control characters, a megabyte) is replaced by an id of ours.
 _PLAIN = re.compile(r"[A-Za-z0-9._:@/+=-]{1,128}")
+# An id made here: this process's random prefix and a count, 32 hex digits, unique across
+# processes and restarts (a new prefix each start) for a fraction of a uuid4's cost per request.
+_PREFIX = secrets.token_hex(8)
+_COUNT = itertools.count()
 
 
 def request_id(given: str | None) -> str:
-    return given if given is not None and _PLAIN.fullmatch(given) else uuid.uuid4().hex
+    if given is not None and _PLAIN.fullmatch(given):
+        return given
+    return f"{_PREFIX}{next(_COUNT) & 0xFFFFFFFFFFFFFFFF:016x}"
 
 
 class RequestId:
