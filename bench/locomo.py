@@ -232,6 +232,17 @@ class Steal:
         return round(100 * d[7] / max(1, sum(d)), 1)
 
 
+def _cpu(procs) -> float:
+    total = 0.0
+    for pr in procs:
+        try:
+            t = pr.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
 class CpuSplit:
     """CPU seconds spent since the last read by this process (the benchmark's driver), the
     server's processes (it and its workers) and PostgreSQL's, so a figure can be read as whose
@@ -242,22 +253,12 @@ class CpuSplit:
         self.last = self._read()
 
     def _read(self) -> dict:
-        def cpu(procs) -> float:
-            total = 0.0
-            for pr in procs:
-                try:
-                    t = pr.cpu_times()
-                    total += t.user + t.system
-                except psutil.Error:
-                    pass
-            return total
-
         postgres = [pr for pr in psutil.process_iter(["name"]) if (pr.info["name"] or "").startswith("postgres")]
         try:
             server = [self.server, *self.server.children(recursive=True)]
         except psutil.Error:
             server = []
-        return {"driver": cpu([psutil.Process()]), "server": cpu(server), "postgres": cpu(postgres)}
+        return {"driver": _cpu([psutil.Process()]), "server": _cpu(server), "postgres": _cpu(postgres)}
 
     def per_call(self, calls: int) -> dict:
         """Milliseconds of CPU per call since the last read, by process group."""
@@ -538,7 +539,7 @@ async def main(args):
                 out["query_vectors"] = qv
             if args.audit_rounds:
                 print("recall with the audit log on and off ...", flush=True)
-                out["audit_log"] = await audit_cost(env, pg.pid, jobs, args.audit_rounds)
+                out["audit_log"] = await audit_cost(env, pg_url, jobs, args.audit_rounds)
         out["server_peak_rss_mb"] = round(rss.peak / 2**20)
         out["cpu_steal_percent"] = steal.percent()
     finally:
@@ -550,34 +551,33 @@ async def main(args):
     save(out, result_name(args))
 
 
-def _cpu(procs) -> float:
-    total = 0.0
-    for pr in procs:
-        try:
-            t = pr.cpu_times()
-            total += t.user + t.system
-        except psutil.Error:
-            pass
-    return total
-
-
 class OwnCpu:
-    """CPU seconds of one server process and of this benchmark's own PostgreSQL (its postmaster's
-    children), read twice around a phase: on a machine others share, throughput swings with their
-    load, while the CPU a recall costs these processes barely does."""
+    """CPU seconds of one server process and of the PostgreSQL backends serving its connections
+    (found by the application_name its database URL gives them), read around a phase: on a
+    machine others share, throughput swings with their load, while the CPU a recall costs these
+    processes barely does. PostgreSQL's background processes (WAL writer, autovacuum) are left out:
+    they are shared, and one exiting mid-phase would take its CPU out of the sum."""
 
-    def __init__(self, server_pid: int, pg_pid: int):
-        self.server, self.pg = psutil.Process(server_pid), psutil.Process(pg_pid)
+    def __init__(self, server_pid: int, pg_url: str, application: str):
+        self.server, self.pg_url, self.application = psutil.Process(server_pid), pg_url, application
 
-    def read(self) -> tuple[float, float]:
+    async def read(self) -> tuple[float, float]:
+        conn = await asyncpg.connect(self.pg_url)
         try:
-            children = self.pg.children(recursive=True)
-        except psutil.Error:
-            children = []
-        return _cpu([self.server]), _cpu([self.pg, *children])
+            rows = await conn.fetch("SELECT pid FROM pg_stat_activity WHERE application_name = $1", self.application)
+            pids = [r[0] for r in rows]
+        finally:
+            await conn.close()
+        backends = []
+        for pid in pids:
+            try:
+                backends.append(psutil.Process(pid))
+            except psutil.Error:
+                pass
+        return _cpu([self.server]), _cpu(backends)
 
 
-async def audit_cost(env: dict, pg_pid: int, jobs: list, rounds: int) -> dict:
+async def audit_cost(env: dict, pg_url: str, jobs: list, rounds: int) -> dict:
     """Recall with the audit log on and off: two servers started for this on the benchmark's
     database, the same in all but HINDSIGHT_API_AUDIT_ENABLED (neither runs a worker, whose
     claims every second cost the benchmark's server CPU the other would not spend; a process that
@@ -588,9 +588,10 @@ async def audit_cost(env: dict, pg_pid: int, jobs: list, rounds: int) -> dict:
     not on a shared machine. The CPU a recall costs each server process and PostgreSQL is summed
     over all chunks of each."""
     common = {**env, "HINDSIGHT_API_WORKER_CONCURRENCY": "0"}
+    url = {name: f"{pg_url}&application_name=bench_audit_{name}" for name in ("on", "off")}
     servers = {
-        "on": Server({**common, "HINDSIGHT_API_AUDIT_ENABLED": "true"}),
-        "off": Server({**common, "HINDSIGHT_API_AUDIT_ENABLED": "false"}),
+        "on": Server({**common, "HINDSIGHT_API_AUDIT_ENABLED": "true", "HINDSIGHT_API_DATABASE_URL": url["on"]}),
+        "off": Server({**common, "HINDSIGHT_API_AUDIT_ENABLED": "false", "HINDSIGHT_API_DATABASE_URL": url["off"]}),
     }
     chunks = [jobs[i :: max(1, len(jobs) // 128)] for i in range(max(1, len(jobs) // 128))]
     ratios: list[float] = []
@@ -602,8 +603,8 @@ async def audit_cost(env: dict, pg_pid: int, jobs: list, rounds: int) -> dict:
             server.start(timeout=180)
         async with Client(servers["on"].url) as on, Client(servers["off"].url) as off:
             sides = {
-                "on": (on, OwnCpu(servers["on"].proc.pid, pg_pid)),
-                "off": (off, OwnCpu(servers["off"].proc.pid, pg_pid)),
+                "on": (on, OwnCpu(servers["on"].proc.pid, pg_url, "bench_audit_on")),
+                "off": (off, OwnCpu(servers["off"].proc.pid, pg_url, "bench_audit_off")),
             }
             for client, _ in sides.values():
                 await concurrent(client, jobs[:200], 16)
@@ -612,9 +613,9 @@ async def audit_cost(env: dict, pg_pid: int, jobs: list, rounds: int) -> dict:
                     pair = {}
                     for name in ("on", "off") if (r + k) % 2 == 0 else ("off", "on"):
                         client, own = sides[name]
-                        before = own.read()
+                        before = await own.read()
                         qps, lat = await concurrent(client, chunk, 16)
-                        after = own.read()
+                        after = await own.read()
                         cpu[name][0] += after[0] - before[0]
                         cpu[name][1] += after[1] - before[1]
                         calls[name] += len(lat)
