@@ -357,9 +357,9 @@ VARIANT = re.compile(r" \(variant \d+\)$")
 
 async def link_entities(pg_url, bank, src_banks) -> int:
     """Give each synthesised memory of `bank` the entity links of the turns it varies, as retain
-    would have written them (`--entity-links`): without them the entity arm, which reads a common
-    entity's memories differently (bench/README.md, "Entity arm: a name in every memory"), never
-    runs on the 100k bank. Returns the links made."""
+    would have written them (`--entity-links`): a bank as large as a served one, links included,
+    for what reads them (entity listings and filters; bench/README.md, "Entity arm: a name in
+    every memory" measured recall's former entity arm on it). Returns the links made."""
     conn = await asyncpg.connect(pg_url)
     try:
         await conn.execute(

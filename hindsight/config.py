@@ -116,6 +116,29 @@ class Settings(BaseSettings):
         le=366 * 86_400,
         description="Seconds an OAuth refresh token lasts; each use replaces it, and a reused one ends the connection.",
     )
+    oauth_registrations_per_hour: int = Field(
+        30,
+        ge=1,
+        le=100_000,
+        description="OAuth clients one address may register (RFC 7591) or introduce by a metadata document in an "
+        "hour; more are answered 429 with Retry-After. An IPv6 /64 counts as one address; behind a proxy, the "
+        "address is the one it forwards (uvicorn trusts X-Forwarded-For from FORWARDED_ALLOW_IPS, loopback by "
+        "default).",
+    )
+    oauth_unapproved_clients: int = Field(
+        1000,
+        ge=1,
+        le=1_000_000,
+        description="OAuth clients no person has approved yet that the server keeps at most; a registration past "
+        "that is answered 429 until the oldest expire (HINDSIGHT_API_OAUTH_UNAPPROVED_CLIENT_TTL).",
+    )
+    oauth_unapproved_client_ttl: int = Field(
+        86_400,
+        ge=60,
+        le=366 * 86_400,
+        description="Seconds an OAuth client no person approved is kept; the next registration after that deletes "
+        "it. An approved client is kept until an admin deletes it (the console's Applications page).",
+    )
     oauth_issuer: str | None = Field(
         None,
         description="An external identity provider's issuer URL (Keycloak realm, Auth0 tenant): the server then "

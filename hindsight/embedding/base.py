@@ -22,6 +22,9 @@ T = TypeVar("T")
 class BaseEmbedder:
     name: str
     dim: int
+    # Whether the model was trained on Chinese, Japanese and Korean text: recall counts its
+    # similarities less for a query in those scripts when it was not (engine/search/fusion.py).
+    reads_cjk: bool = True
 
     def start(self, workers: int, batch: int) -> None:
         """Ready to embed: `workers` runs at once (one core each), `batch` texts a run."""

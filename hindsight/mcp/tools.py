@@ -193,7 +193,8 @@ async def recall(call: Call, req: RecallRequest) -> RecallResult:
     or `min_score` (0-1) drops results below a relevance threshold; `filter` is an expression
     such as `metadata.speaker = "Ann" and tags contains "work"` (fields: type, context, text,
     document_id, tags, entities, created_at, mentioned_at, occurred_start, occurred_end,
-    metadata.<key>)."""
+    metadata.<key>). `trace: true` adds why each result came back: its score from each arm
+    (semantic, keyword, time), the context it gained and the score it is ranked by."""
     return await call.engine.recall(call.who, call.bank_id, req)
 
 

@@ -106,6 +106,8 @@ function header() {
   fill(nav, 
     h("a", { href: "#/", class: here === "#/" || here.startsWith("#/bank/") ? "active" : "" }, "Banks"),
     h("a", { href: "#/keys", class: here.startsWith("#/keys") ? "active" : "" }, "API keys"),
+    health && health.oauth === "built-in"
+      ? h("a", { href: "#/applications", class: here.startsWith("#/applications") ? "active" : "" }, "Applications") : null,
     h("a", { href: "/docs", target: "_blank" }, "API docs"),
   );
   const who = document.getElementById("who");
@@ -124,6 +126,7 @@ async function route() {
   try {
     if (parts[0] === "bank" && parts[1]) await bankPage(parts[1], parts[2] || "search");
     else if (parts[0] === "keys") await keysPage();
+    else if (parts[0] === "applications") await applicationsPage();
     else await banksPage();
   } catch (e) {
     if (!(e instanceof ApiError && e.status === 401)) {
@@ -168,7 +171,7 @@ async function banksPage() {
   );
 }
 
-const TABS = [["search", "Search"], ["memories", "Memories"], ["entities", "Entities"], ["models", "Mental models"],
+const TABS = [["search", "Search"], ["playground", "Recall playground"], ["memories", "Memories"], ["entities", "Entities"], ["models", "Mental models"],
   ["documents", "Documents"], ["operations", "Operations"], ["usage", "LLM usage"], ["connections", "Connected apps"],
   ["audit", "Audit log"], ["settings", "Export & settings"]];
 
@@ -195,7 +198,7 @@ async function bankPage(bankId, tab) {
       class: k === tab ? "active" : "", "data-tab": k }, label))),
     body,
   );
-  const pages = { search: searchTab, memories: memoriesTab, entities: entitiesTab, models: modelsTab,
+  const pages = { search: searchTab, playground: playgroundTab, memories: memoriesTab, entities: entitiesTab, models: modelsTab,
     documents: documentsTab, operations: operationsTab, usage: usageTab, connections: connectionsTab, audit: auditTab,
     settings: settingsTab };
   await (pages[tab] || searchTab)(body, base, bankId);
@@ -340,6 +343,53 @@ async function searchTab(body, base) {
         h("label", { title: "what was true then (default: now)" }, "as of", asOf),
         h("label", {}, superseded, " superseded too"))),
     results);
+}
+
+// ---- recall playground: why each memory came back ---------------------------------------------
+// Recall with trace: each result's score from each arm, its context and the fused score it is
+// ranked by, beside the weights that combined them (engine/search/trace.py).
+async function playgroundTab(body, base) {
+  const q = h("input", { name: "playground_query", placeholder: "Ask the bank…", class: "grow", required: true });
+  const mode = h("select", { name: "playground_mode" }, ["hybrid", "vector", "keyword"].map((m) => h("option", {}, m)));
+  const tokens = h("input", { name: "playground_max_tokens", type: "number", min: 1, value: 4096, class: "narrow" });
+  const at = h("input", { name: "playground_query_timestamp", type: "datetime-local",
+    title: "the time relative expressions in the query (\"last May\") count from; default now" });
+  const out = h("div", { class: "panel", id: "playground" }, h("p", { class: "muted" },
+    "Each memory recall returns, with the score each arm gave it and the score it is ranked by."));
+  const num = (x) => (x === null || x === undefined ? "—" : Number(x).toFixed(3));
+  const run = () => attempt(async () => {
+    const req = { query: q.value, mode: mode.value, max_tokens: Number(tokens.value), trace: true };
+    if (at.value) req.query_timestamp = new Date(at.value).toISOString();
+    const r = await api("POST", `${base}/recall`, req);
+    const w = r.trace.weights;
+    const own = [`${w.semantic} × semantic`, `${w.keyword} × keyword ÷ ${num(r.trace.keyword_best)}`, `${w.time} × time`];
+    const formula = w.neighbour === undefined ? `score = ${own.join(" + ")}`
+      : `score = own + ${w.neighbour} × neighbour + ${w.source} × session; own = ${own.join(" + ")}`;
+    const top = r.trace.results.length ? r.trace.results[0].score : 1;
+    const bar = (x) => {  // sized through the CSSOM: the console's policy refuses style attributes
+      const fillEl = h("div");
+      fillEl.style.width = `${Math.max(0, Math.min(100, (100 * x) / (top || 1)))}%`;
+      return h("div", { class: "bar" }, fillEl);
+    };
+    fill(out, h("p", { class: "muted", id: "playground-formula" }, `${r.results.length} memories · ${r.total_tokens} tokens · ${formula}`),
+      h("table", {}, h("thead", {}, h("tr", {}, ["#", "memory", "found by", "semantic", "keyword", "time", "own", "neighbour",
+        "session", "score"].map((c) => h("th", {}, c)))),
+        h("tbody", {}, r.results.map((m, i) => {
+          const t = r.trace.results[i];
+          return h("tr", { "data-memory": m.id },
+            h("td", {}, i + 1), h("td", { class: "text" }, short(m.text, 240)), h("td", {}, t.arms.join(", ")),
+            h("td", { "data-arm": "semantic" }, num(t.semantic)), h("td", { "data-arm": "keyword" }, num(t.keyword)),
+            h("td", { "data-arm": "time" }, t.time === null ? "—" : t.time), h("td", {}, num(t.base)),
+            h("td", {}, num(t.neighbour)), h("td", {}, num(t.source)),
+            h("td", { "data-arm": "score" }, num(t.score), bar(t.score)));
+        }))));
+  });
+  fill(body,
+    h("form", { class: "panel", onsubmit: (e) => { e.preventDefault(); run(); } },
+      h("div", { class: "row" }, q, h("button", { class: "primary", type: "submit" }, "Explain")),
+      h("div", { class: "row spaced" }, h("label", {}, "mode", mode), h("label", {}, "max tokens", tokens),
+        h("label", {}, "query time", at))),
+    out);
 }
 
 async function memoriesTab(body, base) {
@@ -609,7 +659,7 @@ async function connectionsTab(body, base) {
       "Disconnecting one ends its access at once; it can ask again, and a person decides again."),
     h("table", {}, h("thead", {}, h("tr", {}, ["Application", "Access", "Approved with key", "Connected", "Last used", ""].map((t) => h("th", {}, t)))),
       h("tbody", {}, connections.length ? connections.map((c) => h("tr", { "data-connection": c.connection_id }, app(c),
-        h("td", {}, c.access === "read" ? "read only" : "read and write"), h("td", {}, c.approved_by),
+        h("td", {}, c.access === "read" ? "read only" : "read and write"), h("td", {}, c.approved_by || "—"),
         h("td", {}, when(c.created_at)), h("td", {}, when(c.last_used_at)),
         h("td", {}, h("button", { class: "danger", onclick: () => attempt(async () => {
           if (!confirm(`Disconnect ${c.client_name || c.client_id}?`)) return;
@@ -757,4 +807,38 @@ async function keysPage() {
             await api("DELETE", `/v1/keys/${k.key_id}`);
             await keysPage();
           }, "Key revoked") }, "Revoke")))))));
+}
+
+// ---- OAuth applications (admin): every client that registered or was named by a metadata document ----
+async function applicationsPage() {
+  let list;
+  try {
+    list = await api("GET", "/v1/oauth/clients?limit=1000");
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 403) {
+      return fill(view(), h("h1", {}, "Applications"), h("div", { class: "panel muted" }, "Managing applications needs an admin key."));
+    }
+    throw e;
+  }
+  const { applications, total, unapproved } = list;
+  const app = (a) => h("td", {}, a.client_name || a.client_id,
+    a.client_name ? h("div", { class: "meta" }, a.client_id) : null, a.client_uri ? h("div", { class: "meta" }, a.client_uri) : null);
+  fill(view(),
+    h("h1", {}, "Applications"),
+    h("p", { class: "muted" }, `${total} OAuth clients, ${unapproved} of them not yet approved by anyone. `,
+      "An application nobody approves is deleted by itself a while after it registered (HINDSIGHT_API_OAUTH_UNAPPROVED_CLIENT_TTL). ",
+      "Deleting one ends its connections in every bank; it may register again, and a person decides again."),
+    h("table", {}, h("thead", {}, h("tr", {}, ["Application", "Kind", "Redirects to", "Registered from", "Registered",
+      "Approved", "Connections", ""].map((t) => h("th", {}, t)))),
+    h("tbody", {}, applications.length ? applications.map((a) => h("tr", { "data-client": a.client_id }, app(a),
+      h("td", {}, a.kind), h("td", {}, a.redirect_uris.map((u) => h("div", { class: "meta" }, short(u, 80)))),
+      h("td", {}, a.registered_from || "—"), h("td", {}, when(a.created_at)),
+      h("td", {}, a.approved_at ? when(a.approved_at) : h("span", { class: "muted" }, "never")), h("td", {}, a.connections),
+      h("td", {}, h("button", { class: "danger", onclick: () => attempt(async () => {
+        const ends = a.connections ? ` and end its ${a.connections} connection(s)` : "";
+        if (!confirm(`Delete ${a.client_name || a.client_id}${ends}?`)) return;
+        await api("DELETE", `/v1/oauth/clients/${enc(a.client_id)}`);
+        await applicationsPage();
+      }, "Application deleted") }, "Delete"))))
+      : h("tr", {}, h("td", { colspan: 8, class: "muted" }, "No application has registered.")))));
 }

@@ -1,8 +1,10 @@
 """The web console (/ui) in a real browser: Debian's Chromium driven by Playwright for Python.
 
-A person signs in with a key, finds a memory retained through the API, reads and forgets it,
+A person signs in with a key, finds a memory retained through the API (and sees in the recall
+playground why it came back), reads and forgets it,
 creates a mental model and sees it filled, imports a document (with its progress) and finds it,
-and follows the operations; what memories say is shown as text, never run as HTML.
+and follows the operations; what memories say is shown as text, never run as HTML. An admin
+finds a registered OAuth application and deletes it.
 With HINDSIGHT_SCREENSHOTS=<folder>, the main pages are saved there (the pictures of docs/console.md).
 """
 
@@ -99,6 +101,23 @@ def test_a_person_uses_the_console(page, auth_server, tmp_path):
         expect(first).to_contain_text("#people")
         expect(first).to_contain_text("relevance")
         shot(page, "search")
+
+        # the recall playground: the same question, each memory with the score each arm gave it
+        page.click("a[data-tab=playground]")
+        page.fill("input[name=playground_query]", "Who keeps the lighthouse?")
+        page.click("form button.primary")
+        top = page.locator("#playground tbody tr").first
+        expect(top).to_contain_text("Ines keeps the lighthouse on Hook Head.")
+        semantic = float(top.locator("td[data-arm=semantic]").inner_text())
+        assert 0 < semantic <= 1 and float(top.locator("td[data-arm=score]").inner_text()) >= semantic
+        expect(page.locator("#playground-formula")).to_contain_text("× neighbour")
+        page.select_option("select[name=playground_mode]", "keyword")
+        page.click("form button.primary")
+        expect(page.locator("#playground-formula")).not_to_contain_text("neighbour")
+        shot(page, "playground")
+        page.click("a[data-tab=search]")
+        page.fill("input[name=query]", "Who keeps the lighthouse?")
+        page.click("form button.primary")
 
         # read it, then forget it
         ines = retained["memory_ids"][0]
@@ -268,6 +287,40 @@ def test_a_person_forgets_in_the_console_and_reads_the_audit_log(page, auth_serv
             page.wait_for_load_state("networkidle")
             # the page's view (a toast may still show the name the person typed)
             assert "quillfeather" not in page.inner_html("#view").lower(), tab
+    assert page.errors == [], page.errors
+
+
+def test_an_admin_finds_and_deletes_an_oauth_application(page, auth_server):
+    from playwright.sync_api import expect
+
+    name = f"Stray client {uuid.uuid4().hex[:6]} <b>bold</b>"
+    with auth_server.http() as anon, auth_server.http(ADMIN_KEY) as admin:
+        r = anon.post(
+            "/register",
+            json={
+                "redirect_uris": ["https://app.example/cb"],
+                "client_name": name,
+                "token_endpoint_auth_method": "none",
+            },
+        )
+        assert r.status_code == 201, r.text
+        client_id = r.json()["client_id"]
+        page.goto(f"{auth_server.url}/ui/")
+        page.fill("#key", ADMIN_KEY)
+        page.click("button[type=submit]")
+        expect(page.locator("h1")).to_have_text("Banks")  # signed in; the banks page is drawn
+        page.click("#nav a[href='#/applications']")
+        expect(page.locator("h1")).to_have_text("Applications")
+        row = page.locator(f"tr[data-client='{client_id}']")
+        expect(row).to_contain_text(name)  # shown as text, not run as HTML
+        expect(row).to_contain_text("https://app.example/cb")
+        expect(row).to_contain_text("never")  # no person approved it
+        shot(page, "applications")
+        row.locator("button.danger").click()
+        expect(page.locator("#toast")).to_contain_text("Application deleted")
+        expect(page.locator(f"tr[data-client='{client_id}']")).to_have_count(0)
+        listed = admin.get("/v1/oauth/clients", params={"limit": 1000}).json()["applications"]
+        assert client_id not in {a["client_id"] for a in listed}
     assert page.errors == [], page.errors
 
 

@@ -56,6 +56,7 @@ ACROSS_BANKS = {
     "audit_count_all": "as audit_list_all",
     "audit_export_all": "as audit_list_all",
     "audit_prune": "drops every bank's audit records older than the log keeps",
+    "oauth_clients_list": "an admin lists every OAuth client, each with its live connections counted over every bank",
 }
 
 # Statements whose slots leave them unparsable get a stand-in for each slot (the fragment that
@@ -70,7 +71,9 @@ STAND_INS = {
     "score": "1",
     "relevance": "1",
     "linked_names": Q.memory_linked_names,
-    "rarity": Q.recall_entity_rarity,
+    "keyword": "0",
+    "share": "0",
+    "window": "NULL",
     # Document search's keyword statement: a branch a phrase, whose candidates are chunk seeds.
     "branches": Q.chunk_keyword_branch.replace("/*candidates*/", Q.chunk_keyword_seed + " c"),
     "phrase": "1",

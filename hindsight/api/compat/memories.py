@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from hindsight.api.compat import convert
 from hindsight.api.compat import schemas as M
@@ -55,9 +55,12 @@ async def recall(body: M.RecallIn, bank_id: BankPath, who: PrincipalDep, eng: En
             tags_match=body.tags_match,
             types=known,
             query_timestamp=body.query_timestamp,
+            trace=bool(body.trace),
         ),
     )
-    return convert.recall_out(await eng.recall(who, bank_id, req), body.trace)
+    result = await eng.recall(who, bank_id, req)
+    # Written once, as our own route does: FastAPI's second pass over the answer is skipped.
+    return Response(convert.recall_answer(result), media_type="application/json")
 
 
 @router.post(

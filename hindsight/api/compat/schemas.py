@@ -201,6 +201,17 @@ class RecallIn(TagFiltered):
     tags_match: TagsMatch | None = None
 
 
+class RecallScores(BaseModel):
+    """Hindsight's per-stage scores of a result (with `trace`): `final` is what results are ranked by;
+    `semantic` (cosine similarity) and `keyword` (summed idf of the query words held) are null when
+    that arm did not surface the result; there is no reranker."""
+
+    final: float
+    reranker: float | None = None
+    semantic: float | None = None
+    keyword: float | None = None
+
+
 class RecallResultOut(BaseModel):
     id: str
     text: str
@@ -214,6 +225,7 @@ class RecallResultOut(BaseModel):
     metadata: dict[str, str] | None = None
     chunk_id: str | None = None
     tags: list[str] | None = None
+    scores: RecallScores | None = None
 
 
 class RecallOut(BaseModel):
