@@ -23,6 +23,7 @@ from starlette.routing import BaseRoute, Match
 
 from hindsight.bank_ids import valid_bank_id
 from hindsight.engine.audit.trail import AuditTrail
+from hindsight.engine.errors import NotFound
 from hindsight.oauth.resource import endpoint_bank
 from hindsight.server.auth_first import is_mcp
 from hindsight.server.request_metrics import route_label
@@ -60,6 +61,15 @@ def plain(text: str | None, limit: int = 300) -> str | None:
     return text.encode("utf-8", "replace").decode("utf-8").replace("\x00", "")[:limit]
 
 
+def _mcp_bank(path: str) -> str | None:
+    """The bank an MCP URL names, or None when it names none (or no valid one: the routes inside
+    answer that 404, and the record carries no bank)."""
+    try:
+        return endpoint_bank(path)
+    except NotFound:
+        return None
+
+
 class AuditTrailMiddleware:
     """Middleware, outside every refusal (drain, host and origin, authentication, body limits), so
     that what was refused is on the record too. `trail()` is the engine's writer; `rest` the REST
@@ -76,7 +86,7 @@ class AuditTrailMiddleware:
             return await self.app(scope, receive, send)
         # an MCP request's bank is its URL's (or the tool's, once it is called): a refusal at the
         # door (a 401 before the body is read) names it too
-        note = AuditNote(transport="mcp", bank_id=endpoint_bank(path)) if is_mcp(path) else AuditNote()
+        note = AuditNote(transport="mcp", bank_id=_mcp_bank(path)) if is_mcp(path) else AuditNote()
         scope[AUDIT] = note
         status = 500
         started, t0 = time.time(), time.perf_counter()
