@@ -6,9 +6,17 @@ from fastapi import APIRouter, Body, Query, Response
 
 from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
 from hindsight.engine.errors import InvalidArgument
+from hindsight.engine.forgetting.schemas import (
+    ForgetEntity,
+    ForgetMemory,
+    ForgetMemoryResult,
+    ForgetRetainedDocument,
+    Forgotten,
+    PurgeMemories,
+)
 from hindsight.engine.memory.curation import MemoryHistory, MemoryInvalidation, MemoryUpdate, MemoryUpdated
 from hindsight.engine.memory.graph import EntityDetail, EntityGraph, EntityGraphQuery, MemoryGraph, MemoryGraphQuery
-from hindsight.engine.memory.records import EntityList, EntityQuery, Lineage, MemoryDeleted, MemoryList, MemoryQuery
+from hindsight.engine.memory.records import EntityList, EntityQuery, Lineage, MemoryList, MemoryQuery
 from hindsight.engine.memory.schemas import Memory, RetainBatchRequest, RetainItem, RetainResult
 from hindsight.engine.memory.tags import TagList, TagQuery
 from hindsight.engine.memory.timeseries import MemoriesTimeseries, TimeseriesQuery
@@ -136,6 +144,43 @@ async def memories_timeseries(
     return await eng.memories_timeseries(who, bank_id, query)
 
 
-@router.delete("/memories/{memory_id}", summary="Delete one memory")
-async def delete_memory(memory_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> MemoryDeleted:
-    return await eng.delete_memory(who, bank_id, memory_id)
+@router.delete(
+    "/memories/{memory_id}",
+    summary="Forget one memory: it, the facts extracted from it, its history, and its traces (docs/privacy.md)",
+)
+async def delete_memory(
+    memory_id: str,
+    bank_id: BankPath,
+    who: PrincipalDep,
+    eng: EngineDep,
+    include_sources: bool = Query(False, description=ForgetMemory.model_fields["include_sources"].description),
+    dry_run: bool = Query(False, description=ForgetMemory.model_fields["dry_run"].description),
+) -> ForgetMemoryResult:
+    req = parse(ForgetMemory, {"memory_id": memory_id, "include_sources": include_sources, "dry_run": dry_run})
+    return await eng.forget_memory(who, bank_id, req)
+
+
+@router.post(
+    "/memories/purge",
+    summary="Forget, for good, memories that are no longer true (invalidated, superseded)",
+)
+async def purge_memories(req: PurgeMemories, bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> Forgotten:
+    return await eng.purge_memories(who, bank_id, req)
+
+
+@router.post(
+    "/memories/forget-document",
+    summary="Forget everything retained under a document_id (a conversation, a document) and drawn from it",
+)
+async def forget_retained_document(
+    req: ForgetRetainedDocument, bank_id: BankPath, who: PrincipalDep, eng: EngineDep
+) -> Forgotten:
+    return await eng.forget_retained_document(who, bank_id, req)
+
+
+@router.post(
+    "/entities/forget",
+    summary="Forget everything about a person (or any entity): every memory linked to it or naming it",
+)
+async def forget_entity(req: ForgetEntity, bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> Forgotten:
+    return await eng.forget_entity(who, bank_id, req)

@@ -14,6 +14,9 @@ from hindsight.db.sql import Q
 from hindsight.engine.access import keys
 from hindsight.engine.access.keys import Principal
 from hindsight.engine.access.schemas import ApiKey, ApiKeyCreate, ApiKeyList
+from hindsight.engine.audit import logs as audit_logs
+from hindsight.engine.audit.schemas import AuditList, AuditQuery, AuditStats, AuditStatsQuery
+from hindsight.engine.audit.trail import AuditTrail
 from hindsight.engine.banks import registry
 from hindsight.engine.banks import usage as llm_usage
 from hindsight.engine.banks.registry import check_bank_id
@@ -37,7 +40,17 @@ from hindsight.engine.directives.schemas import (
     DirectiveQuery,
     DirectiveUpdate,
 )
-from hindsight.engine.errors import InvalidArgument, NotFound
+from hindsight.engine.errors import Forbidden, InvalidArgument, NotFound
+from hindsight.engine.forgetting import erase
+from hindsight.engine.forgetting.schemas import (
+    ClearMemories,
+    ForgetEntity,
+    ForgetMemory,
+    ForgetMemoryResult,
+    ForgetRetainedDocument,
+    Forgotten,
+    PurgeMemories,
+)
 from hindsight.engine.knowledge import documents, pages, rag
 from hindsight.engine.lifecycle import Lifecycle
 from hindsight.engine.memory import curation, graph, records, sources, tags, timeseries
@@ -106,6 +119,11 @@ class Engine:
     def worker(self) -> Worker:
         return self.lifecycle.worker
 
+    @property
+    def audit(self) -> AuditTrail:
+        """The audit log's writer: the server shell records each request that reached a bank."""
+        return self.lifecycle.audit
+
     async def authenticate(self, authorization: str | None) -> Principal:
         return await self.lifecycle.tenant.principal(authorization)
 
@@ -142,6 +160,7 @@ class Engine:
         check_bank_id(bank_id)
         who.require_admin()
         n = await registry.delete_bank(self.rt, bank_id)
+        erase.after_erasure(self.rt)  # its rows went by cascade; their copies follow (db/vacuum.py)
         return BankDeleted(deleted=True, bank_id=bank_id, memories_deleted=n)
 
     # ---- memories -------------------------------------------------------------------
@@ -184,9 +203,10 @@ class Engine:
         async with self._reading(who, bank_id):
             return await sources.list_source_units(self.rt, bank_id, document_id, limit, offset)
 
-    async def delete_source(self, who: Principal, bank_id: str, document_id: str) -> int:
+    async def forget_retained_document(self, who: Principal, bank_id: str, req: ForgetRetainedDocument) -> Forgotten:
+        """What was retained under a document_id, and all drawn from it (engine/forgetting/erase.py)."""
         self.require(who, bank_id, write=True)
-        return await sources.delete_source(self.rt, bank_id, document_id)
+        return await erase.forget_retained_document(self.rt, bank_id, req, actor_of(who.key_id, who.kind))
 
     async def get_memory(self, who: Principal, bank_id: str, memory_id: str) -> Memory:
         self.require(who, bank_id)
@@ -232,10 +252,26 @@ class Engine:
         async with self._reading(who, bank_id):
             return await records.get_memories(self.rt, bank_id, memory_ids)
 
-    async def delete_memory(self, who: Principal, bank_id: str, memory_id: str) -> records.MemoryDeleted:
+    async def forget_memory(self, who: Principal, bank_id: str, req: ForgetMemory) -> ForgetMemoryResult:
+        """One memory and everything drawn from it, everywhere it reached (engine/forgetting/erase.py);
+        a dry run needs the same right, as it reads what a forget would reach."""
         self.require(who, bank_id, write=True)
-        await records.delete_memory(self.rt, bank_id, memory_id, actor_of(who.key_id, who.kind))
-        return records.MemoryDeleted(deleted=True, memory_id=memory_id)
+        return await erase.forget_memory(self.rt, bank_id, req, actor_of(who.key_id, who.kind))
+
+    async def forget_entity(self, who: Principal, bank_id: str, req: ForgetEntity) -> Forgotten:
+        """Every memory that names an entity ("forget everything about Bob")."""
+        self.require(who, bank_id, write=True)
+        return await erase.forget_entity(self.rt, bank_id, req, actor_of(who.key_id, who.kind))
+
+    async def purge_memories(self, who: Principal, bank_id: str, req: PurgeMemories) -> Forgotten:
+        """Memories no longer true (invalidated, superseded), forgotten for good."""
+        self.require(who, bank_id, write=True)
+        return await erase.purge_memories(self.rt, bank_id, req, actor_of(who.key_id, who.kind))
+
+    async def clear_memories(self, who: Principal, bank_id: str, req: ClearMemories) -> Forgotten:
+        """Every memory of the bank (or of one type); the bank stays."""
+        self.require(who, bank_id, write=True)
+        return await erase.clear_memories(self.rt, bank_id, req, actor_of(who.key_id, who.kind))
 
     async def update_memory(
         self, who: Principal, bank_id: str, memory_id: str, req: curation.MemoryUpdate
@@ -369,6 +405,7 @@ class Engine:
     async def delete_document(self, who: Principal, bank_id: str, document_id: str) -> documents.DocumentDeleted:
         self.require(who, bank_id, write=True)
         await documents.delete_document(self.rt, bank_id, document_id)
+        self.rt.vacuum.request()  # its chunks' copies in the database follow (db/vacuum.py)
         return documents.DocumentDeleted(deleted=True, document_id=document_id, bank_id=bank_id)
 
     async def document_counts(self, who: Principal, bank_ids: list[str]) -> dict[str, int]:
@@ -499,6 +536,30 @@ class Engine:
     async def _bank_exists(self, bank_id: str) -> bool:
         async with self.rt.pool.acquire() as conn:
             return bool(await conn.fetchval(Q.bank_exists, bank_id))
+
+    # ---- the audit log ----------------------------------------------------------------
+    def require_audit(self, who: Principal, bank_id: str | None) -> None:
+        """Every bank's records: admins. One bank's: admins and the keys that may write that bank
+        (its owners); a read-only key reads memories, not who else did."""
+        if bank_id is None:
+            who.require_admin()
+            return
+        self.require(who, bank_id)
+        if not who.is_admin and who.read_only:
+            raise Forbidden(f"reading the audit log of bank {bank_id!r} needs a key that may write it", "bank_id")
+
+    async def list_audit_logs(self, who: Principal, bank_id: str | None, query: AuditQuery) -> AuditList:
+        self.require_audit(who, bank_id)
+        return await audit_logs.list_audit_logs(self.rt, bank_id, query)
+
+    async def audit_stats(self, who: Principal, bank_id: str, query: AuditStatsQuery) -> AuditStats:
+        self.require_audit(who, bank_id)
+        return await audit_logs.audit_stats(self.rt, bank_id, query)
+
+    async def export_audit_logs(self, who: Principal, bank_id: str | None, query: AuditQuery):
+        """Checks access before the first byte; the records (one bank's, or every bank's) as JSON lines."""
+        self.require_audit(who, bank_id)
+        return audit_logs.export_audit_logs(self.rt, bank_id, query.start_date, query.end_date)
 
     # ---- keys -------------------------------------------------------------------------
     async def create_key(self, who: Principal, req: ApiKeyCreate) -> ApiKey:

@@ -29,6 +29,14 @@ from hindsight.engine.directives.schemas import (
     DirectiveQuery,
     DirectiveRef,
 )
+from hindsight.engine.forgetting.schemas import (
+    ForgetEntity,
+    ForgetMemory,
+    ForgetMemoryResult,
+    ForgetRetainedDocument,
+    Forgotten,
+    PurgeMemories,
+)
 from hindsight.engine.knowledge.documents import (
     Document,
     DocumentDelete,
@@ -209,7 +217,8 @@ async def recall(call: Call, req: RecallRequest) -> RecallResult:
     or `min_score` (0-1) drops results below a relevance threshold; `filter` is an expression
     such as `metadata.speaker = "Ann" and tags contains "work"` (fields: type, context, text,
     document_id, tags, entities, created_at, mentioned_at, occurred_start, occurred_end,
-    metadata.<key>)."""
+    metadata.<key>). `trace: true` adds why each result came back: its score from each arm
+    (semantic, keyword, time), the context it gained and the score it is ranked by."""
     return await call.engine.recall(call.who, call.bank_id, req)
 
 
@@ -294,10 +303,44 @@ async def update_memory(call: Call, req: MemoryChange) -> MemoryUpdated:
 
 @tool(MemoryInvalidate, idempotent=True)
 async def invalidate_memory(call: Call, req: MemoryInvalidate) -> MemoryUpdated:
-    """Retract a memory that is wrong ("forget that"): it stays stored for audit but leaves recall,
-    reflect and mental models. Reversible with update_memory state=valid. To record that something
-    changed (Alice moved), retain the new fact with `supersedes` instead."""
+    """Retract a memory that is wrong: it stays stored for audit but leaves recall, reflect and
+    mental models. Reversible with update_memory state=valid. To record that something changed
+    (Alice moved), retain the new fact with `supersedes` instead; when the user asks for it to be
+    forgotten for good, use forget_memory."""
     return await call.engine.invalidate_memory(call.who, call.bank_id, req.memory_id, req.reason)
+
+
+@tool(ForgetMemory, destructive=True, idempotent=True)
+async def forget_memory(call: Call, req: ForgetMemory) -> ForgetMemoryResult:
+    """Forget a memory for good, when the user asks for it to be forgotten: it, the facts extracted
+    from it and its history leave the bank (recall, listings, exports, mental models drawn from it
+    are refreshed without it). Cannot be undone; `dry_run=true` lists what would go first.
+    `include_sources=true` also forgets the raw text a fact came from. To retract a wrong memory
+    but keep it for audit, use invalidate_memory instead."""
+    return await call.engine.forget_memory(call.who, call.bank_id, req)
+
+
+@tool(ForgetEntity, destructive=True, idempotent=True)
+async def forget_entity(call: Call, req: ForgetEntity) -> Forgotten:
+    """Forget everything about a person (or any named entity): every memory linked to the name or
+    containing it, with the facts drawn from them ("forget everything about Bob"). Cannot be
+    undone: call it with `dry_run=true` first, show the user what would go, then again without."""
+    return await call.engine.forget_entity(call.who, call.bank_id, req)
+
+
+@tool(PurgeMemories, destructive=True, idempotent=True)
+async def purge_memories(call: Call, req: PurgeMemories) -> Forgotten:
+    """Forget, for good, memories that are no longer true: those invalidated (`invalidated`) and
+    those superseded or ended (`superseded`), which are otherwise kept for audit. `dry_run=true`
+    counts them first."""
+    return await call.engine.purge_memories(call.who, call.bank_id, req)
+
+
+@tool(ForgetRetainedDocument, destructive=True, idempotent=True)
+async def forget_retained_document(call: Call, req: ForgetRetainedDocument) -> Forgotten:
+    """Forget everything retained under a `document_id` (a conversation, a document): its memories,
+    the facts drawn from them and the text kept for it. `dry_run=true` counts them first."""
+    return await call.engine.forget_retained_document(call.who, call.bank_id, req)
 
 
 @tool(OperationRef, read_only=True, idempotent=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from hindsight.api.compat import (
+    audit,
     banks,
     directives,
     entities,
@@ -22,8 +23,9 @@ from hindsight.api.compat import (
 PREFIX = "/v1/default"
 
 
-def install(app: FastAPI) -> None:
-    for module in (
+ROUTERS = [
+    m.router
+    for m in (
         banks,
         memories,
         entities,
@@ -34,5 +36,11 @@ def install(app: FastAPI) -> None:
         llm_requests,
         operations,
         system,
-    ):
-        app.include_router(module.router)
+        audit,
+    )
+]
+
+
+def install(app: FastAPI) -> None:
+    for router in ROUTERS:
+        app.include_router(router)

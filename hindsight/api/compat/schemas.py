@@ -201,6 +201,17 @@ class RecallIn(TagFiltered):
     tags_match: TagsMatch | None = None
 
 
+class RecallScores(BaseModel):
+    """Hindsight's per-stage scores of a result (with `trace`): `final` is what results are ranked by;
+    `semantic` (cosine similarity) and `keyword` (summed idf of the query words held) are null when
+    that arm did not surface the result; there is no reranker."""
+
+    final: float
+    reranker: float | None = None
+    semantic: float | None = None
+    keyword: float | None = None
+
+
 class RecallResultOut(BaseModel):
     id: str
     text: str
@@ -214,6 +225,7 @@ class RecallResultOut(BaseModel):
     metadata: dict[str, str] | None = None
     chunk_id: str | None = None
     tags: list[str] | None = None
+    scores: RecallScores | None = None
 
 
 class RecallOut(BaseModel):
@@ -825,3 +837,39 @@ class BundleFileOut(BaseModel):
 
 class BundleOut(BaseModel):
     files: list[BundleFileOut]
+
+
+# ---- audit log ------------------------------------------------------------------------------------
+class AuditLogEntry(BaseModel):
+    id: str
+    action: str
+    transport: str
+    bank_id: str | None
+    started_at: str | None
+    ended_at: str | None
+    duration_ms: int | None = None
+    request: dict[str, Any] | None = Field(description="method, route and request_id; never a request's content.")
+    response: dict[str, Any] | None = Field(description="status and outcome; never a response's content.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="principal, and a system action's counts.")
+
+
+class AuditLogListResponse(BaseModel):
+    bank_id: str
+    total: int
+    limit: int
+    offset: int
+    items: list[AuditLogEntry]
+
+
+class AuditLogStatsBucket(BaseModel):
+    time: str
+    actions: dict[str, int]
+    total: int
+
+
+class AuditLogStatsResponse(BaseModel):
+    bank_id: str
+    period: str
+    trunc: str
+    start: str
+    buckets: list[AuditLogStatsBucket]

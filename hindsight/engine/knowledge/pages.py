@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from hindsight.db.sql import Q, fill
 from hindsight.engine.banks.registry import ensure_bank
 from hindsight.engine.errors import Conflict, InvalidArgument, NotFound
+from hindsight.engine.knowledge.rag import RRF_K
 from hindsight.engine.memory.retain import retain
 from hindsight.engine.memory.schemas import RetainItem
 from hindsight.engine.memory.sources import delete_sources
@@ -35,7 +36,6 @@ from hindsight.engine.reflection import mental_models
 from hindsight.engine.reflection.mental_models import MentalModelCreate, MentalModelUpdate
 from hindsight.engine.rules.fields import clean_tags, not_blank
 from hindsight.engine.rules.text import Strict
-from hindsight.engine.search.fusion import RRF_K
 
 if TYPE_CHECKING:
     import asyncpg

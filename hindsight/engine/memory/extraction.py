@@ -39,9 +39,11 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from hindsight.db.sql import Q
+from hindsight.engine.memory.ids import new_memory_id
 from hindsight.engine.memory.retain import Unit, store_units
 from hindsight.engine.memory.schemas import GivenEntity, RetainItem
 from hindsight.engine.memory.validity import began, end_with_raw_units, supersede
+from hindsight.engine.memory.vectors import memory_vectors
 from hindsight.engine.notify import events
 from hindsight.engine.queue import operations as ops
 from hindsight.language.chinese_names import Budget
@@ -200,7 +202,7 @@ def to_units(group: list, facts: list[ExtractedFact]) -> list[tuple[Unit, uuid.U
             item.given_entities(), [(n, "name") for n in f.entities], extract_entities(f.text, budget)
         )
         unit = Unit(
-            id=uuid.uuid4(),
+            id=new_memory_id(),
             text=f.text.strip(),
             kind=f.type,
             item=item,
@@ -321,7 +323,7 @@ async def _extract_group(rt: Runtime, job: Job, group: list, usage: Usage) -> di
         # Off the event loop: a fact's entities and dates are found in pure Python (Chinese names
         # at ~20-40 us a character, up to 100 facts of 2,000 characters an item).
         pairs = to_units(group, parsed.facts)
-        return pairs, rt.embedder.embed([u.text for u, _ in pairs])
+        return pairs, memory_vectors(rt.embedder, [u.text for u, _ in pairs])
 
     pairs: list[tuple[Unit, uuid.UUID]] = []
     vectors: Any = []

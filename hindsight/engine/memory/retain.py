@@ -23,9 +23,11 @@ from pydantic import BaseModel
 from hindsight.db.sql import Q
 from hindsight.engine.banks.registry import ensure_bank
 from hindsight.engine.errors import InvalidArgument
+from hindsight.engine.memory.ids import new_memory_id
 from hindsight.engine.memory.schemas import RetainItem, RetainResult
 from hindsight.engine.memory.sources import delete_sources, store_sources
 from hindsight.engine.memory.validity import began, check_existing, supersede
+from hindsight.engine.memory.vectors import memory_vectors
 from hindsight.engine.notify import events
 from hindsight.engine.queue import operations as ops
 from hindsight.language.chinese_names import Budget
@@ -101,7 +103,7 @@ def prepare_units(items: list[RetainItem], unit_max_chars: int) -> list[Unit]:
             occurred = (windows[0].start, windows[0].end) if windows else None
             units.append(
                 Unit(
-                    id=uuid.uuid4(),
+                    id=new_memory_id(),
                     text=piece,
                     kind=memory_type(piece),
                     item=it,
@@ -240,7 +242,7 @@ def _short(items: list[RetainItem]) -> bool:
 def _prepared(items: list[RetainItem], unit_max_chars: int, embedder) -> tuple[list[Unit], object]:
     """A small retain's units and their vectors, in one worker thread."""
     units = prepare_units(items, unit_max_chars)
-    return units, embedder.embed([u.text for u in units], spread=False)
+    return units, memory_vectors(embedder, [u.text for u in units], spread=False)
 
 
 async def retain(
@@ -261,7 +263,7 @@ async def retain(
     check_items(items, s.max_batch_items, s.max_content_chars)
 
     async def embedded(chunk: list[Unit]):
-        return await rt.cpu_slots.run(rt.embedder.embed, [u.text for u in chunk])
+        return await rt.cpu_slots.run(memory_vectors, rt.embedder, [u.text for u in chunk])
 
     # Every vector is computed before the bank's write lock is taken: the transaction holds the
     # lock (and a connection) only for the database work, so writers queued behind a bulk import
@@ -375,6 +377,7 @@ async def run_retain(rt: Runtime, job: Job) -> dict:
     async def finish(conn, result: RetainResult) -> None:
         done.update(result.model_dump(mode="json"))
         await ops.mark_succeeded(conn, job, done)
+        await ops.drop_items(conn, job)
 
     await retain(
         rt, job.bank_id, items, on_commit=finish, actor=job.payload.get("actor", "retain"), operation_id=job.id

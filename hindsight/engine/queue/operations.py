@@ -201,6 +201,12 @@ async def mark_succeeded(conn, job: Job, result: Any) -> bool:
     return done == "UPDATE 1"
 
 
+async def drop_items(conn, job: Job) -> None:
+    """A retain whose items are stored keeps their count in its payload, not their text: the text
+    is in the memories, and leaves with them when they are forgotten (engine/forgetting/)."""
+    await conn.execute(Q.operation_drop_items, job.id, job.bank_id)
+
+
 async def mark_failed(
     rt: Runtime,
     job: Job,

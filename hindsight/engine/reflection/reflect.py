@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from hindsight.db.sql import Q
 from hindsight.engine.directives.schemas import AppliedDirective
@@ -185,6 +185,11 @@ class ReflectResult(BaseModel):
     directives: list[str] = Field(
         default_factory=list, description="Ids of the bank's directives the LLM was given to follow (LLM only)."
     )
+    # The memories and mental models the answer was written from sight of (all those put before
+    # the LLM, not only those it cited): a mental model's refresh is not kept when one of them was
+    # forgotten meanwhile (engine/reflection/mental_models.py). Not part of the response.
+    _shown: list[str] = PrivateAttr(default_factory=list)
+    _shown_models: list[str] = PrivateAttr(default_factory=list)
 
 
 class ReflectOutput(BaseModel):
@@ -344,6 +349,8 @@ async def reflect(
             mental_models=[i for i in dict.fromkeys(out.mental_model_ids) if i in known_mm],
         ),
     )
+    result._shown = list(known_m)
+    result._shown_models = list(known_mm)
     if req.response_schema is not None:
         prompt = "\n".join(
             [
@@ -391,7 +398,7 @@ def _extractive(bank_id: str, req: ReflectRequest, memories: list, limit: int, n
         lines.append(line)
         used.append(m.id)
         budget -= len(line) + 1
-    return ReflectResult(
+    result = ReflectResult(
         bank_id=bank_id,
         query=req.query,
         answer=EXTRACTIVE_HEAD + "\n".join(lines or ["- (no memories match this question)"]),
@@ -400,3 +407,5 @@ def _extractive(bank_id: str, req: ReflectRequest, memories: list, limit: int, n
         note=note,
         structured_output_error=why_no_structured if req.response_schema is not None else None,
     )
+    result._shown = used
+    return result
