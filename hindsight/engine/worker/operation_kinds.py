@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from hindsight.engine.knowledge import documents
 from hindsight.engine.memory import extraction, retain
+from hindsight.engine.notify import delivery, events
 from hindsight.engine.reflection import mental_models
 
 if TYPE_CHECKING:
@@ -32,4 +33,5 @@ KINDS: dict[str, Kind] = {
     retain.EXTRACT: Kind(extraction.run_extraction, needs_llm="retain"),
     documents.IMPORT: Kind(documents.run_import),
     mental_models.REFRESH: Kind(mental_models.run_refresh),
+    events.DELIVERY: Kind(delivery.run_delivery),
 }
