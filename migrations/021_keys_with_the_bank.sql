@@ -17,6 +17,11 @@
 -- - oauth_grants, a table of the OAuth set (a reference table under Citus, looked up by token on
 --   every request), no longer refers to banks: deleting a bank deletes its grants itself
 --   (bank_delete_grants).
+-- - audit_logs, directives, webhooks and knowledge_nodes (migrations 017 and 018) were made with
+--   their bank in every key; the catalogue pass below finds nothing to do there.
+-- - The trigger of migration 017 that deletes an entity with its last link names the bank of the
+--   links it looks at (memory_entities now has it), so that under Citus it reads and deletes only
+--   rows of the shard's bank, as a statement on one node.
 --
 -- The foreign keys and keys are found in the catalogue, so that tables added by other migrations
 -- get the same treatment; every step does nothing once done, so the file may run again. Like
@@ -41,6 +46,15 @@ ALTER TABLE fact_sources ALTER COLUMN bank_id SET NOT NULL;
 ALTER TABLE document_uploads ADD COLUMN IF NOT EXISTS bank_id text;
 UPDATE document_uploads u SET bank_id = o.bank_id FROM operations o WHERE o.id = u.operation_id AND u.bank_id IS NULL;
 ALTER TABLE document_uploads ALTER COLUMN bank_id SET NOT NULL;
+
+CREATE OR REPLACE FUNCTION entities_unlinked() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM entities e
+    USING (SELECT DISTINCT bank_id, entity_id FROM removed) x
+    WHERE e.bank_id = x.bank_id AND e.id = x.entity_id
+      AND NOT EXISTS (SELECT 1 FROM memory_entities me WHERE me.bank_id = x.bank_id AND me.entity_id = e.id);
+    RETURN NULL;
+END $$;
 
 -- One refresh per mental model queued or running: its key, now within its bank.
 DROP INDEX IF EXISTS operations_pending_dedup;

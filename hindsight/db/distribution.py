@@ -42,6 +42,10 @@ DISTRIBUTED = (
     "mental_model_versions",
     "llm_usage",
     "bank_positions",
+    "directives",
+    "webhooks",
+    "knowledge_nodes",
+    "audit_logs",
 )
 LOCAL = ("schema_migrations",)
 
@@ -62,6 +66,10 @@ TRIGGERS = {
         "triggers on, or the enqueuing statements write the turn themselves"
     ),
     "operations_requeued_turn": "as operations_queued_turn",
+    "memory_entities_unlinked": (
+        "deletes the bank's entities left without a link (entities, colocated; the statement names the "
+        "bank since migration 021): kept, with unsafe triggers on"
+    ),
 }
 
 

@@ -1,6 +1,7 @@
 """Migration 021 on a database with rows: the link tables learn their bank from the rows they
 link, rows of no bank (which nothing writes any more) go, keys and foreign keys gain the bank,
-an OAuth grant no longer refers to its bank's row yet leaves with the bank, and the file run
+an OAuth grant no longer refers to its bank's row yet leaves with the bank, the tables of
+migrations 017 and 018 keep their keys, an entity still goes with its last link, and the file run
 again changes nothing."""
 
 from __future__ import annotations
@@ -65,6 +66,14 @@ async def _fill(conn) -> dict:
         "INSERT INTO oauth_grants (id, bank_id, client_id, access, admin_fingerprint) VALUES ($1, 'b', 'c', 'read', 'f')",
         ids["grant"],
     )
+    # Tables of migrations 017 and 018, made with their bank in every key: kept as they are.
+    await conn.execute(
+        "INSERT INTO mental_models (bank_id, id, name, source_query) VALUES ('b', 'm', 'M', 'q');"
+        "INSERT INTO knowledge_nodes (bank_id, id, kind, name, mental_model_id) VALUES ('b', 'p', 'page', 'P', 'm');"
+        "INSERT INTO directives (bank_id, id, name, content) VALUES ('b', gen_random_uuid(), 'd', 'c');"
+        "INSERT INTO audit_logs (bank_id, id, started_at, duration_ms, transport, action, status, outcome, request_id)"
+        " VALUES ('', gen_random_uuid(), now(), 1, 'http', 'list_banks', 200, 'ok', 'r')"
+    )
     return ids
 
 
@@ -104,12 +113,26 @@ def test_021_upgrades_a_database_with_rows(pg_url):
                 "chunks: FOREIGN KEY (document_id, bank_id) REFERENCES documents(id, bank_id) ON DELETE CASCADE" in keys
             )
             assert not any(k.startswith("oauth_grants: FOREIGN KEY (bank_id)") for k in keys)
+            assert "knowledge_nodes: PRIMARY KEY (bank_id, id)" in keys
+            assert (
+                "knowledge_nodes: FOREIGN KEY (bank_id, mental_model_id) REFERENCES mental_models(bank_id, id)"
+                " ON DELETE CASCADE" in keys
+            )
+            assert await conn.fetchval("SELECT count(*) FROM directives") == 1
+            assert await conn.fetchval("SELECT count(*) FROM audit_logs") == 1
 
             # Deleting a memory still takes its links and versions with it, by the new keys.
             await conn.execute("DELETE FROM memories WHERE bank_id = 'a' AND id = $1", ids["a1"])
             assert await conn.fetchval("SELECT count(*) FROM memory_entities") == 1
             assert await conn.fetchval("SELECT count(*) FROM fact_sources") == 0
             assert await conn.fetchval("SELECT count(*) FROM memory_versions") == 0
+            # The entity goes with its last link, found within its bank (017's trigger, as 021 has it).
+            assert await conn.fetchval("SELECT count(*) FROM entities") == 1
+            await conn.execute("DELETE FROM memories WHERE bank_id = 'a' AND id = $1", ids["a2"])
+            assert await conn.fetchval("SELECT count(*) FROM entities") == 0
+            # A page goes with its mental model, by the key of migration 018.
+            await conn.execute("DELETE FROM mental_models WHERE bank_id = 'b' AND id = 'm'")
+            assert await conn.fetchval("SELECT count(*) FROM knowledge_nodes") == 0
 
             # Run again, the file changes nothing.
             sql = next(MIGRATIONS_DIR.glob("021_*.sql")).read_text()
