@@ -14,11 +14,18 @@ import pytest
 
 from hindsight.config import load_settings
 from hindsight.engine.access.keys import OPEN
+from hindsight.engine.audit.schemas import AuditQuery, AuditStatsQuery
+from hindsight.engine.banks.usage import LLMRequestQuery, LLMStatsQuery
+from hindsight.engine.directives.schemas import DirectiveCreate, DirectiveQuery
 from hindsight.engine.facade import Engine
 from hindsight.engine.knowledge.documents import DocumentListQuery
+from hindsight.engine.knowledge.pages import KnowledgeSearch, PageCreate
+from hindsight.engine.memory.graph import EntityGraphQuery, MemoryGraphQuery
 from hindsight.engine.memory.records import EntityQuery, MemoryQuery
 from hindsight.engine.memory.schemas import RetainItem
 from hindsight.engine.memory.sources import SourceQuery
+from hindsight.engine.memory.tags import TagQuery
+from hindsight.engine.memory.timeseries import TimeseriesQuery
 from hindsight.engine.reflection.mental_models import MentalModelQuery
 from hindsight.engine.reflection.reflect import ReflectRequest
 from hindsight.engine.search.schemas import RecallRequest
@@ -175,10 +182,12 @@ async def test_every_replica_read_runs_there(pair, engines):
     bank = "rr_" + uuid.uuid4().hex[:8]
     result = await engine.retain(OPEN, bank, [_item(bank, "r1"), _item(bank, "r2")])
     memory_id = result.memory_ids[0]
+    directive = await engine.create_directive(OPEN, bank, DirectiveCreate(name="tone", content="Answer briefly."))
+    page = await engine.create_knowledge_page(OPEN, bank, PageCreate(name="Ferries", content="The ferry left at dawn."))
     await _replayed(pair, engine)
     reads = Reads()
     assert await _found(engine, bank, "r1")
-    assert (await engine.list_memories(OPEN, bank, MemoryQuery())).total == 2
+    assert (await engine.list_memories(OPEN, bank, MemoryQuery())).total == 3  # the two, and the page retained
     assert (await engine.get_memory(OPEN, bank, memory_id)).id == memory_id
     await engine.memory_history(OPEN, bank, memory_id)
     await engine.memory_lineage(OPEN, bank, memory_id)
@@ -193,8 +202,26 @@ async def test_every_replica_read_runs_there(pair, engines):
     assert reflection.mode == "extractive" and "ferry" in reflection.answer
     chunks = [chunk async for chunk in await engine.export_bank(OPEN, bank)]
     assert chunks
+    # Directives, webhooks, the knowledge base, graphs, tags, timeseries, the LLM request log and
+    # the bank's audit log.
+    assert (await engine.list_directives(OPEN, bank, DirectiveQuery())).total == 1
+    assert (await engine.get_directive(OPEN, bank, directive.directive_id)).name == "tone"
+    await engine.list_webhooks(OPEN, bank)
+    assert (await engine.knowledge_tree(OPEN, bank)).nodes
+    assert (await engine.get_knowledge_page(OPEN, bank, page.page_id)).content == "The ferry left at dawn."
+    await engine.search_knowledge(OPEN, bank, KnowledgeSearch(query="ferry"))
+    await engine.export_knowledge(OPEN, bank)
+    await engine.entity_graph(OPEN, bank, EntityGraphQuery())
+    assert (await engine.memory_graph(OPEN, bank, MemoryGraphQuery())).nodes
+    await engine.list_tags(OPEN, bank, TagQuery())
+    await engine.memories_timeseries(OPEN, bank, TimeseriesQuery())
+    await engine.list_llm_requests(OPEN, bank, LLMRequestQuery())
+    await engine.llm_request_stats(OPEN, bank, LLMStatsQuery())
+    await engine.list_audit_logs(OPEN, bank, AuditQuery())
+    await engine.audit_stats(OPEN, bank, AuditStatsQuery())
+    [chunk async for chunk in await engine.export_audit_logs(OPEN, bank, AuditQuery())]
     seen = reads.since()
-    assert seen == {"replica": 14}, seen
+    assert seen == {"replica": 30}, seen
 
 
 async def test_a_promoted_replica_is_no_longer_read_as_one(pair, engines):
