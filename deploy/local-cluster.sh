@@ -111,7 +111,7 @@ EOF
   psql_at "$(pg_port 1)" -c "CREATE ROLE hindsight LOGIN" -c "CREATE DATABASE hindsight OWNER hindsight"
   psql_at "$(pg_port 1)" -d hindsight -c "CREATE EXTENSION vector"
   say "creating node2 (streaming standby) with pg_basebackup"
-  pg pg_basebackup -h 127.0.0.1 -p "$(pg_port 1)" -U postgres -D "$DIR/node2" -X stream -C -S node2
+  pg pg_basebackup -h 127.0.0.1 -p "$(pg_port 1)" -U postgres -D "$DIR/node2" -X stream -c fast -C -S node2
   as_db_user touch "$DIR/node2/standby.signal"
   as_db_user sed -i "s/^port = .*/port = $(pg_port 2)/" "$DIR/node2/postgresql.conf"
   as_db_user tee -a "$DIR/node2/postgresql.auto.conf" >/dev/null <<EOF

@@ -173,7 +173,7 @@ class StreamingPair:
         if not self.with_standby:
             return self
         host = ("-h", "127.0.0.1", "-p", str(self.ports["primary"]), "-U", "postgres")
-        self.run("pg_basebackup", *host, "-D", str(standby), "-X", "stream", "-C", "-S", "standby")
+        self.run("pg_basebackup", *host, "-D", str(standby), "-X", "stream", "-c", "fast", "-C", "-S", "standby")
         (standby / "standby.signal").touch()
         self._conf(standby, f"port = {self.ports['standby']}\n")
         self._conf(
