@@ -430,15 +430,18 @@ def test_topology_survives_faults(cluster):
     # Every acknowledged write, on the primary now: stored once, in its bank. The async retains
     # acknowledged as operations count once their operation succeeded.
     async def stored() -> dict:
+        # One snapshot for both reads: an operation that succeeds between two snapshots would
+        # read as succeeded with its memories not yet seen.
         conn = await asyncpg.connect(cluster.primary_url())
         try:
-            rows = await conn.fetch(
-                "SELECT bank_id, substring(text from 'Observation ([0-9a-f]{12})') AS token, count(*) AS n "
-                "FROM memories WHERE bank_id LIKE 'topo\\_%' GROUP BY 1, 2"
-            )
-            ops = await conn.fetch(
-                "SELECT id::text, status, attempts FROM operations WHERE bank_id LIKE 'topo\\_%' AND type = 'retain'"
-            )
+            async with conn.transaction(isolation="repeatable_read", readonly=True):
+                rows = await conn.fetch(
+                    "SELECT bank_id, substring(text from 'Observation ([0-9a-f]{12})') AS token, count(*) AS n "
+                    "FROM memories WHERE bank_id LIKE 'topo\\_%' GROUP BY 1, 2"
+                )
+                ops = await conn.fetch(
+                    "SELECT id::text, status, attempts FROM operations WHERE bank_id LIKE 'topo\\_%' AND type = 'retain'"
+                )
         finally:
             await conn.close()
         return {"rows": {(r["bank_id"], r["token"]): r["n"] for r in rows}, "ops": {r["id"]: r for r in ops}}
