@@ -5,7 +5,8 @@
 run by CI) fails when a file differs from what the code says. Tables: `settings` (every
 HINDSIGHT_API_* variable, from config.Settings, in the README) and `tools` (every MCP tool, from
 mcp.catalog.TOOLS: its surfaces, arguments with their defaults and limits, annotations and
-summary, in docs/mcp.md).
+summary, in docs/mcp.md), `citus` and `citus_triggers` (how the schema lies on a Citus cluster,
+from db.distribution, in docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from pydantic.fields import FieldInfo
 
 from hindsight.config import env_table
+from hindsight.db.distribution import citus_statements, triggers_table
 from hindsight.mcp.catalog import TOOLS
 
 _MARKERS = re.compile(r"(<!-- generated:(\w+) -->\n)(.*?)(<!-- /generated:\2 -->)", re.S)
@@ -104,7 +106,12 @@ def tools_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-TABLES = {"settings": settings_table, "tools": tools_table}
+TABLES = {
+    "settings": settings_table,
+    "tools": tools_table,
+    "citus": citus_statements,
+    "citus_triggers": triggers_table,
+}
 
 
 def update(text: str) -> str:
