@@ -129,8 +129,7 @@ class BankUpdate(Strict):
     def _small(cls, v: Any, info: ValidationInfo) -> Any:
         """At most 16 KiB, as a memory's metadata: both are stored with the bank and sent back
         whole with it (every bank read, every listing), and the disposition goes into every
-        reflect prompt. 10 MB of nested empty lists took 0.3 s of the event loop each time the
-        bank was read."""
+        reflect prompt: a large one would cost event-loop time on every read of the bank."""
         try:
             size = len(json.dumps(v, default=str, ensure_ascii=False).encode()) if isinstance(v, dict) else 0
         except (RecursionError, ValueError):

@@ -49,9 +49,9 @@ FAILED_NOTE = "The LLM failed ({cause}): this answer lists the most relevant mem
 FAILED_STRUCTURED = "structured output needs the LLM, which failed"
 MAX_SCHEMA_BYTES = 32_768
 # Values in a response_schema (objects, arrays and scalars): jsonschema checks a schema against its
-# metaschema in pure Python during request validation, ~0.12 ms a value, and 32 KiB of {"allOf":
-# [{}, {}, ...]} took 1 s. A schema with 100 typed and described properties has ~300, a Pydantic
-# model of 56 optional described fields ~540; at most ~125 ms.
+# metaschema in pure Python during request validation, at a cost per value, so a bound on values
+# bounds that time. A schema with 100 typed and described properties has ~300, a Pydantic model
+# of 56 optional described fields ~540.
 MAX_SCHEMA_VALUES = 1_000
 # The longest answer taken from the LLM when the request sets no max_tokens: the largest it may set.
 MAX_ANSWER_TOKENS = 32_768

@@ -1,9 +1,8 @@
 """Every kind of operation the queue holds and the function that runs it, in one table.
 
-Why a table: handlers used to register themselves by decorator when their module was imported,
-so which kinds existed depended on what had been imported (engine/facade.py imported extraction.py
-for that alone). Here a reader sees them all, and what each needs: a process without the LLM
-a kind needs never claims it (another process that has one will).
+Why a table: which kinds exist does not depend on which modules happen to be imported, and a
+reader sees them all with what each needs: a process without the LLM a kind needs never claims
+it (another process that has one will).
 """
 
 from __future__ import annotations
