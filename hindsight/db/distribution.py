@@ -80,7 +80,7 @@ def column(table: str) -> str:
 
 def citus_statements() -> str:
     """The statements that lay an empty, migrated database out on a Citus coordinator."""
-    lines = ["SET citus.enable_unsafe_triggers = on;  -- the triggers of TRIGGERS, each within one bank"]
+    lines = ["SET citus.enable_unsafe_triggers = on;  -- the triggers planned below, each within one bank"]
     lines += [f"SELECT create_reference_table('{t}');" for t in REFERENCE]
     lines.append("SELECT create_distributed_table('banks', 'id');")
     lines += [
