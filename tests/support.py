@@ -34,6 +34,7 @@ BANK_TABLES = {
     "oauth_codes",
     "oauth_tokens",
     "bank_turns",
+    "bank_files",
 }
 WITHOUT_BANK_COLUMN = {"memory_entities", "fact_sources", "document_uploads", "oauth_codes", "oauth_tokens"}
 

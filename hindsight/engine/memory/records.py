@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import from_json
@@ -11,7 +11,7 @@ from pydantic_core import from_json
 from hindsight.db.binder import Binder
 from hindsight.db.sql import Q, fill
 from hindsight.engine.errors import NotFound, parse_uuid
-from hindsight.engine.memory.schemas import Memory, MemoryType
+from hindsight.engine.memory.schemas import Memory
 from hindsight.engine.memory.validity import restore_predecessors
 from hindsight.engine.rules.fields import Offset, clean_tags
 from hindsight.engine.rules.tags import TagsMatch, tag_condition
@@ -114,6 +114,35 @@ class MemoryDeleted(BaseModel):
     memory_id: str
 
 
+class MemoryRef(Strict):
+    model_config = ConfigDict(extra="forbid")
+
+    memory_id: str = Field(description="The memory's id (a UUID), as recall and list_memories give it.")
+
+
+class MemoriesClear(Strict):
+    """Which of a bank's memories to delete: all of them, or those of one type."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: BrowseType | None = Field(
+        None, description="Only memories of this type (observation: none are kept here); default: every memory."
+    )
+
+
+class MemoriesCleared(BaseModel):
+    bank_id: str
+    type: str | None
+    memories_deleted: int
+    documents_deleted: int = Field(description="Retained documents whose text went with their memories.")
+    entities_deleted: int
+
+
+# The types a client may name when browsing or clearing: ours, and Hindsight's observations
+# (consolidated summaries its server keeps beside the facts), of which this server keeps none.
+BrowseType = Literal["world", "experience", "observation"]
+
+
 class MemoryQuery(Strict):
     """Which stored memories to list (browsing, not ranking: that is recall)."""
 
@@ -122,7 +151,7 @@ class MemoryQuery(Strict):
     limit: int = Field(50, ge=0, le=1000)
     offset: int = Offset
     document_id: str | None = Field(None, max_length=256)
-    type: MemoryType | None = None
+    type: BrowseType | None = Field(None, description="world or experience (observation: none are kept here).")
     q: str | None = Field(None, max_length=500, description="Substring of the text or context (any case).")
     tags: list[str] | None = None
     tags_match: TagsMatch = "any"
@@ -186,6 +215,33 @@ async def delete_memory(rt: Runtime, bank_id: str, memory_id: str, actor: str = 
         if orphans:
             await conn.execute(Q.memory_delete_many, bank_id, orphans)
         await conn.execute(Q.memory_delete, bank_id, mid)
+
+
+async def clear_memories(rt: Runtime, bank_id: str, req: MemoriesClear, actor: str = "clear") -> MemoriesCleared:
+    """Delete the bank's memories, all of them or those of one type; the bank, its settings, mental
+    models and knowledge-base documents stay. All of them: with them go the text retained under
+    their document_ids, their entities and their history. One type: exactly the memories of that
+    type (and their history); what one of them had superseded stands again, and facts of another
+    type extracted from them stay."""
+    kind = req.type
+    cleared = MemoriesCleared(bank_id=bank_id, type=kind, memories_deleted=0, documents_deleted=0, entities_deleted=0)
+    if kind == "observation":
+        return cleared  # none kept here
+    async with rt.writes.open(bank_id) as conn:
+        if kind is not None:
+            for (successor,) in await conn.fetch(Q.memory_clear_successors, bank_id, kind):
+                await restore_predecessors(conn, bank_id, successor, actor, f"the {kind} memories were cleared")
+            await conn.execute(Q.memory_clear_release_entities, bank_id, kind)
+        cleared.memories_deleted = _count(await conn.execute(Q.memory_clear, bank_id, kind))
+        if kind is None:
+            cleared.documents_deleted = _count(await conn.execute(Q.sources_clear, bank_id))
+            cleared.entities_deleted = _count(await conn.execute(Q.entity_clear, bank_id))
+    return cleared
+
+
+def _count(status: str) -> int:
+    """The rows a statement's status names ("DELETE 12")."""
+    return int(status.split()[-1])
 
 
 class EntityRow(BaseModel):
