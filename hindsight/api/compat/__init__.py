@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from hindsight.api.compat import banks, memories, mental_models, operations, system
+from hindsight.api.compat import banks, consolidation, memories, mental_models, operations, system, transfer
 
 PREFIX = "/v1/default"
 
 
 def install(app: FastAPI) -> None:
-    for module in (banks, memories, mental_models, operations, system):
+    for module in (banks, consolidation, memories, mental_models, operations, system, transfer):
         app.include_router(module.router)
+    app.include_router(memories.chunks)
