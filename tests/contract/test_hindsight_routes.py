@@ -94,7 +94,7 @@ async def test_clear_memories_and_observations(rest, bank):
     assert (await rest.delete(f"{P}/{bank}/memories/{memory_id}/observations")).json() == {"deleted_count": 0}
     r = await rest.delete(f"{P}/{bank}/memories/00000000-0000-4000-8000-000000000000/observations")
     assert r.status_code == 404
-    assert (await rest.get(f"{P}/{bank}/observations/scopes")).json() == {"scopes": []}
+    assert (await rest.get(f"{P}/{bank}/observations/scopes")).json()["scopes"] == []
     assert (await rest.delete(f"{P}/{bank}/observations")).json()["deleted_count"] == 0
     assert (await rest.delete(f"{P}/{bank}/memories", params={"type": "observation"})).json()["deleted_count"] == 0
     r = await rest.delete(f"{P}/{bank}/memories", params={"type": "experience"})

@@ -12,10 +12,11 @@ bank, and that a memory named exists)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Body
+from fastapi import APIRouter, Body, Query
 
 from hindsight.api.compat import models as M
 from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
+from hindsight.engine.rules.fields import MAX_OFFSET
 
 router = APIRouter(prefix="/v1/default/banks/{bank_id}", tags=["Hindsight-compatible: consolidation"])
 
@@ -54,9 +55,15 @@ async def clear_observations(bank_id: BankPath, who: PrincipalDep, eng: EngineDe
 @router.get(
     "/observations/scopes", response_model=M.ObservationScopes, summary="The bank's observation scopes: none kept"
 )
-async def observation_scopes(bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
+async def observation_scopes(
+    bank_id: BankPath,
+    who: PrincipalDep,
+    eng: EngineDep,
+    limit: int = Query(100, ge=1, le=1000),
+    offset: int = Query(0, ge=0, le=MAX_OFFSET),
+):
     eng.require(who, bank_id)
-    return M.ObservationScopes(scopes=[])
+    return M.ObservationScopes(scopes=[], total=0, limit=limit, offset=offset)
 
 
 @router.delete(

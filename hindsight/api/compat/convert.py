@@ -539,7 +539,7 @@ def usage_out(usage: dict[str, int] | None) -> M.TokenUsage:
 
 
 def dry_run_extract_in(body: M.DryRunExtractIn) -> dict[str, Any]:
-    item: dict[str, Any] = {"content": body.content}
+    item: dict[str, Any] = {"content": _text_of(body.content, "body")}
     if body.context:
         item["context"] = body.context
     if body.timestamp is not None:

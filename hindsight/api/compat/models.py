@@ -613,6 +613,9 @@ class ObservationScope(BaseModel):
 
 class ObservationScopes(BaseModel):
     scopes: list[ObservationScope]
+    total: int = 0
+    limit: int = 100
+    offset: int = 0
 
 
 class ConsolidationIn(Lenient):
@@ -637,7 +640,7 @@ class DryRunExtractIn(Lenient):
     extraction mode, chunk size, entity labels, output language) are accepted and not applied:
     this server has one extraction prompt."""
 
-    content: str
+    content: str | list[dict[str, Any]]
     context: str | None = ""
     timestamp: str | None = None
 
