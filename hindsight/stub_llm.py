@@ -20,6 +20,9 @@ streamed or not): a user turn holding `[[call:TOOL {json arguments}]]` is answer
 tool call (the offered tool whose name ends with `__TOOL`, as Claude Code names MCP tools), and
 the turn that brings the tool's result back is answered with a line quoting it; `tool_results`
 records each result as the model saw it (is_error and text), so a test sees what a model would.
+And it embeds (`POST /v1/embeddings`): a vector made from the text's words by hashing, the same
+for the same words, so that another server that takes an OpenAI-compatible embedder (the
+reference Hindsight, in bench/migrate_hindsight.py) runs without a model.
 
 Markers in the text steer failures: `[[malformed-once]]` (the first answer for that text is not
 JSON), `[[malformed-always]]`, `[[error-once]]` (HTTP 500 once), `[[slow]]` / `[[slow-once]]` (sleep 30 s
@@ -37,7 +40,9 @@ was answered with, and when.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import math
 import re
 import threading
 import time
@@ -414,6 +419,24 @@ class StubLLM:
             return JSONResponse(message)
         return Response(_anthropic_stream(message), media_type="text/event-stream")
 
+    async def embeddings(self, request: Request):
+        body = await request.json()
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else list(texts or [])
+        dim = int(body.get("dimensions") or 384)
+        data = [
+            {"object": "embedding", "index": i, "embedding": _hashed_vector(str(t), dim)} for i, t in enumerate(texts)
+        ]
+        tokens = sum(max(1, len(str(t)) // 4) for t in texts)
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model", "stub"),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
+
     async def stats(self, request: Request):
         return JSONResponse(
             {
@@ -441,6 +464,8 @@ class StubLLM:
                 Route("/v1/chat/completions", self.chat, methods=["POST"]),
                 Route("/chat/completions", self.chat, methods=["POST"]),
                 Route("/v1/messages", self.messages, methods=["POST"]),
+                Route("/v1/embeddings", self.embeddings, methods=["POST"]),
+                Route("/embeddings", self.embeddings, methods=["POST"]),
                 Route("/stats", self.stats),
                 Route("/faults", self.script, methods=["POST", "DELETE"]),
             ]
@@ -460,6 +485,17 @@ class StubLLM:
         if self._server and self._thread:
             self._server.should_exit = True
             self._thread.join(10)
+
+
+def _hashed_vector(text: str, dim: int) -> list[float]:
+    """A unit vector of the text's words, each word adding to a few hashed components."""
+    vec = [0.0] * dim
+    for word in re.findall(r"\w+", text.lower()) or [text]:
+        h = hashlib.blake2b(word.encode(), digest_size=16).digest()
+        for k in range(4):
+            vec[int.from_bytes(h[4 * k : 4 * k + 4], "little") % dim] += 1.0 if h[k] & 1 else -1.0
+    norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+    return [v / norm for v in vec]
 
 
 def _anthropic_stream(message: dict) -> str:

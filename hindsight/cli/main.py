@@ -15,6 +15,7 @@ from hindsight.cli.client import out as _out
 from hindsight.cli.document_commands import register as register_document_commands
 from hindsight.cli.llm_commands import register as register_llm_commands
 from hindsight.cli.memory_commands import register as register_memory_commands
+from hindsight.cli.migrate import register as register_migrate
 from hindsight.cli.options import body, fields
 from hindsight.engine.banks.schemas import BankCreate, BankUpdate
 from hindsight.engine.memory.schemas import RetainItem
@@ -297,6 +298,7 @@ def docs(paths: tuple[str, ...], check: bool) -> None:
 register_llm_commands(cli)
 register_document_commands(cli)
 register_memory_commands(cli)
+register_migrate(cli)
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from hindsight.api.compat import models as M
 from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
-from hindsight.engine.errors import InvalidArgument
+from hindsight.engine.errors import InvalidArgument, NotFound
 
 router = APIRouter(tags=["Hindsight-compatible: document transfer"])
 BANK = "/v1/default/banks/{bank_id}/document-transfer"
@@ -79,8 +79,18 @@ async def import_documents(
 async def download_file(key: str, who: PrincipalDep, eng: EngineDep):
     f = await eng.bank_file(who, key)
     name = f.name.replace('"', "")
+
+    async def body():
+        # A file deleted while it is sent (its operation or bank went) ends short of its
+        # Content-Length, which the client reports; the headers are gone, no error can follow.
+        try:
+            async for chunk in eng.bank_file_parts(f):
+                yield chunk
+        except NotFound:
+            return
+
     return StreamingResponse(
-        eng.bank_file_parts(f),
+        body(),
         media_type=f.media_type,
         headers={"Content-Length": str(f.size), "Content-Disposition": f'attachment; filename="{name}"'},
     )

@@ -70,6 +70,9 @@ MAX_DOCUMENT_BYTES = 256 * 2**20
 MAX_DOCUMENTS = 1_000_000
 MAX_FACTS_PER_DOCUMENT = 100_000
 BATCH = 200  # documents read from the database per statement, when exporting
+# Documents prepared and embedded together when importing: at most this many, or this much text.
+GROUP_DOCUMENTS = 32
+GROUP_CHARS = 2_000_000
 # The fact types this server keeps; the reference's observations are its own consolidation's.
 KEPT_TYPES = ("world", "experience")
 
@@ -97,6 +100,13 @@ class ArchiveFact(Strict):
     chunk_index: int | None = Field(None, ge=0, le=10_000_000)
     entities: list[str] = Field(default_factory=list, max_length=1000)
     causal_relations: list[dict[str, Any]] = Field(default_factory=list)
+
+    @field_validator("text")
+    @classmethod
+    def _text(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("is blank")
+        return v
 
     @field_validator("metadata")
     @classmethod
@@ -428,7 +438,7 @@ def _units(bank_id: str, doc: ArchiveDocument, doc_id: str, unit_chars: int) -> 
             end = start
         chunk_units = by_chunk.get(f.chunk_index, []) if f.chunk_index is not None else []
         fact = Unit(
-            id=_derived(bank_id, doc_id, "fact", i), text=f.text.strip() or f.text, kind=f.fact_type, item=item,
+            id=_derived(bank_id, doc_id, "fact", i), text=f.text, kind=f.fact_type, item=item,
             source_id=source, position=chunk_units[0].position if chunk_units else 0,
             occurred=(start, end) if start is not None and end is not None else None,
             entities=merge_entities([(n, "name") for n in f.entities if n.strip()], extract_entities(f.text, budget)),
@@ -438,44 +448,66 @@ def _units(bank_id: str, doc: ArchiveDocument, doc_id: str, unit_chars: int) -> 
     return _Prepared(raw=raw, facts=facts, links=links, skipped=skipped, causal=causal)
 
 
-async def _import_document(
+@dataclass
+class _Placed:
+    """A document of the archive and where it goes here: its id, and whether that id is taken."""
+
+    doc: ArchiveDocument
+    doc_id: str
+    taken: bool
+
+
+async def _place(
     rt: Runtime, job: Job, doc: ArchiveDocument, policy: OnConflict, out: ArchiveImported
-) -> None:
-    bank_id = job.bank_id
-    doc_id = doc.id
+) -> _Placed | None:
+    """The document's id here under `policy`, or None when it is skipped (counted in `out`)."""
+    bank_id, doc_id = job.bank_id, doc.id
     async with rt.pool.acquire() as conn:
         taken = bool(await conn.fetchval(Q.archive_document_taken, bank_id, doc_id))
-    if taken and policy == "new-id":
-        doc_id = f"{doc.id[:200]}-{hashlib.sha256(f'{job.id}/{doc.id}'.encode()).hexdigest()[:12]}"
-        out.remapped_document_ids[doc.id] = doc_id
-        async with rt.pool.acquire() as conn:
+        if taken and policy == "new-id":
+            doc_id = f"{doc.id[:200]}-{hashlib.sha256(f'{job.id}/{doc.id}'.encode()).hexdigest()[:12]}"
+            out.remapped_document_ids[doc.id] = doc_id
             taken = bool(await conn.fetchval(Q.archive_document_taken, bank_id, doc_id))  # a retried import's own
     if taken and policy != "replace":
         out.documents_skipped += 1
         if len(out.skipped_document_ids) < 1000:
             out.skipped_document_ids.append(doc.id)
-        return
-    prepared = await rt.cpu_slots.run(_units, bank_id, doc, doc_id, rt.settings.unit_max_chars)
-    units = prepared.raw + prepared.facts
-    vectors: Any = await rt.cpu_slots.run(rt.embedder.embed, [u.text for u in units]) if units else []
-    text = doc.original_text if doc.original_text is not None else "\n\n".join(c.chunk_text for c in doc.chunks)
-    async with rt.writes.open(bank_id) as conn:
-        if taken:
-            await delete_sources(conn, bank_id, [doc_id])
-        await conn.execute(
-            Q.source_add, bank_id, doc_id, text, hashlib.sha256(text.encode()).hexdigest(), sorted(set(doc.tags)), "{}"
-        )
-        if units:
-            await store_units(conn, bank_id, units, vectors)
-        links = prepared.links
-        if links:
-            await conn.execute(Q.fact_sources_link, [a for a, _ in links], [b for _, b in links], bank_id)
-            await conn.execute(Q.raw_units_supersede, bank_id, sorted({b for _, b in links}))
-    out.documents_imported += 1
-    out.chunks_imported += len(doc.chunks)
-    out.facts_imported += len(prepared.facts)
-    out.facts_skipped += prepared.skipped
-    out.causal_links_skipped += prepared.causal
+        return None
+    return _Placed(doc, doc_id, taken)
+
+
+async def _import_documents(rt: Runtime, job: Job, placed: list[_Placed], out: ArchiveImported) -> None:
+    """Documents prepared and embedded together (the model's work is cheaper a batch at a time),
+    then each stored in its own transaction under the bank's write lock."""
+    bank_id, unit_chars = job.bank_id, rt.settings.unit_max_chars
+
+    def prepare() -> list[_Prepared]:
+        return [_units(bank_id, p.doc, p.doc_id, unit_chars) for p in placed]
+
+    prepared = await rt.cpu_slots.run(prepare)
+    texts = [u.text for pr in prepared for u in pr.raw + pr.facts]
+    vectors: Any = await rt.cpu_slots.run(rt.embedder.embed, texts) if texts else []
+    at = 0
+    for p, pr in zip(placed, prepared):
+        units = pr.raw + pr.facts
+        own, at = vectors[at : at + len(units)], at + len(units)
+        doc = p.doc
+        text = doc.original_text if doc.original_text is not None else "\n\n".join(c.chunk_text for c in doc.chunks)
+        async with rt.writes.open(bank_id) as conn:
+            if p.taken:
+                await delete_sources(conn, bank_id, [p.doc_id])
+            digest = hashlib.sha256(text.encode()).hexdigest()
+            await conn.execute(Q.source_add, bank_id, p.doc_id, text, digest, sorted(set(doc.tags)), "{}")
+            if units:
+                await store_units(conn, bank_id, units, own)
+            if pr.links:
+                await conn.execute(Q.fact_sources_link, [a for a, _ in pr.links], [b for _, b in pr.links], bank_id)
+                await conn.execute(Q.raw_units_supersede, bank_id, sorted({b for _, b in pr.links}))
+        out.documents_imported += 1
+        out.chunks_imported += len(doc.chunks)
+        out.facts_imported += len(pr.facts)
+        out.facts_skipped += pr.skipped
+        out.causal_links_skipped += pr.causal
 
 
 async def run_import(rt: Runtime, job: Job) -> dict:
@@ -508,14 +540,21 @@ async def run_import(rt: Runtime, job: Job) -> dict:
         if "observations.json" in {i.filename for i in zf.infolist()}:
             observations = _read_json(zf, "observations.json")
             out.observations_skipped = len(observations) if isinstance(observations, list) else 0
-        for n in names:
+        group: list[_Placed] = []
+        size = 0
+        for i, n in enumerate(names):
             try:
                 doc = ArchiveDocument.model_validate(_read_json(zf, n))
             except ValidationError as exc:
                 err = exc.errors()[0]
                 where = ".".join(str(x) for x in err["loc"])
                 raise _bad(f"{n}: {where}: {err['msg']}") from None
-            await _import_document(rt, job, doc, policy, out)
+            if (placed := await _place(rt, job, doc, policy, out)) is not None:
+                group.append(placed)
+                size += sum(len(c.chunk_text) for c in doc.chunks) + sum(len(f.text) for f in doc.facts)
+            if group and (len(group) >= GROUP_DOCUMENTS or size >= GROUP_CHARS or i == len(names) - 1):
+                await _import_documents(rt, job, group, out)
+                group, size = [], 0
     async with rt.pool.acquire() as conn:
         await conn.execute(Q.bank_file_delete, job.bank_id, key)
     return out.model_dump()
