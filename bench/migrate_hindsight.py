@@ -14,8 +14,8 @@ it again (resumable: the same result, nothing twice). Prints and saves the figur
 
     .venv/bin/python bench/migrate_hindsight.py                        # 3 banks x 300 documents
     .venv/bin/python bench/migrate_hindsight.py --banks 1 --documents 20
-    .venv/bin/python bench/migrate_hindsight.py --record tests/fixtures/hindsight-0.9.1-migrate.json --banks 2 --documents 3
-      # records what migrate reads from the reference, for tests/test_migrate.py's replay
+    .venv/bin/python bench/migrate_hindsight.py --record tests/e2e/fixtures/hindsight-0.9.1-migrate.json --banks 2 --documents 3
+      # records what migrate reads from the reference, for tests/e2e/test_migrate.py's replay
 
 The reference's virtualenv is kept in bench/results/hindsight-venv (reused when present).
 """

@@ -204,6 +204,22 @@ class Settings(BaseSettings):
         description="Seconds a stopping server (SIGTERM, Ctrl-C) gives requests in flight; meanwhile new ones get 503 "
         "with Retry-After and readiness is false. Requests still running then are rolled back and answered 503.",
     )
+    keep_alive_timeout: int = Field(
+        620,
+        ge=1,
+        le=86_400,
+        description="Seconds an idle keep-alive connection stays open. It must outlive the idle timeout of every client "
+        "and load balancer in front (nginx upstream 60, AWS ALB 60, Google Cloud's load balancers 600, httpx 5), or a "
+        "request sent as the server closes the connection gets no answer (docs/running.md, Keep-alive).",
+    )
+    shutdown_linger: float = Field(
+        5.0,
+        ge=0,
+        le=600,
+        description="Seconds a stopping server, once its requests are done and it accepts no new connections, keeps "
+        "idle keep-alive connections open: a request sent on one is answered 503 with Connection: close instead of "
+        "finding it closed. At least the idle expiry of the clients that reuse connections (httpx: 5).",
+    )
     log_format: Literal["text", "json"] = Field(
         "text",
         description="`text` (`time LEVEL logger: message`) or `json` (one object a line: time, level, logger, "

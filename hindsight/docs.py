@@ -1,7 +1,7 @@
 """The documentation's reference tables, generated from the code so they cannot drift.
 
 `hindsight docs` rewrites the text between `<!-- generated:NAME -->` and
-`<!-- /generated:NAME -->` markers in README.md and docs/*.md; `--check` (and tests/test_docs.py,
+`<!-- /generated:NAME -->` markers in README.md and docs/*.md; `--check` (and tests/e2e/test_docs.py,
 run by CI) fails when a file differs from what the code says. Tables: `settings` (every
 HINDSIGHT_API_* variable, from config.Settings, in the README), `tools` (every MCP tool, from
 mcp.catalog.TOOLS: its surfaces, arguments with their defaults and limits, annotations and

@@ -32,7 +32,9 @@ CLAUDE_BIN=$(ls "$PWD"/$NODE_DIR/@anthropic-ai/claude-code-*/claude 2>/dev/null 
 export HINDSIGHT_CLAUDE_BIN=${CLAUDE_BIN:-}
 export HINDSIGHT_NODE_MODULES=$PWD/$NODE_DIR
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
-# Lint, format and types first: a failure there stops the run with the tools' own messages.
+# Commit subjects, lint, format and types first: a failure there stops the run with the tools'
+# own messages.
+.venv/bin/python scripts/commit_subjects.py
 .venv/bin/ruff check hindsight tests bench
 .venv/bin/ruff format --check hindsight tests bench
 .venv/bin/mypy

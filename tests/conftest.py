@@ -6,12 +6,42 @@ client and the other real clients, for routing, lifecycle and durability."""
 from __future__ import annotations
 
 import contextlib
+import shutil
+import tempfile
 import time
 import uuid
 
 import pytest
 
 from hindsight.testing import Server, free_port  # noqa: F401
+
+
+def pytest_configure(config):
+    """A session's temporary files in a folder of its own, unless --basetemp names one: a pytest
+    session that starts makes /tmp/pytest-of-<user> private again (0700), which cut off the
+    embedded PostgreSQL of every other session still running (its system user could no longer
+    reach its data directory)."""
+    if not config.option.basetemp:
+        config.option.basetemp = config._hindsight_basetemp = tempfile.mkdtemp(prefix="hindsight-tests-")
+
+
+# The layer of a test is the folder it lives in (CONTRIBUTING.md, "Tests"): `pytest -m "not e2e"`
+# is the daily loop, `.ci/run` runs every layer.
+LAYERS = ("unit", "db", "contract", "e2e")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        layer = item.path.parent.name
+        if layer in LAYERS:
+            item.add_marker(layer)
+
+
+def pytest_unconfigure(config):
+    made = getattr(config, "_hindsight_basetemp", None)
+    if made:
+        shutil.rmtree(made, ignore_errors=True)
+
 
 ADMIN_KEY = "test-admin-key-0123456789"
 AUTH_EXT = "hindsight.extensions.builtin.tenant:ApiKeyTenantExtension"

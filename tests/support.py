@@ -11,7 +11,7 @@ from conftest import wait_for
 
 # Tables whose rows belong to a bank: those with a bank_id column, and the link tables that hang
 # off them. tests/unit/test_sql_bank_scope.py holds every statement on them to its bank;
-# tests/test_sql_statements.py checks this list against the migrated schema.
+# tests/db/test_sql_statements.py checks this list against the migrated schema.
 BANK_TABLES = {
     "banks",
     "memories",

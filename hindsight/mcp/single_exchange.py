@@ -11,7 +11,7 @@ JSON-RPC request other than `initialize`, JSON in and out) goes through the SDK'
 single-exchange driver (`serve_one`, what the SDK runs for a 2026-07-28 request) and is answered
 exactly as the transport would have answered it. Everything else (`initialize`, notifications,
 malformed bodies, wrong headers, the 2026-07-28 era) goes to the SDK's transport as before, so
-its errors and edge cases stay the SDK's; tests/test_mcp_exchange.py checks both paths give the
+its errors and edge cases stay the SDK's; tests/contract/test_mcp_exchange.py checks both paths give the
 same bytes. One answer differs on purpose: a handler that raises something unexpected (a bug) is
 -32603 "Internal server error", as on the 2026-07-28 path, where the SDK's dispatcher answered
 code 0 with the exception's text.

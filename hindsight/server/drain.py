@@ -41,18 +41,23 @@ class Drain:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         path = scope["path"]
-        if self.draining and path not in LIVENESS:
+        if self.draining:
+            send = _closing_send(send)
             if path in READINESS:
                 body = {"ready": False, "status": "unavailable", "reason": "the server is stopping"}
                 return await JSONResponse(body, status_code=503)(scope, receive, send)
-            return await send_error(Stopping(), scope, receive, send)
+            if path not in LIVENESS:
+                return await send_error(Stopping(), scope, receive, send)
         task = asyncio.current_task()
         assert task is not None
         started = False
 
         async def tracked(message):
             nonlocal started
-            started = started or message["type"] == "http.response.start"
+            if message["type"] == "http.response.start":
+                started = True
+                if self.draining:
+                    message = closing(message)
             await send(message)
 
         self.inflight.add(task)
@@ -91,3 +96,17 @@ class Drain:
             settle = loop.time() + 5.0
             while self.inflight and loop.time() < settle:
                 await asyncio.sleep(0.05)
+
+
+def closing(start: dict) -> dict:
+    """A response start that tells the client to close the connection after it: while the server
+    drains, every response says so, so clients stop reusing connections before they are closed."""
+    headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"connection"]
+    return {**start, "headers": [*headers, (b"connection", b"close")]}
+
+
+def _closing_send(send):
+    async def sent(message):
+        await send(closing(message) if message["type"] == "http.response.start" else message)
+
+    return sent

@@ -21,10 +21,11 @@ from hindsight.server.app import App, create_app
 
 
 class DrainingServer(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, app: App, grace: float):
+    def __init__(self, config: uvicorn.Config, app: App, grace: float, linger: float):
         super().__init__(config)
         self.app = app
         self.grace = grace
+        self.linger = linger
         self._loop: asyncio.AbstractEventLoop | None = None
         self._draining: asyncio.Task | None = None
 
@@ -47,6 +48,22 @@ class DrainingServer(uvicorn.Server):
 
         self._draining = asyncio.ensure_future(drain())
 
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """After the drain: stop accepting connections, then keep the idle keep-alive ones open for
+        up to `linger` seconds before uvicorn closes them. The drain still answers, so a request
+        sent on one meanwhile gets 503 with Connection: close and its client reconnects (and is
+        refused at connect): a connection is never closed under a request a client just sent on
+        it, as long as the client drops connections idle for less than `linger`."""
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.linger
+        while self.server_state.connections and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        await super().shutdown(sockets)
+
 
 def serve_settings(settings: Settings) -> int:
     """Run the server in this process (`settings.workers` > 1: server/workers.py)."""
@@ -62,6 +79,7 @@ def uvicorn_config(settings: Settings, app: App) -> uvicorn.Config:
         log_config=None,  # uvicorn's records go to the handler logs.configure() installed
         log_level=settings.log_level,
         lifespan="on",
+        timeout_keep_alive=settings.keep_alive_timeout,
         # requests were drained already (server/drain.py): this only bounds closing idle connections
         timeout_graceful_shutdown=5,
     )
@@ -70,7 +88,7 @@ def uvicorn_config(settings: Settings, app: App) -> uvicorn.Config:
 def run(settings: Settings, sockets: list[socket.socket] | None = None, scheduler: bool = True, ready=None) -> int:
     """One server process: the engine, then uvicorn on its own port or on the parent's socket."""
     app = create_app(settings)
-    server = DrainingServer(uvicorn_config(settings, app), app, settings.shutdown_grace)
+    server = DrainingServer(uvicorn_config(settings, app), app, settings.shutdown_grace, settings.shutdown_linger)
 
     async def run() -> int:
         # Start the engine before serving so that a database or model problem ends with one

@@ -51,7 +51,7 @@ async def test_retain_bad_arguments_change_nothing(app, rest, bank, args, needle
 
 async def test_unknown_bank_tool_and_lenient_arguments(app, bank):
     async with mcp_local(app, multi=True) as c:
-        # a bank never written reads as empty (tests/test_new_bank.py)
+        # a bank never written reads as empty (tests/e2e/test_new_bank.py)
         r = await c.call_tool("recall", {"query": "x", "bank_id": bank + "_missing"})
         assert not r.is_error and r.structured_content["results"] == []
         error = tool_error(await c.call_tool("recall", {"query": "x", "bank_id": "no spaces allowed"}))

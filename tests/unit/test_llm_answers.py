@@ -1,6 +1,6 @@
 """How an LLM's failures and answers are read: Retry-After in its forms, the cause of an unusable
 answer, the waits between attempts, the error every face reports, and the bounds on what an
-answer may put in a bank (tests/test_llm_faults.py drives the same through a real server)."""
+answer may put in a bank (tests/e2e/test_llm_faults.py drives the same through a real server)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from fastapi import APIRouter, Body, Query
 
 from hindsight.api.compat import convert
-from hindsight.api.compat import models as M
+from hindsight.api.compat import schemas as M
 from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
 from hindsight.engine.banks.schemas import Bank, BankCreate, BankQuery, BankUpdate
 from hindsight.engine.banks.settings import BankSettingsChange

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Body, Query
 
-from hindsight.api.compat import models as M
+from hindsight.api.compat import schemas as M
 from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
 from hindsight.engine.rules.fields import MAX_OFFSET
 

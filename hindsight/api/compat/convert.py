@@ -7,7 +7,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from hindsight.api.compat import models as M
+from hindsight.api.compat import schemas as M
 from hindsight.engine.banks.llm_health import LlmHealth
 from hindsight.engine.banks.schemas import Bank, BankCounts, BankList
 from hindsight.engine.banks.settings import TRAITS, effective_settings, not_applied

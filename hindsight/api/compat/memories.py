@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, File, Form, Query, UploadFile
 
 from hindsight.api.compat import convert
-from hindsight.api.compat import models as M
+from hindsight.api.compat import schemas as M
 from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
 from hindsight.engine.errors import InvalidArgument
 from hindsight.engine.knowledge.file_retain import FileMemory, Upload

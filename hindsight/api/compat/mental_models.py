@@ -9,7 +9,7 @@ from typing import Literal
 from fastapi import APIRouter, Body, Query
 
 from hindsight.api.compat import convert
-from hindsight.api.compat import models as M
+from hindsight.api.compat import schemas as M
 from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
 from hindsight.engine.reflection.mental_models import MentalModelCreate, MentalModelQuery, MentalModelUpdate
 from hindsight.engine.rules.fields import MAX_OFFSET

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 
 from hindsight.api.compat import convert
-from hindsight.api.compat import models as M
+from hindsight.api.compat import schemas as M
 from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
 from hindsight.engine.errors import Conflict, InvalidArgument
 from hindsight.engine.queue.schemas import TERMINAL, OperationQuery

@@ -8,7 +8,7 @@ import time
 from fastapi import APIRouter
 
 from hindsight import __version__
-from hindsight.api.compat import models as M
+from hindsight.api.compat import schemas as M
 from hindsight.api.deps import EngineDep
 
 router = APIRouter(tags=["Hindsight-compatible: system"])

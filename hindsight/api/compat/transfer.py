@@ -11,7 +11,7 @@ from __future__ import annotations
 from fastapi import APIRouter, File, Query, UploadFile
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from hindsight.api.compat import models as M
+from hindsight.api.compat import schemas as M
 from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
 from hindsight.engine.errors import InvalidArgument, NotFound
 

@@ -1,6 +1,6 @@
 """`hindsight migrate`, the real command, from a Hindsight server replayed on loopback: the
 answers a real Hindsight 0.9.1 gave (hindsight-api-slim, recorded by bench/migrate_hindsight.py
---record into tests/fixtures/), each checked here against the response schema its OpenAPI
+--record into tests/e2e/fixtures/), each checked here against the response schema its OpenAPI
 document gives that operation. What arrives here, what is reported, and what a second run and an
 interrupted one do."""
 
@@ -20,7 +20,7 @@ from hindsight.testing import Replay
 from conftest import Server, fresh_database
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "hindsight-0.9.1-migrate.json"
-SPEC = Path(__file__).resolve().parent.parent.parent / "shared" / "hindsight" / "openapi-0.9.1.json"
+SPEC = Path(__file__).resolve().parents[3] / "shared" / "hindsight" / "openapi-0.9.1.json"
 RECORDING = json.loads(FIXTURE.read_text())
 # The real 0.9.1 server's lists of banks, models and directives leave out the page fields its
 # document marks required (migrate pages without them).

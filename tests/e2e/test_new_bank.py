@@ -46,7 +46,7 @@ async def test_first_call_on_a_new_bank_url_is_an_empty_read(server, api, bank):
     other = bank + "_rest"
     assert api.post(f"/v1/banks/{other}/recall", json={"query": "x"}).json()["results"] == []
     assert api.get(f"/v1/banks/{other}/memories").json()["total"] == 0
-    assert api.get(f"/v1/banks/{other}/mental-models").json() == {"mental_models": []}
+    assert api.get(f"/v1/banks/{other}/mental-models").json() == {"mental_models": [], "total": 0}
     assert api.get(f"/v1/banks/{other}/documents").status_code == 200
     assert api.get(f"/v1/banks/{other}").status_code == 404
     assert api.get(f"/v1/banks/{other}/export").status_code == 404

@@ -20,12 +20,12 @@ from hindsight.api.compat.reference import NOT_SERVED, OPERATIONS
 
 from conftest import Server, fresh_database, llm_env, wait_for
 
-SPEC = Path(__file__).resolve().parent.parent.parent / "shared" / "hindsight" / "openapi-0.9.1.json"
+SPEC = Path(__file__).resolve().parents[3] / "shared" / "hindsight" / "openapi-0.9.1.json"
 pytestmark = pytest.mark.skipif(not SPEC.exists(), reason="../shared/hindsight/ is not beside this checkout")
 EXAMPLES = 12
 SERVED = [(m, p, op) for m, p, op in OPERATIONS if op not in NOT_SERVED and p.startswith("/v1/")]
 # Operations no request drawn from the document alone can succeed on, and why (each is accepted
-# elsewhere: tests/test_hindsight_client_surface.py, tests/contract/test_hindsight_routes.py).
+# elsewhere: tests/e2e/test_hindsight_client_surface.py, tests/contract/test_hindsight_routes.py).
 UNREACHABLE = {
     "cancel_operation": "needs an operation still pending or running (the bank's is finished: 409)",
     "retry_operation": "needs a failed operation (the bank's succeeded: 409)",

@@ -94,7 +94,7 @@ def test_the_example_dashboard_uses_metrics_that_exist(server, api):
     import json
     from pathlib import Path
 
-    dashboard = json.loads((Path(__file__).resolve().parent.parent / "deploy" / "grafana-dashboard.json").read_text())
+    dashboard = json.loads((Path(__file__).resolve().parents[2] / "deploy" / "grafana-dashboard.json").read_text())
     wanted = {m for p in dashboard["panels"] for t in p["targets"] for m in re.findall(r"hindsight_\w+", t["expr"])}
     exported = {f.name for f in text_string_to_metric_families(api.get("/metrics").text)}
     exported |= {f"{n}_total" for n in exported} | {f"{n}_bucket" for n in exported}

@@ -5,16 +5,11 @@ two tables it reads."""
 from __future__ import annotations
 
 import asyncio
-import re
 
 import asyncpg
 import httpx
-import pytest
 
-from hindsight.engine.search.arms.keyword import TERM_COLUMNS, keyword_rows
-from hindsight.engine.search.conditions import request_filters
-from hindsight.engine.search.filters import MEMORY_FIELDS
-from hindsight.engine.search.schemas import RecallRequest
+from hindsight.engine.search.arms.keyword import TERM_COLUMNS
 
 from conftest import fresh_database
 
@@ -114,29 +109,10 @@ async def test_memory_terms_follow_every_write(pg_url, server, bank):
         assert await _same(pg_url, bank, other) == 0
 
 
-@pytest.mark.parametrize(
-    "request_fields,table",
-    [
-        ({}, "memory_terms"),
-        ({"include_superseded": True}, "memory_terms"),
-        ({"as_of": "2024-01-01T00:00:00Z"}, "memory_terms"),
-        ({"tags": ["a"], "tags_match": "all_strict", "types": ["world"]}, "memory_terms"),
-        ({"filter": 'entities contains "anna" and mentioned_at < "2024-01-01"'}, "memory_terms"),
-        ({"filter": 'occurred_start > "2024-01-01" or created_at < "2020-01-01"'}, "memory_terms"),
-        ({"filter": 'context = "general"'}, "memories"),
-        ({"filter": 'metadata.speaker = "Anna"'}, "memories"),
-        ({"filter": 'text contains "pond"'}, "memories"),
-        ({"filter": 'document_id = "d1" or tags contains "a"'}, "memories"),
-    ],
-)
-def test_keyword_arm_reads_the_narrow_table_when_the_filters_allow(request_fields, table):
-    assert keyword_rows(request_filters(RecallRequest(query="pond heron", **request_fields))) == table
-
-
 def test_keyword_arm_ranks_alike_from_either_table(api, bank):
     """A filter every memory passes (context = "general") sends the arm to `memories`; without it,
     to memory_terms: same hits, same scores, on a small bank (its own rows; a large bank's seeds
-    are compared in tests/test_keyword_large_bank.py)."""
+    are compared in tests/e2e/test_keyword_large_bank.py)."""
     items = [{"content": f"Note {i}: the heron waded in pond {i % 7} by the mill."} for i in range(40)]
     items += [{"content": "The mill wheel turned slowly."}, {"content": "Herons nest near the mill pond."}]
     assert api.post(f"/v1/banks/{bank}/memories", json={"items": items}).status_code == 200
@@ -202,12 +178,6 @@ async def test_term_columns_are_the_tables(pg_url):
         await conn.close()
     assert set(cols["memory_terms"]) == TERM_COLUMNS
     assert all(cols["memories"][c] == kind for c, kind in cols["memory_terms"].items())
-
-
-def test_every_memory_filter_field_is_a_column_of_m():
-    """keyword_rows reads the filter's columns as `m.<column>`: a field written another way could
-    send a filter to memory_terms that names a column it lacks."""
-    assert all(re.fullmatch(r"m\.[a-z_]+", f.sql) for f in MEMORY_FIELDS.values())
 
 
 def test_llm_extraction_supersedes_raw_units_in_the_copy(llm_api, bank, pg_url):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from hindsight.docs import documentation, tables_in, update
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 MCP_DOC = ROOT / "docs" / "mcp.md"
 

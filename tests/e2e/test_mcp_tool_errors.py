@@ -18,7 +18,7 @@ from conftest import Server, fresh_database, llm_env, mcp_session
 from support import retain, tool_error
 
 NODE_MODULES = Path(
-    os.environ.get("HINDSIGHT_NODE_MODULES") or Path(__file__).resolve().parent.parent / ".cache/node/node_modules"
+    os.environ.get("HINDSIGHT_NODE_MODULES") or Path(__file__).resolve().parents[2] / ".cache/node/node_modules"
 )
 INSPECTOR = NODE_MODULES / ".bin" / "mcp-inspector"
 FACT = "Ana plays chess in Lisbon."

@@ -1,5 +1,5 @@
 """Hindsight's TypeScript client from npm (@vectorize-io/hindsight-client), unchanged, driven by
-Node against our server: tests/node/hindsight_client.cjs does the calls and checks."""
+Node against our server: tests/e2e/node/hindsight_client.cjs does the calls and checks."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 MODULES = Path(
-    os.environ.get("HINDSIGHT_NODE_MODULES") or Path(__file__).resolve().parent.parent / ".cache/node/node_modules"
+    os.environ.get("HINDSIGHT_NODE_MODULES") or Path(__file__).resolve().parents[2] / ".cache/node/node_modules"
 )
 SCRIPT = Path(__file__).resolve().parent / "node" / "hindsight_client.cjs"
 pytestmark = pytest.mark.skipif(

@@ -26,7 +26,7 @@ from hindsight.testing import Server
 
 from conftest import fresh_database
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def autogroup_nice(pid: int) -> int | None:
