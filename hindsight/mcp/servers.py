@@ -72,9 +72,9 @@ async def _from_scope(ctx: Context) -> RequestState:
 
 
 class ContractTool(Tool):
-    """A tool whose missing required arguments are a tool error worded as our own validation
-    words every other argument error (naming each one), instead of the SDK's text. Every other
-    check is the request model's, inside the tool."""
+    """A tool whose missing required arguments are a tool error in the words the request models
+    use for every other argument error (naming each one), not the SDK's text. Every other check
+    is the request model's, inside the tool."""
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         try:
