@@ -1,8 +1,9 @@
 """The long fuzzing run: every REST route and every MCP tool (single- and multi-bank) with valid,
-invalid and hostile input (hindsight/fuzzing.py), against real servers over HTTP in three set-ups:
-open (no keys, no LLM), API keys on (an admin key, and a key scoped to one bank), and an LLM (the
-stub) behind reflect and fact extraction. Prints requests sent and failures per face; exits 1 on
-any failure or on a traceback in a server's log.
+invalid and hostile input, and the OAuth endpoints with forms in every encoding a client can send
+(hindsight/fuzzing.py), against real servers over HTTP in three set-ups: open (no keys, no LLM),
+API keys on (an admin key, a key scoped to one bank, and the OAuth authorization server), and an
+LLM (the stub) behind reflect and fact extraction. Prints requests sent and failures per face;
+exits 1 on any failure or on a traceback in a server's log.
 
     .venv/bin/python bench/fuzz.py                 # 100 examples per operation and tool (~15 min)
     .venv/bin/python bench/fuzz.py --examples 20   # a quick pass
@@ -21,11 +22,12 @@ import httpx
 from locomo import save  # noqa: E402  (sets up sys.path)
 
 from hindsight.db.embedded import EmbeddedPostgres  # noqa: E402
-from hindsight.fuzzing import fuzz_mcp, fuzz_rest  # noqa: E402
+from hindsight.fuzzing import fuzz_mcp, fuzz_oauth, fuzz_rest  # noqa: E402
 from hindsight.stub_llm import StubLLM  # noqa: E402
 from hindsight.testing import Server, machine  # noqa: E402
 
 ADMIN = "fuzz-admin-key-0123456789"
+SECRETS = {"HINDSIGHT_API_SECRETS_KEY": "fuzz-secrets-key-0123456789-abcdefgh"}  # so that webhooks can be made
 
 
 def run_setup(name: str, env: dict, examples: int, seed: int, headers: dict, bank: str) -> dict:
@@ -41,6 +43,7 @@ def run_setup(name: str, env: dict, examples: int, seed: int, headers: dict, ban
         reports += [fuzz_mcp(server.url, path, examples, seed, headers) for path in (f"/mcp/{bank}/", "/mcp/")]
         if name == "keys":
             reports.append(fuzz_mcp(server.url, "/mcp/", examples, seed, scoped))
+            reports.append(fuzz_oauth(server.url, examples, seed))
         out["seconds"] = round(time.time() - t0, 1)
         out["reports"] = [
             {"face": r.face, "requests": r.calls, "targets": len(r.by_target), "failures": r.failures} for r in reports
@@ -64,12 +67,13 @@ def main(args) -> dict:
     out: dict = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), "examples": args.examples, "setups": []}
     try:
         setups = {
-            "open": ({"HINDSIGHT_API_DATABASE_URL": url}, {}),
+            "open": ({"HINDSIGHT_API_DATABASE_URL": url, **SECRETS}, {}),
             "keys": (
                 {
                     "HINDSIGHT_API_DATABASE_URL": url,
                     "HINDSIGHT_API_TENANT_EXTENSION": "hindsight.extensions.builtin.tenant:ApiKeyTenantExtension",
                     "HINDSIGHT_API_TENANT_API_KEY": ADMIN,
+                    **SECRETS,
                 },
                 {"Authorization": f"Bearer {ADMIN}"},
             ),
@@ -79,6 +83,7 @@ def main(args) -> dict:
                     "HINDSIGHT_API_LLM_MODEL": "openai/stub-model",
                     "HINDSIGHT_API_LLM_BASE_URL": stub.base_url,
                     "HINDSIGHT_API_LLM_API_KEY": "stub",
+                    **SECRETS,
                 },
                 {},
             ),

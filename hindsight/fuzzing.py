@@ -1,5 +1,6 @@
-"""Fuzzing the MCP tools from their own input schemas (tests and `bench/fuzz.py`; never used by
-the server; needs the `test` extra: Schemathesis, which brings Hypothesis).
+"""Fuzzing the MCP tools from their own input schemas, the REST routes from the OpenAPI document, and
+the OAuth endpoints with every form encoding a client can send (tests and `bench/fuzz.py`; never
+used by the server; needs the `test` extra: Schemathesis, which brings Hypothesis).
 
 Why: every tool's arguments are published as a JSON schema, so arguments that fit it, arguments
 that almost fit it and hostile values (NUL, lone surrogates, dates off the calendar, numbers past
@@ -15,9 +16,11 @@ argument answered as a protocol error) is a failure.
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 
@@ -26,6 +29,7 @@ import httpx
 CLIENT_ERRORS = {"bad_request", "invalid_argument", "not_found", "unauthorized", "forbidden", "too_large", "conflict"}
 # JSON-RPC errors for a malformed tools/call (its arguments not an object): invalid params or request.
 PROTOCOL_ERRORS = {-32602, -32600}
+MAX_URL_BYTES = 32 * 1024
 HOSTILE_STRINGS = [
     "",
     " ",
@@ -56,7 +60,7 @@ class FuzzReport:
     failures: list[str] = field(default_factory=list)
 
     def line(self) -> str:
-        what = "tools" if self.face == "MCP" else "operations"
+        what = {"MCP": "tools", "OAuth": "routes"}.get(self.face, "operations")
         return f"{self.calls} {self.face} requests over {len(self.by_target)} {what}, {len(self.failures)} failures"
 
     def count(self, target: str) -> None:
@@ -248,7 +252,7 @@ def fuzz_rest(base_url: str, examples: int, seed: int | None = None, headers: di
 
 
 def _rest_runner(operation, base_url: str, checks: list, report: FuzzReport, examples: int, headers: dict):
-    from hypothesis import HealthCheck, given, settings
+    from hypothesis import HealthCheck, assume, given, settings
     from hypothesis import strategies as st
     from schemathesis import GenerationMode
 
@@ -257,6 +261,9 @@ def _rest_runner(operation, base_url: str, checks: list, report: FuzzReport, exa
     @settings(max_examples=2 * examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(case=drawn)
     def run(case) -> None:
+        # A request line past ~64 KB is refused by uvicorn's HTTP parser, with its own plain-text
+        # 400, before any route sees it: such a URL tests the HTTP server, not the routes.
+        assume(len(case.formatted_path) + len(urlencode(case.query or {}, doseq=True)) <= MAX_URL_BYTES)
         report.count(operation.label)
         try:
             case.call_and_validate(base_url=base_url, checks=checks, headers=headers)
@@ -264,3 +271,204 @@ def _rest_runner(operation, base_url: str, checks: list, report: FuzzReport, exa
             report.fail(f"{operation.label}: {type(exc).__name__}: {exc!s:.600}")
 
     return run
+
+
+# ---- OAuth: forms of every shape --------------------------------------------------------------------
+# Each OAuth route and the parameters it reads; the fuzzer sends these, others, and repeats.
+OAUTH_ROUTES: dict[str, list[str]] = {
+    "/token": [
+        "grant_type",
+        "code",
+        "redirect_uri",
+        "client_id",
+        "client_secret",
+        "code_verifier",
+        "refresh_token",
+        "scope",
+        "resource",
+    ],
+    "/revoke": ["token", "token_type_hint", "client_id", "client_secret"],
+    "/authorize": [
+        "response_type",
+        "client_id",
+        "redirect_uri",
+        "scope",
+        "state",
+        "code_challenge",
+        "code_challenge_method",
+        "resource",
+    ],
+    "/register": [
+        "redirect_uris",
+        "client_name",
+        "token_endpoint_auth_method",
+        "grant_types",
+        "response_types",
+        "scope",
+        "contacts",
+        "client_uri",
+        "logo_uri",
+    ],
+    "/v1/oauth/consent/lookup": ["request_id"],
+    "/v1/oauth/consent/decide": ["request_id", "approve", "bank_id", "access"],
+}
+# How a client may encode a body: the right way, and each wrong way a client can send.
+FORM_ENCODINGS = [
+    "urlencoded",
+    "raw-bytes",
+    "latin-1",
+    "multipart",
+    "multipart-without-boundary",
+    "json",
+    "text",
+    "no-content-type",
+    "query",
+]
+_FORM = "application/x-www-form-urlencoded"
+
+
+def _oauth_values(known: list[str]):
+    from hypothesis import strategies as st
+
+    return st.one_of(
+        st.sampled_from(known),
+        st.sampled_from(HOSTILE_STRINGS),
+        st.text(max_size=40),
+        st.sampled_from(["authorization_code", "refresh_token", "code", "S256", "plain", "read write", "none"]),
+        st.just("x" * 70_000),
+        st.builds(lambda s: "hsa_" + s, st.text(max_size=20)),
+    )
+
+
+def _form_body(pairs: list[tuple[str, Any]], encoding: str) -> tuple[bytes, str | None]:
+    """A body of `pairs` in `encoding`, and its Content-Type (None: no header)."""
+    text_pairs = [(n, v if isinstance(v, str) else json.dumps(v)) for n, v in pairs]
+    if encoding in ("urlencoded", "text", "no-content-type", "query"):
+        body = urlencode(text_pairs, errors="surrogatepass").encode()
+        return body, {"text": "text/plain", "no-content-type": None}.get(encoding, _FORM)
+    if encoding == "raw-bytes":  # not percent-encoded: raw UTF-8, lone surrogates, NUL, line breaks
+        raw = [n.encode("utf-8", "surrogatepass") + b"=" + v.encode("utf-8", "surrogatepass") for n, v in text_pairs]
+        return b"&".join(raw) + b"&\xff\xfe=\xc0", _FORM
+    if encoding == "latin-1":
+        return urlencode(text_pairs, encoding="latin-1", errors="replace").encode(), f"{_FORM}; charset=latin-1"
+    if encoding.startswith("multipart"):
+        parts = b"".join(
+            b'--hsfuzz\r\nContent-Disposition: form-data; name="'
+            + n.encode("utf-8", "surrogatepass")
+            + b'"\r\n\r\n'
+            + v.encode("utf-8", "surrogatepass")
+            + b"\r\n"
+            for n, v in text_pairs
+        )
+        body = parts + b"--hsfuzz--\r\n"
+        return (
+            body,
+            "multipart/form-data"
+            if encoding == "multipart-without-boundary"
+            else "multipart/form-data; boundary=hsfuzz",
+        )
+    body = json.dumps(dict(pairs)).encode()  # json: what /register and the consent routes take
+    return body, "application/json"
+
+
+def oauth_request(known: list[str]):
+    """A drawn OAuth request: (route, encoding, [(name, value)], with an HTTP Basic header)."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def draw(d):
+        route = d(st.sampled_from(sorted(OAUTH_ROUTES)))
+        names = st.one_of(st.sampled_from(OAUTH_ROUTES[route]), st.text(max_size=12))
+        pairs = d(st.lists(st.tuples(names, _oauth_values(known)), max_size=8))
+        if pairs and d(st.booleans()):
+            pairs = [*pairs, pairs[0]]  # a repeated parameter
+        if d(st.integers(0, 9)) == 0:
+            pairs = pairs + [(f"f{i}", "v") for i in range(1500)]  # past any parser's count of fields
+        if route == "/register" and d(st.booleans()):
+            pairs = [(n, [v] if n in ("redirect_uris", "contacts", "grant_types") else v) for n, v in pairs]
+        return route, d(st.sampled_from(FORM_ENCODINGS)), pairs, d(st.booleans())
+
+    return draw()
+
+
+def oauth_problem(
+    http: httpx.Client, base_url: str, route: str, encoding: str, pairs, basic: bool, known
+) -> str | None:
+    """What is wrong with the answer to one drawn OAuth request, or None: a 5xx, a reset
+    connection, an answer that is not JSON (an error page or a redirect from /authorize), or a
+    redirect anywhere but the consent page (no client the fuzzer knows was ever approved, so no
+    error may be sent to a client)."""
+    body, kind = _form_body(pairs, encoding)
+    headers = {"content-type": kind} if kind else {}
+    if basic:
+        headers["authorization"] = "Basic " + base64.b64encode(f"{known[0]}:secret".encode()).decode()
+    what = f"{route} {encoding} {pairs[:6]!r:.300}"
+    try:
+        if encoding == "query" and len(body) <= 8000:  # a URL stays within what HTTP servers read
+            r = http.request("GET" if route == "/authorize" else "POST", f"{route}?{body.decode()}", headers=headers)
+        else:
+            r = http.post(route, content=body, headers=headers)
+    except httpx.TransportError as exc:
+        return f"{what}: {type(exc).__name__}"
+    if r.status_code >= 500:
+        return f"{what}: HTTP {r.status_code} {r.text[:200]!r}"
+    if r.status_code in (301, 302, 303, 307, 308):
+        location = r.headers.get("location", "")
+        if route != "/authorize" or not location.startswith(f"{base_url}/ui/consent.html#request="):
+            return f"{what}: redirected to {location[:200]!r}"
+        return None
+    kind = r.headers.get("content-type", "")
+    if route == "/authorize" and kind.startswith("text/html"):
+        return None
+    if r.status_code == 200 and route == "/revoke" and not r.content:
+        return None  # RFC 7009: revoked, or nothing to revoke
+    try:
+        r.json()
+    except ValueError:
+        return f"{what}: HTTP {r.status_code}, {kind or 'no content type'}, not JSON: {r.text[:200]!r}"
+    return None
+
+
+def fuzz_oauth(base_url: str, examples: int, seed: int | None = None) -> FuzzReport:
+    """Each OAuth route (and the consent page's) in every form encoding once, then `examples`
+    drawn requests for each; needs a server running its own authorization server (API keys on)."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import seed as with_seed
+
+    report = FuzzReport("OAuth")
+    with httpx.Client(base_url=base_url, timeout=120, follow_redirects=False) as http:
+        known = []
+        for method in ("none", "client_secret_basic"):
+            r = http.post(
+                "/register",
+                json={"redirect_uris": ["http://127.0.0.1:9/cb"], "token_endpoint_auth_method": method},
+                headers={"x-forwarded-for": "198.51.100.7"},  # not the address the fuzzed requests count against
+            )
+            r.raise_for_status()
+            known.append(r.json()["client_id"])
+        known += ["http://127.0.0.1:9/cb", "https://127.0.0.1/client.json", "hsr_" + "a" * 43, "hsc_" + "a" * 43]
+
+        # every route in every encoding once, with plausible parameters, whatever the draws reach
+        for route, names in OAUTH_ROUTES.items():
+            plausible = [(name, known[0] if name == "client_id" else "x") for name in names]
+            for encoding in FORM_ENCODINGS:
+                report.count(route)
+                if (problem := oauth_problem(http, base_url, route, encoding, plausible, False, known)) is not None:
+                    report.fail(problem)
+
+        @settings(
+            max_examples=examples * len(OAUTH_ROUTES),
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
+        @given(drawn=oauth_request(known))
+        def run(drawn) -> None:
+            route, encoding, pairs, basic = drawn
+            report.count(route)
+            problem = oauth_problem(http, base_url, route, encoding, pairs, basic, known)
+            if problem is not None:
+                report.fail(problem)
+
+        (with_seed(seed)(run) if seed is not None else run)()
+    return report

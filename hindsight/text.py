@@ -14,7 +14,12 @@ _PARAGRAPH = re.compile(r"\n\s*\n")
 
 def estimate_tokens(text: str) -> int:
     """About four characters a token for English; cheap enough for the hot path."""
-    return max(1, (len(text) + 3) // 4)
+    return tokens_of_chars(len(text))
+
+
+def tokens_of_chars(chars: int) -> int:
+    """estimate_tokens of a text `chars` characters long (recall counts them in the database)."""
+    return max(1, (chars + 3) // 4)
 
 
 def _hard_cut(text: str, limit: int) -> list[str]:

@@ -14,8 +14,8 @@ import subprocess
 import sys
 
 LIMIT = 72
-# The last commit before the rule: commits after it are checked.
-SINCE = "50194f7"
+# The last commit not held to the rule (the one before the check first ran): those after it are.
+SINCE = "ab26581"
 
 
 def too_long(subjects: list[str]) -> list[str]:

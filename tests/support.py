@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
+import http.server
 import io
+import json
+import secrets
+import threading
+from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -35,6 +42,10 @@ BANK_TABLES = {
     "oauth_tokens",
     "bank_turns",
     "bank_files",
+    "directives",
+    "webhooks",
+    "knowledge_nodes",
+    "audit_logs",
 }
 WITHOUT_BANK_COLUMN = {"memory_entities", "fact_sources", "document_uploads", "oauth_codes", "oauth_tokens"}
 
@@ -123,6 +134,95 @@ def rpc(http, path: str, token: str, method: str = "tools/list", params: dict | 
     )
 
 
+# ---- OAuth: a client as a plain HTTP client drives it (the SDK's own client: tests/e2e/test_oauth.py)
+OAUTH_CALLBACK = "http://127.0.0.1:9/callback"  # answered by the test, never by a server
+
+
+def pkce() -> tuple[str, str]:
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+    return verifier, challenge
+
+
+def oauth_register(anon, seen: set | None = None, **metadata) -> dict:
+    """A registered client (public unless `token_endpoint_auth_method` says otherwise); its secret
+    added to `seen`."""
+    body = {
+        "redirect_uris": [OAUTH_CALLBACK],
+        "client_name": "Raw client",
+        "token_endpoint_auth_method": "none",
+        **metadata,
+    }
+    r = anon.post("/register", json=body)
+    assert r.status_code == 201, r.text
+    client = r.json()
+    if client.get("client_secret") and seen is not None:
+        seen.add(client["client_secret"])
+    return client
+
+
+def oauth_authorize(anon, client: dict, resource: str | None, scope: str = "read write", headers=None, **extra):
+    """GET /authorize as a browser would: (the answer, the PKCE verifier, the parameters sent). A
+    parameter given as None is left out."""
+    verifier, challenge = pkce()
+    params = {
+        "response_type": "code",
+        "client_id": client["client_id"],
+        "redirect_uri": OAUTH_CALLBACK,
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        "state": "st-" + secrets.token_hex(4),
+        "scope": scope,
+        **({"resource": resource} if resource else {}),
+        **extra,
+    }
+    params = {k: v for k, v in params.items() if v is not None}
+    return anon.get("/authorize", params=params, headers=headers, follow_redirects=False), verifier, params
+
+
+def oauth_decide(anon, location: str, key: str | None, approve: bool = True, **choice):
+    """The consent page's decision on the request `location` (the consent page's URL) names."""
+    request_id = parse_qs(urlsplit(location).fragment)["request"][0]
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return anon.post(
+        "/v1/oauth/consent/decide", json={"request_id": request_id, "approve": approve, **choice}, headers=headers
+    )
+
+
+def oauth_exchange(anon, client, code, verifier, resource=None, redirect_uri=OAUTH_CALLBACK, auth=None):
+    data = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": redirect_uri,
+        "client_id": client["client_id"],
+        "code_verifier": verifier,
+        **({"resource": resource} if resource else {}),
+    }
+    return anon.post("/token", data=data, auth=auth)
+
+
+def oauth_connect(
+    anon, key: str, resource: str | None, scope="read write", client=None, seen: set | None = None, **choice
+):
+    """Register (unless given a client), authorize, approve with `key`, exchange the code:
+    (client, token answer); every secret added to `seen`."""
+    seen = seen if seen is not None else set()
+    client = client or oauth_register(anon, seen)
+    r, verifier, params = oauth_authorize(anon, client, resource, scope)
+    assert r.status_code == 302, r.text
+    decided = oauth_decide(anon, r.headers["location"], key, **choice)
+    assert decided.status_code == 200, decided.text
+    back = parse_qs(urlsplit(decided.json()["redirect_to"]).query)
+    assert back["state"] == [params["state"]]
+    code = back["code"][0]
+    seen.add(code)
+    tokens = oauth_exchange(anon, client, code, verifier, resource)
+    assert tokens.status_code == 200, tokens.text
+    answer = tokens.json()
+    seen.update([answer["access_token"], answer["refresh_token"]])
+    return client, answer
+
+
 def plan_nodes(plan: dict):
     """Every node of an EXPLAIN (FORMAT JSON) plan, the root first."""
     yield plan
@@ -176,3 +276,47 @@ def tool_error(result) -> dict:
         assert [c.text for c in result.content] == [body["message"]], result
     assert isinstance(body.get("error"), str) and isinstance(body.get("message"), str), body
     return body
+
+
+class Receiver:
+    """A webhook receiver on 127.0.0.1: records every request (path, headers, body) and answers
+    with the statuses `answers` holds, in turn (then 200s); `verify(secret)` checks each
+    signature. Started in a thread; `stop()` ends it."""
+
+    def __init__(self, answers: list[int] | None = None):
+        self.requests: list[tuple[str, dict[str, str], bytes]] = []
+        self.answers = list(answers or [])
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                receiver.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                status = receiver.answers.pop(0) if receiver.answers else 200
+                self.send_response(status)
+                self.send_header("content-type", "text/plain")
+                self.end_headers()
+                self.wfile.write(b"ok" if status < 300 else b"not now")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def events(self, name: str | None = None) -> list[dict]:
+        found = [json.loads(body) for _, _, body in self.requests]
+        return [e for e in found if name is None or e["event"] == name]
+
+    def verify(self, secret: str) -> int:
+        """How many requests carry a valid signature of their body with `secret` (all must)."""
+        for _, headers, body in self.requests:
+            expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+            assert hmac.compare_digest(headers["x-hindsight-signature"], expected), headers
+        return len(self.requests)
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

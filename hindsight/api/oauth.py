@@ -1,17 +1,23 @@
-"""REST for OAuth's people-facing side: the consent page's two requests and a bank's connected
-applications (oauth/consent.py). The protocol endpoints themselves are the SDK's
-(oauth/endpoints.py), outside the OpenAPI document."""
+"""REST for OAuth's people-facing side: the consent page's two requests, a bank's connected
+applications (oauth/consent.py) and, for admins, every registered client (oauth/applications.py).
+The protocol endpoints themselves are outside the OpenAPI document (oauth/endpoints.py).
+
+A bank's connections: any key that may read the bank lists them (which applications use it, and
+how); only a key that may write it (or an admin) sees which key approved each and may disconnect
+one, since disconnecting stops another key's application."""
 
 from __future__ import annotations
 
 import uuid
+from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Query, Request
 
 from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
 from hindsight.engine.access.keys import OPEN
 from hindsight.engine.errors import Forbidden, NotFound
-from hindsight.oauth import consent
+from hindsight.oauth import applications, consent
+from hindsight.oauth.applications import ApplicationDeleted, ApplicationList
 from hindsight.oauth.consent import (
     ConnectedAppList,
     ConsentAnswer,
@@ -20,6 +26,7 @@ from hindsight.oauth.consent import (
     ConsentRequest,
     Disconnected,
 )
+from hindsight.web.audit import about_bank, acted_as
 
 router = APIRouter(tags=["oauth"])
 
@@ -52,13 +59,16 @@ async def decide(d: ConsentDecision, request: Request, eng: EngineDep) -> Consen
     if not d.approve and not authorization:
         return await consent.decide(eng.rt, OPEN, d)  # who refuses does not matter
     who = await eng.authenticate(authorization)
-    return await consent.decide(eng.rt, who, d)
+    acted_as(request.scope, who)
+    answer = await consent.decide(eng.rt, who, d)
+    about_bank(request.scope, answer.bank_id)
+    return answer
 
 
 @router.get("/v1/banks/{bank_id}/connections", summary="Applications connected to a bank through OAuth")
 async def list_connections(bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> ConnectedAppList:
     eng.require(who, bank_id)
-    return await consent.list_connections(eng.rt, bank_id)
+    return await consent.list_connections(eng.rt, bank_id, approvers=not who.read_only)
 
 
 @router.delete(
@@ -66,5 +76,30 @@ async def list_connections(bank_id: BankPath, who: PrincipalDep, eng: EngineDep)
     summary="Disconnect an application: its tokens stop working at once",
 )
 async def disconnect(bank_id: BankPath, connection_id: uuid.UUID, who: PrincipalDep, eng: EngineDep) -> Disconnected:
-    eng.require(who, bank_id)
+    """Needs a key that may write the bank (or an admin key)."""
+    eng.require(who, bank_id, write=True)
     return await consent.disconnect(eng.rt, bank_id, connection_id)
+
+
+@router.get("/v1/oauth/clients", summary="Every OAuth client this server knows (admin)")
+async def list_clients(
+    who: PrincipalDep,
+    eng: EngineDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+) -> ApplicationList:
+    """Newest first; a client no person approved expires by itself
+    (HINDSIGHT_API_OAUTH_UNAPPROVED_CLIENT_TTL)."""
+    _require_server(eng)
+    who.require_admin()
+    return await applications.list_applications(eng.rt, limit, offset)
+
+
+@router.delete("/v1/oauth/clients/{client_id:path}", summary="Delete an OAuth client and its connections (admin)")
+async def delete_client(
+    client_id: Annotated[str, Path(min_length=1, max_length=2000)], who: PrincipalDep, eng: EngineDep
+) -> ApplicationDeleted:
+    """Its connections in every bank end with it; it may register again (and a person decide again)."""
+    _require_server(eng)
+    who.require_admin()
+    return await applications.delete_application(eng.rt, client_id)

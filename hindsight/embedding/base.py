@@ -22,6 +22,9 @@ T = TypeVar("T")
 class BaseEmbedder:
     name: str
     dim: int
+    # Whether the model was trained on Chinese, Japanese and Korean text: recall counts its
+    # similarities less for a query in those scripts when it was not (engine/search/fusion.py).
+    reads_cjk: bool = True
 
     def start(self, workers: int, batch: int) -> None:
         """Ready to embed: `workers` runs at once (one core each), `batch` texts a run."""
@@ -98,6 +101,12 @@ class BaseEmbedder:
             if hit is not None:
                 self._cache.move_to_end(text)
             return hit
+
+    def forget_queries(self) -> None:
+        """Drop every cached query: after an erasure, a query that named what was forgotten is
+        not kept in this process either (the model call it saves costs a few milliseconds)."""
+        with self._lock:
+            self._cache.clear()
 
     def embed_query(self, text: str) -> np.ndarray:
         """Queries repeat (agents re-ask); a small LRU saves the model call."""

@@ -127,5 +127,9 @@ def load_bert(model_dir: Path | None = None, workers: int = 0, quantize: bool = 
     if quantize:
         # quantize.py folds before it quantises: folding its output again costs ~0.3 s and a
         # temporary copy for the same session.
-        return Embedder(quantized(model), tok, name=f"{name}+{RECIPE}", workers=workers, batch=1, fold=False)
-    return Embedder(model, tok, name=name, workers=workers)
+        embedder = Embedder(quantized(model), tok, name=f"{name}+{RECIPE}", workers=workers, batch=1, fold=False)
+    else:
+        embedder = Embedder(model, tok, name=name, workers=workers)
+    # all-MiniLM-L6-v2 was trained on English; a model of the caller's own may read anything.
+    embedder.reads_cjk = model_dir is not None
+    return embedder

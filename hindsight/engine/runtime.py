@@ -19,6 +19,7 @@ from hindsight.config import Settings
 from hindsight.engine.cpu_slots import CpuSlots
 
 if TYPE_CHECKING:
+    from hindsight.db.vacuum import Vacuum
     from hindsight.embedding import Embedder
     from hindsight.engine.banks.gates import BankWrites, Gates
     from hindsight.engine.banks.sizes import BankSizes
@@ -49,3 +50,4 @@ class Runtime:
     queue: Queue
     cpu_slots: CpuSlots  # CPU_SLOTS of them
     sizes: BankSizes  # each bank's memory count beside all banks', for recall's semantic and time arms
+    vacuum: Vacuum  # the VACUUM that follows an erasure (db/vacuum.py)

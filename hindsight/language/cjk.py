@@ -5,9 +5,8 @@ spaces.
   pairs (migration 010, the SQL function cjk_grams); a query is split the same way here, so
   `上周三去了黄山` finds a memory holding 黄山 whatever stands around it. Pairs that only make
   questions (什么, 哪里) are left out of the query.
-- Entity arm: Chinese person, place and organisation names are found with jieba's part-of-speech
-  tagger (language/chinese_names.py). A query's candidates are its runs' substrings of two to four
-  characters, which the entity arm looks up like English n-grams.
+- Entities: Chinese person, place and organisation names are found with jieba's part-of-speech
+  tagger (language/chinese_names.py).
 Japanese and Korean get the keyword arm; their names are not tagged (jieba reads Chinese only).
 """
 
@@ -39,13 +38,3 @@ def query_grams(text: str) -> list[str]:
         pairs = (run[i : i + 2] for i in range(len(run) - 1))
         grams += [p for p in pairs if p not in QUESTION_GRAMS and not QUESTION_CHARS.intersection(p)]
     return list(dict.fromkeys(grams))
-
-
-def entity_candidates(text: str) -> list[str]:
-    """What in a query may be a CJK name: every substring of two to four characters of each run
-    (the entity arm keeps those that are entities of the bank)."""
-    out: set[str] = set()
-    for run in CJK_RUN.findall(text):
-        for n in (2, 3, 4):
-            out.update(run[i : i + n] for i in range(len(run) - n + 1))
-    return sorted(out)

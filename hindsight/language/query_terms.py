@@ -1,5 +1,4 @@
-"""A query read into the terms recall looks up: content words and CJK pairs for the keyword arm,
-name n-grams for the entity arm."""
+"""A query read into the terms recall looks up: content words and CJK pairs for the keyword arm."""
 
 from __future__ import annotations
 
@@ -8,7 +7,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from hindsight.language import cjk
-from hindsight.language.entities import canonical
 from hindsight.language.time_expressions import find_time_windows
 
 if TYPE_CHECKING:
@@ -18,9 +16,6 @@ if TYPE_CHECKING:
 # Words of any alphabet (café, Zoë, Straße, Москва) and numbers; CJK runs are set aside first
 # (cjk.py makes their lexemes). ASCII-only, "café" was looked up as "caf" and matched nothing.
 _WORD = re.compile(r"[^\W_]+")
-
-
-_NAME_WORD = re.compile(r"(?:[^\W_]|['’\-])+")
 
 
 _QUERY_STOP = frozenset(
@@ -50,15 +45,3 @@ def content_words(query: str) -> list[str]:
     for window in find_time_windows(query, datetime.now(UTC)):
         query = query.replace(window.text, " ")
     return latin + cjk.query_grams(query)
-
-
-def entity_candidates(query: str) -> list[str]:
-    words = [w.lower() for w in _NAME_WORD.findall(cjk.CJK_RUN.sub(" ", query))]
-    grams = set()
-    for n in (1, 2, 3):
-        for i in range(len(words) - n + 1):
-            g = canonical(" ".join(words[i : i + n]))
-            if n == 1 and (g in _QUERY_STOP or len(g) < 2):
-                continue
-            grams.add(g)
-    return sorted(grams | set(cjk.entity_candidates(query)))

@@ -6,6 +6,7 @@ declares is held to rules before it is stored or shown to a person: the text rul
 request (engine/rules/text.py), bounded sizes, and redirect URIs that can only land where the client
 itself is (https, the loopback interface of a native app, or a native app's private-use scheme),
 never a `javascript:` or `data:` URL. Redirect URIs then match exactly (the SDK compares them).
+How many clients may come, and how long one no person approved is kept: oauth/registration.py.
 
 Client ID Metadata Documents (MCP authorization, "Client ID Metadata Documents"): the client id
 is an https URL whose JSON names the client and its redirect URIs. It is fetched like a URL
@@ -29,7 +30,7 @@ from pydantic import ValidationError
 from hindsight.engine.rules.text import problem
 from hindsight.files.fetch import fetch
 from hindsight.files.readers import UnreadableFile
-from hindsight.oauth import store
+from hindsight.oauth import registration, store
 
 if TYPE_CHECKING:
     from hindsight.engine.runtime import Runtime
@@ -39,6 +40,9 @@ MAX_REDIRECT_URIS = 10
 MAX_URI_CHARS = 2000
 MAX_TEXT_CHARS = 300
 MAX_DOCUMENT_BYTES = 64 * 1024
+# What a client declares, as stored: room for ten redirect URIs of 2,000 characters and the rest.
+MAX_METADATA_BYTES = 24 * 1024
+MAX_CONTACTS = 10
 DOCUMENT_SECONDS = 3600
 _REFUSED_SCHEMES = {"javascript", "data", "file", "vbscript", "about", "blob", "filesystem"}
 _TEXT_FIELDS = ("client_name", "software_id", "software_version")
@@ -112,6 +116,18 @@ def check_metadata(metadata: dict[str, Any]) -> None:
             raise ClientProblem(f"{name}: longer than {MAX_URI_CHARS} characters")
     if metadata.get("token_endpoint_auth_method") not in (None, "none", "client_secret_post", "client_secret_basic"):
         raise ClientProblem("token_endpoint_auth_method: none, client_secret_post or client_secret_basic")
+    contacts = metadata.get("contacts")
+    if isinstance(contacts, list) and len(contacts) > MAX_CONTACTS:
+        raise ClientProblem(f"contacts: at most {MAX_CONTACTS}")
+    size = len(json.dumps(metadata, ensure_ascii=False).encode())
+    if size > MAX_METADATA_BYTES:
+        raise ClientProblem(f"client metadata: {size} bytes of JSON, more than {MAX_METADATA_BYTES}")
+
+
+def declared_text(metadata: dict[str, Any], name: str) -> str | None:
+    """A text field a client declared about itself (`client_name`, `client_uri`), if it is text."""
+    value = metadata.get(name)
+    return value if isinstance(value, str) else None
 
 
 def registration_error(exc: ClientProblem) -> RegistrationError:
@@ -137,14 +153,17 @@ def is_document_id(client_id: str) -> bool:
     return parts.scheme == "https" and bool(parts.hostname) and parts.path not in ("", "/") and not parts.fragment
 
 
-async def document_client(rt: Runtime, client_id: str) -> OAuthClientInformationFull | None:
-    """The client a metadata document describes: kept an hour, then fetched again (an earlier
-    copy under a day old stands in while its site is down). None when there is no usable one."""
+async def document_client(rt: Runtime, client_id: str) -> tuple[OAuthClientInformationFull, bool] | None:
+    """The client a metadata document describes, and whether a person ever approved it: kept an
+    hour, then fetched again (an earlier copy under a day old stands in while its site is down).
+    None when there is no usable one. A document not seen before is a new client: admitted
+    first (registration.admit raises Limited)."""
     stored = await store.get_client(rt, client_id)
     if stored is not None and stored.kind == "registered":
         return None  # a registered client's id is a UUID; a URL-shaped one was never ours
     fresh = stored is not None and _age(stored.fetched_at) < DOCUMENT_SECONDS
     if not fresh:
+        address = await registration.admit(rt) if stored is None else None
         try:
             metadata = await _fetch_document(rt, client_id)
         except ClientProblem:
@@ -152,11 +171,11 @@ async def document_client(rt: Runtime, client_id: str) -> OAuthClientInformation
                 raise
             metadata = stored.metadata
         else:
-            await store.save_document_client(rt, client_id, metadata)
+            await store.save_document_client(rt, client_id, metadata, address)
     else:
         assert stored is not None
         metadata = stored.metadata
-    return as_client(client_id, metadata)
+    return as_client(client_id, metadata), stored is not None and stored.approved_at is not None
 
 
 def _age(when: datetime) -> float:

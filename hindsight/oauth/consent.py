@@ -30,6 +30,7 @@ from hindsight.engine.banks.registry import check_bank_id
 from hindsight.engine.errors import Forbidden, InvalidArgument, NotFound
 from hindsight.engine.rules.text import Strict
 from hindsight.oauth import store
+from hindsight.oauth.clients import declared_text
 from hindsight.oauth.resource import resource_bank
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ class ConsentDecision(Strict):
 class ConsentAnswer(BaseModel):
     redirect_to: str = Field(description="Where to send the browser: the application, with a code or an error.")
     access: Access | None = Field(None, description="What was granted (none when refused).")
+    bank_id: str | None = Field(None, description="The bank the application may now use (none when refused).")
 
 
 class ConnectedApp(BaseModel):
@@ -75,7 +77,11 @@ class ConnectedApp(BaseModel):
     client_name: str | None = None
     client_uri: str | None = None
     access: Access
-    approved_by: str = Field(description="The id of the API key that approved it (`env`: the admin key).")
+    approved_by: str | None = Field(
+        None,
+        description="The id of the API key that approved it (`env`: the admin key); shown only to a key that may "
+        "write the bank (a read-only key sees which applications use the bank, not whose key let them in).",
+    )
     created_at: datetime
     last_used_at: datetime | None = None
 
@@ -94,11 +100,6 @@ def asked_access(scopes: list[str]) -> Access:
     return "read" if "read" in scopes and "write" not in scopes else "read_write"
 
 
-def _text(metadata: dict, name: str) -> str | None:
-    value = metadata.get(name)
-    return value if isinstance(value, str) else None
-
-
 async def describe(rt: Runtime, req: ConsentLookup) -> ConsentRequest:
     pending = await store.get_request(rt, req.request_id)
     if pending is None:
@@ -108,8 +109,8 @@ async def describe(rt: Runtime, req: ConsentLookup) -> ConsentRequest:
         _, bank_id = resource_bank(pending.issuer, pending.resource)
     return ConsentRequest(
         client_id=pending.client_id,
-        client_name=_text(pending.metadata, "client_name"),
-        client_uri=_text(pending.metadata, "client_uri"),
+        client_name=declared_text(pending.metadata, "client_name"),
+        client_uri=declared_text(pending.metadata, "client_uri"),
         redirect_host=urlsplit(pending.redirect_uri).netloc or pending.redirect_uri[:100],
         client_kind=pending.kind,
         endpoint=pending.resource,
@@ -165,21 +166,24 @@ async def decide(rt: Runtime, who: Principal, d: ConsentDecision) -> ConsentAnsw
         access=access,
         scopes=scopes,
     )
+    if code is None:
+        raise NotFound("this application was deleted meanwhile (or its registration expired); start again from it")
     url = construct_redirect_uri(taken.redirect_uri, code=code, state=taken.state, iss=taken.issuer)
-    return ConsentAnswer(redirect_to=url, access=access)
+    return ConsentAnswer(redirect_to=url, access=access, bank_id=bank_id)
 
 
-async def list_connections(rt: Runtime, bank_id: str) -> ConnectedAppList:
+async def list_connections(rt: Runtime, bank_id: str, approvers: bool) -> ConnectedAppList:
+    """A bank's connections; `approvers`: with the key that approved each."""
     rows = await store.list_connections(rt, bank_id)
     return ConnectedAppList(
         connections=[
             ConnectedApp(
                 connection_id=r.grant_id,
                 client_id=r.client_id,
-                client_name=_text(r.metadata, "client_name"),
-                client_uri=_text(r.metadata, "client_uri"),
+                client_name=declared_text(r.metadata, "client_name"),
+                client_uri=declared_text(r.metadata, "client_uri"),
                 access="read" if r.access == "read" else "read_write",
-                approved_by=r.key_id or "env",
+                approved_by=(r.key_id or "env") if approvers else None,
                 created_at=r.created_at,
                 last_used_at=r.last_used_at,
             )

@@ -46,6 +46,7 @@ from hindsight.oauth.clients import (
     is_document_id,
     registration_error,
 )
+from hindsight.oauth.registration import Limited, current_address
 from hindsight.oauth.resource import resource_bank
 
 if TYPE_CHECKING:
@@ -95,6 +96,17 @@ class Provider(OAuthAuthorizationServerProvider[GrantCode, GrantRefresh, GrantAc
 
     # ---- clients --------------------------------------------------------------------------------
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        """The client as the SDK's handlers look it up; a metadata document that may not be
+        admitted now (registration.Limited) is no client to them."""
+        try:
+            found = await self.find_client(client_id)
+        except Limited:
+            return None
+        return found[0] if found is not None else None
+
+    async def find_client(self, client_id: str) -> tuple[OAuthClientInformationFull, bool] | None:
+        """A client and whether a person ever approved it (on the consent page), or None. Raises
+        registration.Limited for a metadata document not seen before that may not come now."""
         if not client_id or len(client_id) > MAX_ID_CHARS or text_problem(client_id):
             return None
         if is_document_id(client_id):
@@ -106,7 +118,7 @@ class Provider(OAuthAuthorizationServerProvider[GrantCode, GrantRefresh, GrantAc
         stored = await store.get_client(self.rt, client_id)
         if stored is None or stored.kind != "registered":
             return None
-        return as_client(stored.client_id, stored.metadata)
+        return as_client(stored.client_id, stored.metadata), stored.approved_at is not None
 
     async def client_presenting(self, client_id: str, secret: str | None) -> OAuthClientInformationFull | None:
         """The client, as the SDK's token-endpoint authenticator must see it: with the secret it
@@ -130,7 +142,8 @@ class Provider(OAuthAuthorizationServerProvider[GrantCode, GrantRefresh, GrantAc
             raise registration_error(exc) from None
         if not str(metadata.get("client_id", "")):
             raise RegistrationError("invalid_client_metadata", "no client id")
-        await store.register_client(self.rt, metadata.pop("client_id"), secret, metadata)
+        # Admitted by the endpoint before the SDK's handler read the body (oauth/endpoints.py).
+        await store.register_client(self.rt, metadata.pop("client_id"), secret, metadata, current_address())
 
     # ---- authorization --------------------------------------------------------------------------
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:

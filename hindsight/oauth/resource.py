@@ -10,14 +10,20 @@ issuer's carry `aud`. A token is never passed on to anything: it only decides wh
 API keys keep working beside tokens (Claude Code with `--header`, Hindsight's own clients).
 The base URL is HINDSIGHT_API_PUBLIC_URL, else the scheme and Host of the request (which the edge
 already holds to the names this server answers to, server/host_origin.py).
+
+A token is taken from the Authorization header only (OAuth 2.1 forbids it in a URL query). One
+of our access tokens found in a request's query anyway is revoked, and the request refused: a URL
+is written to access logs, proxies' logs and browser histories, so that token must be taken as
+leaked. It ends itself only, not its connection: the client's refresh token was not exposed.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from hindsight.bank_ids import invalid_bank_id, valid_bank_id
 from hindsight.config import Settings
@@ -28,6 +34,8 @@ from hindsight.oauth import store
 if TYPE_CHECKING:
     from hindsight.engine.runtime import Runtime
     from hindsight.oauth.external import IssuerTokens
+
+log = logging.getLogger("hindsight.oauth")
 
 PRM_PREFIX = "/.well-known/oauth-protected-resource"
 # How often a connection's "last used" time is written: at most once a minute, not every call.
@@ -121,6 +129,17 @@ def same_resource(a: str, b: str) -> bool:
         return False
 
 
+def _token_in_query(scope) -> str | None:
+    """One of our access tokens in the request's query (under any name), if there is one."""
+    query = scope.get("query_string", b"")
+    if store.ACCESS_PREFIX.encode() not in query:
+        return None
+    for _, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
+        if value.startswith(store.ACCESS_PREFIX) and len(value) < 200:
+            return value
+    return None
+
+
 def _bearer(scope) -> str | None:
     for k, v in scope.get("headers", []):
         if k == b"authorization":
@@ -146,6 +165,13 @@ class Guard:
     async def principal(self, scope, bank_id: str | None) -> Principal:
         base = base_url(self.settings, scope)
         where = metadata_url(base, bank_id)
+        if self.settings.oauth_server and (leaked := _token_in_query(scope)) is not None:
+            await self._revoke_leaked(leaked)
+            raise TokenRefused(
+                "an access token in the URL is refused, and revoked (URLs are written to logs): get a new one, "
+                "and send it as 'Authorization: Bearer <token>'",
+                where,
+            )
         authorization = _bearer(scope)
         if not authorization:
             raise TokenRefused(
@@ -172,6 +198,17 @@ class Guard:
             except Unauthorized:
                 raise TokenRefused("invalid, expired or revoked API key or token", where) from None
         raise TokenRefused("invalid, expired or revoked token", where)
+
+    async def _revoke_leaked(self, token: str) -> None:
+        row = await store.get_token(self.rt, token)
+        if row is None or row.kind != "access" or row.revoked:
+            return
+        await store.revoke_token(self.rt, token, row.grant)
+        log.warning(
+            "OAuth access token of connection %s to bank %s sent in a URL: revoked",
+            row.grant.grant_id,
+            row.grant.bank_id,
+        )
 
     async def _ours(self, token: str, resource: str, where: str) -> Principal:
         row = await store.get_token(self.rt, token) if len(token) < 200 else None

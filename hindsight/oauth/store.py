@@ -1,4 +1,4 @@
-"""OAuth's rows in PostgreSQL (migration 009): every secret as a SHA-256 hash, every statement
+"""OAuth's rows in PostgreSQL (migrations 009 and 020): every secret as a SHA-256 hash, every statement
 on a grant naming its bank.
 
 Secrets are 256-bit random values, so one SHA-256 is the right storage, as for API keys
@@ -56,6 +56,30 @@ class StoredClient:
     metadata: dict[str, Any]
     kind: str
     fetched_at: datetime
+    approved_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class RegistrationLoad:
+    """What admits a registration (oauth/registration.py)."""
+
+    recent: int  # registrations from the address in the window
+    recent_frees_in: float | None  # seconds until the first of them leaves the window
+    unapproved: int  # clients no person approved
+    unapproved_frees_in: float | None  # seconds until the oldest of them expires
+
+
+@dataclass(frozen=True)
+class ClientRow:
+    """A client as an admin sees it."""
+
+    client_id: str
+    kind: str
+    metadata: dict[str, Any]
+    registered_from: str | None
+    created_at: datetime
+    approved_at: datetime | None
+    connections: int
 
 
 @dataclass(frozen=True)
@@ -152,17 +176,62 @@ async def get_client(rt: Runtime, client_id: str) -> StoredClient | None:
         r = await conn.fetchrow(Q.oauth_client_get, client_id)
     if r is None:
         return None
-    return StoredClient(r["client_id"], r["secret_hash"], _json(r["metadata"]), r["kind"], r["fetched_at"])
+    return StoredClient(
+        r["client_id"], r["secret_hash"], _json(r["metadata"]), r["kind"], r["fetched_at"], r["approved_at"]
+    )
 
 
-async def register_client(rt: Runtime, client_id: str, secret: str | None, metadata: dict[str, Any]) -> None:
+async def register_client(
+    rt: Runtime, client_id: str, secret: str | None, metadata: dict[str, Any], registered_from: str | None
+) -> None:
     async with rt.pool.acquire() as conn:
-        await conn.execute(Q.oauth_client_register, client_id, digest(secret) if secret else None, json.dumps(metadata))
+        await conn.execute(
+            Q.oauth_client_register,
+            client_id,
+            digest(secret) if secret else None,
+            json.dumps(metadata),
+            registered_from,
+        )
 
 
-async def save_document_client(rt: Runtime, client_id: str, metadata: dict[str, Any]) -> None:
+async def save_document_client(
+    rt: Runtime, client_id: str, metadata: dict[str, Any], registered_from: str | None
+) -> None:
     async with rt.pool.acquire() as conn:
-        await conn.execute(Q.oauth_client_document_save, client_id, json.dumps(metadata))
+        await conn.execute(Q.oauth_client_document_save, client_id, json.dumps(metadata), registered_from)
+
+
+async def registration_load(rt: Runtime, address: str | None, window: float, ttl: float) -> RegistrationLoad:
+    """Expired unapproved clients deleted first (oauth_clients_expire), then what is left counted."""
+    async with rt.pool.acquire() as conn:
+        await conn.execute(Q.oauth_clients_expire, ttl)
+        r = await conn.fetchrow(Q.oauth_registration_load, address, window, ttl)
+    return RegistrationLoad(r["recent"], r["recent_frees_in"], r["unapproved"], r["unapproved_frees_in"])
+
+
+async def list_clients(rt: Runtime, limit: int, offset: int) -> tuple[list[ClientRow], int, int]:
+    """A page of clients, newest first, with the number of clients and of unapproved ones."""
+    async with rt.pool.acquire() as conn:
+        rows = await conn.fetch(Q.oauth_clients_list, limit, offset, admin_fingerprint(rt.settings))
+        counts = await conn.fetchrow(Q.oauth_clients_count)
+    clients = [
+        ClientRow(
+            client_id=r["client_id"],
+            kind=r["kind"],
+            metadata=_json(r["metadata"]),
+            registered_from=r["registered_from"],
+            created_at=r["created_at"],
+            approved_at=r["approved_at"],
+            connections=r["connections"],
+        )
+        for r in rows
+    ]
+    return clients, counts["total"], counts["unapproved"]
+
+
+async def delete_client(rt: Runtime, client_id: str) -> bool:
+    async with rt.pool.acquire() as conn:
+        return await conn.fetchval(Q.oauth_client_delete, client_id) is not None
 
 
 # ---- pending consents ---------------------------------------------------------------------------
@@ -233,6 +302,10 @@ async def take_request(rt: Runtime, request_id: str) -> TakenRequest | None:
 
 
 # ---- grants, codes and tokens -------------------------------------------------------------------
+class _ClientGone(Exception):
+    pass
+
+
 async def create_grant(
     rt: Runtime,
     request: TakenRequest,
@@ -241,38 +314,44 @@ async def create_grant(
     key_id: str | None,
     access: str,
     scopes: list[str],
-) -> str:
-    """The grant a person approved and its authorization code (returned once). `key_id` None
-    means the environment's admin key approved it."""
+) -> str | None:
+    """The grant a person approved and its authorization code (returned once), or None when the
+    client was deleted meanwhile (expired unapproved, or by an admin). `key_id` None means the
+    environment's admin key approved it."""
     grant_id = uuid.uuid4()
     code = new_secret(CODE_PREFIX)
     fingerprint = admin_fingerprint(rt.settings) if key_id is None else None
     async with rt.pool.acquire() as conn:
         await conn.execute(Q.oauth_codes_purge)
         await conn.execute(Q.oauth_tokens_purge)
-        async with conn.transaction():
-            await conn.execute(Q.bank_ensure, bank_id)
-            await conn.execute(
-                Q.oauth_grant_create,
-                grant_id,
-                bank_id,
-                request.client_id,
-                key_id,
-                fingerprint,
-                access,
-                request.resource,
-                scopes,
-            )
-            await conn.execute(
-                Q.oauth_code_create,
-                digest(code),
-                grant_id,
-                bank_id,
-                request.redirect_uri,
-                request.redirect_given,
-                request.code_challenge,
-                float(CODE_SECONDS),
-            )
+        try:
+            async with conn.transaction():
+                await conn.execute(Q.bank_ensure, bank_id)
+                made = await conn.execute(
+                    Q.oauth_grant_create,
+                    grant_id,
+                    bank_id,
+                    request.client_id,
+                    key_id,
+                    fingerprint,
+                    access,
+                    request.resource,
+                    scopes,
+                )
+                if made != "INSERT 0 1":
+                    raise _ClientGone  # rolls back the bank it would have made
+                await conn.execute(
+                    Q.oauth_code_create,
+                    digest(code),
+                    grant_id,
+                    bank_id,
+                    request.redirect_uri,
+                    request.redirect_given,
+                    request.code_challenge,
+                    float(CODE_SECONDS),
+                )
+        except _ClientGone:
+            return None
     return code
 
 

@@ -5,11 +5,56 @@
 
 -- oauth_client_get --
 -- A client by its id: registered (RFC 7591) or a metadata document fetched earlier.
-SELECT client_id, secret_hash, metadata, kind, fetched_at FROM oauth_clients WHERE client_id = $1;
+SELECT client_id, secret_hash, metadata, kind, fetched_at, approved_at FROM oauth_clients WHERE client_id = $1;
 
 -- oauth_client_register --
--- A client that registered itself (RFC 7591); its secret, if it has one, only as a hash.
-INSERT INTO oauth_clients (client_id, secret_hash, metadata, kind) VALUES ($1, $2, $3, 'registered');
+-- A client that registered itself (RFC 7591); its secret, if it has one, only as a hash; the
+-- address it registered from, for the rate of registrations per address.
+INSERT INTO oauth_clients (client_id, secret_hash, metadata, kind, registered_from)
+VALUES ($1, $2, $3, 'registered', $4);
+
+-- oauth_registration_load --
+-- What admits a registration: the address's registrations in the last window and in how many
+-- seconds the first of them leaves it; the clients no person approved and in how many seconds
+-- the oldest of them expires.
+SELECT (SELECT count(*) FROM oauth_clients
+        WHERE registered_from = $1 AND created_at > now() - make_interval(secs => $2)) AS recent,
+       (SELECT extract(epoch FROM min(created_at) - now())::float8 + $2 FROM oauth_clients
+        WHERE registered_from = $1 AND created_at > now() - make_interval(secs => $2)) AS recent_frees_in,
+       (SELECT count(*) FROM oauth_clients WHERE approved_at IS NULL) AS unapproved,
+       (SELECT extract(epoch FROM min(created_at) - now())::float8 + $3 FROM oauth_clients
+        WHERE approved_at IS NULL) AS unapproved_frees_in;
+
+-- oauth_clients_expire --
+-- Clients no person approved, older than their lifetime: registrations nobody finished, metadata
+-- documents nobody used. approved_at is set with a client's first grant (oauth_grant_create), so
+-- these have no grant in any bank and deleting them deletes no bank's rows (their pending
+-- consents go with them). A few hundred at a time keeps each registration's sweep short.
+DELETE FROM oauth_clients WHERE client_id IN (
+    SELECT client_id FROM oauth_clients
+    WHERE approved_at IS NULL AND created_at < now() - make_interval(secs => $1)
+    ORDER BY created_at LIMIT 500);
+
+-- oauth_clients_list --
+-- Every client, newest first, for an admin: what it declared, where it registered from, whether a
+-- person ever approved it, and how many live connections it has in any bank.
+SELECT c.client_id, c.kind, c.metadata, c.registered_from, c.created_at, c.approved_at,
+       (SELECT count(*) FROM oauth_grants g LEFT JOIN api_keys k ON k.id = g.key_id
+        WHERE g.client_id = c.client_id AND g.revoked_at IS NULL
+          AND ((g.key_id IS NULL AND g.admin_fingerprint = $3)
+               OR (g.key_id IS NOT NULL AND k.revoked_at IS NULL))) AS connections
+FROM oauth_clients c
+ORDER BY c.created_at DESC, c.client_id
+LIMIT $1 OFFSET $2;
+
+-- oauth_clients_count --
+-- How many clients there are, and how many of them no person approved, for an admin's listing.
+SELECT count(*) AS total, count(*) FILTER (WHERE approved_at IS NULL) AS unapproved FROM oauth_clients;
+
+-- oauth_client_delete --
+-- An admin deletes a client: its pending consents and its connections in every bank (with their
+-- codes and tokens) end with it, by cascade.
+DELETE FROM oauth_clients WHERE client_id = $1 RETURNING client_id;
 
 -- oauth_client_document_save --
 -- A Client ID Metadata Document as last fetched; a registered client's row is never replaced by one.
@@ -40,8 +85,13 @@ DELETE FROM oauth_requests WHERE expires_at < now();
 
 -- oauth_grant_create --
 -- A connection a person approved: one application, one bank, no wider than the approving key.
+-- The client is marked approved by the same statement, so that a client with a grant is never
+-- one the registration sweep deletes (oauth_clients_expire); a client deleted meanwhile gets none.
+WITH approved AS (
+    UPDATE oauth_clients SET approved_at = coalesce(approved_at, now()) WHERE client_id = $3 RETURNING client_id
+)
 INSERT INTO oauth_grants (id, bank_id, client_id, key_id, admin_fingerprint, access, resource, scopes)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8);
+SELECT $1::uuid, $2::text, a.client_id, $4::text, $5::text, $6::text, $7::text, $8::text[] FROM approved a;
 
 -- oauth_code_create --
 -- The authorization code of a new grant, bound to its redirect URI and PKCE challenge.

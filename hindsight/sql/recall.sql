@@ -1,5 +1,5 @@
--- Recall: four arms, each one indexed query, fused in Python, then one details statement
--- (engine/search/recall.py). /*filter*/ holds the request's conditions (tags, types, filter expression,
+-- Recall: three arms, each one indexed query, then the scores of their hits and the memories beside
+-- them, ranked in Python, and the memories kept read in full (engine/search/recall.py). /*filter*/ holds the request's conditions (tags, types, filter expression,
 -- superseded units left out), bound after each statement's own parameters.
 
 -- recall_semantic --
@@ -11,7 +11,7 @@
 -- embeds its query").
 SELECT id FROM (SELECT m.id, m.embedding <=> $2 AS d FROM memories m
                 WHERE m.bank_id = $1 /*filter*/ ORDER BY m.embedding <=> $2 LIMIT $3) s
-ORDER BY d + 0;
+ORDER BY d + 0, id;
 
 -- recall_semantic_exact --
 -- The semantic arm for a bank that is small beside the others (engine/recall.semantic_ids): its
@@ -19,32 +19,12 @@ ORDER BY d + 0;
 -- it) rows to find $3 of the bank's; for 5,000 memories beside 100,000 that was 16-20 ms against
 -- ~5 ms for this (bench/README.md, "Semantic arm: a small bank beside a big one"). At most $4 of
 -- its rows are read (the count it was chosen by may be seconds old), the filters after; the
--- subquery's LIMIT also keeps it whole, so the ordering outside is a sort, never a walk.
+-- subquery's LIMIT also keeps it whole, so the ordering outside is a sort, never a walk. Equal
+-- distances (a turn said twice) by id, the order retained (engine/memory/ids.py).
 SELECT id FROM (SELECT m.id, m.embedding <=> $2 AS d
                 FROM (SELECT * FROM memories WHERE bank_id = $1 LIMIT $4) m
                 WHERE true /*filter*/) s
-ORDER BY d LIMIT $3;
-
--- recall_semantic_entity_exact --
--- The semantic and entity arms at once for a bank small beside the others, in hybrid mode: the
--- sort recall_semantic_exact makes takes every row's distance, and the entity arm's ties (a
--- speaker's name links half the bank's turns, all of equal rarity) are broken by those distances,
--- where recall_entity read each linked memory's row again through its primary key to take them.
--- One row: the semantic arm's ids nearest first, the entity arm's by rarity, then distance (equal
--- distances, a turn said twice, by id).
--- Rarity as in recall_entity (recall_entity_rarity); $5 the query's canonical n-grams
--- (bench/README.md, "Semantic and entity arms: one sort for a small bank").
-WITH d AS MATERIALIZED (SELECT m.id, m.embedding <=> $2 AS d
-                        FROM (SELECT * FROM memories WHERE bank_id = $1 LIMIT $4) m
-                        WHERE true /*filter*/)
-SELECT ARRAY(SELECT id FROM d ORDER BY d, id LIMIT $3) AS semantic,
-       ARRAY(SELECT s.memory_id
-             FROM (SELECT me.memory_id, sum(/*rarity*/) AS rarity
-                   FROM entities e JOIN memory_entities me ON me.entity_id = e.id
-                   WHERE e.bank_id = $1 AND e.canonical = ANY($5::text[])
-                   GROUP BY me.memory_id) s
-             JOIN d ON d.id = s.memory_id
-             ORDER BY s.rarity DESC, d.d, d.id LIMIT $3) AS entity;
+ORDER BY d, id LIMIT $3;
 
 -- recall_bank_sizes --
 -- How many memories the bank holds (its '' lexeme, migration 004) and, as PostgreSQL counts them,
@@ -54,53 +34,6 @@ SELECT ARRAY(SELECT id FROM d ORDER BY d, id LIMIT $3) AS semantic,
 SELECT coalesce((SELECT n FROM bank_lexemes WHERE bank_id = $1 AND lexeme = ''), 0) AS bank,
        greatest(pg_stat_get_live_tuples('memories'::regclass),
                 (SELECT reltuples::bigint FROM pg_class WHERE oid = 'memories'::regclass)) AS every;
-
--- recall_entity_rarity --
--- Fragment: how rare an entity `e` is in the bank ($1), the entity arm's ranking (recall_entity,
--- recall_semantic_entity_exact): ln(1 + the bank's memories / the entity's mentions), so a speaker
--- named in half the bank counts for little.
-ln(1 + (SELECT n FROM bank_lexemes WHERE bank_id = $1 AND lexeme = '') / greatest(e.mention_count, 1)::float8)
-
--- recall_entity --
--- The entity arm of a bank that is walked: memories mentioning the entities the query names ($2,
--- canonical n-grams), ranked by how rare those entities are in the bank (summed over the named
--- entities a memory mentions), then by closeness to the query vector ($4). Only the entities
--- whose mentions, rarest first, add up to $5 (engine/recall.ENTITY_SCAN_CAP) are read link by
--- link: a name in 30,000 of a bank's memories made the arm read and sort all of them (~90 ms at
--- 100k; bench/README.md, "Entity arm: a name in every memory"). The rest (`common`, returned)
--- still add their rarity to the memories read, and recall_entity_walk finds their memories
--- nearest the query when these are too few.
--- Rarity is summed over the links alone, then joined to the memories: grouping the joined rows
--- sorted each memory's whole row, vector included (bench/README.md, "Entity arm: group the links").
-WITH named AS MATERIALIZED (
-         SELECT e.id, /*rarity*/ AS rarity,
-                sum(greatest(e.mention_count, 1)) OVER (ORDER BY e.mention_count, e.id) <= $5 AS seed
-         FROM entities e WHERE e.bank_id = $1 AND e.canonical = ANY($2::text[])),
-     s AS (SELECT me.memory_id, sum(n.rarity) AS rarity
-           FROM memory_entities me JOIN named n ON n.id = me.entity_id AND n.seed
-           GROUP BY me.memory_id)
-SELECT ARRAY(SELECT m.id FROM s JOIN memories m ON m.id = s.memory_id
-             WHERE m.bank_id = $1 /*filter*/
-             ORDER BY s.rarity + CASE WHEN (SELECT bool_or(NOT seed) FROM named)
-                                      THEN coalesce((SELECT sum(n.rarity) FROM memory_entities me
-                                                     JOIN named n ON n.id = me.entity_id AND NOT n.seed
-                                                     WHERE me.memory_id = m.id), 0)
-                                      ELSE 0 END DESC,
-                      m.embedding <=> $4, m.id LIMIT $3) AS ids,
-       ARRAY(SELECT id FROM named WHERE NOT seed) AS common;
-
--- recall_entity_walk --
--- The entity arm's memories of entities too common to read link by link ($2, entity ids of this
--- bank from recall_entity), nearest the query vector ($4) first, by a walk of the vector index
--- that tests each memory's links; not those recall_entity returned ($5). On the planned pool, whose
--- connections stop a walk at a bounded number of rows (db/pool.py): an entity rare in the index
--- returns fewer, never a long walk.
-SELECT id FROM (SELECT m.id, m.embedding <=> $4 AS d FROM memories m
-                WHERE m.bank_id = $1 AND m.id <> ALL($5::uuid[])
-                  AND EXISTS (SELECT 1 FROM memory_entities me WHERE me.memory_id = m.id AND me.entity_id = ANY($2::bigint[]))
-                  /*filter*/
-                ORDER BY m.embedding <=> $4 LIMIT $3) s
-ORDER BY d + 0; -- sorted, as recall_semantic's walk
 
 -- recall_temporal --
 -- The temporal arm: memories that occurred or were mentioned within the query's window [$4, $5),
@@ -142,8 +75,8 @@ WITH walk AS MATERIALIZED (SELECT m.id, m.embedding <=> $2 AS d FROM memories m
                             (SELECT id, d FROM walk WHERE (SELECT yes FROM short)))
 SELECT id FROM ((SELECT id, d FROM walk WHERE NOT (SELECT yes FROM short))
                 UNION ALL
-                (SELECT id, d FROM every ORDER BY d LIMIT $3)) s
-ORDER BY d + 0; -- sorted, as recall_semantic's walk
+                (SELECT id, d FROM every ORDER BY d, id LIMIT $3)) s
+ORDER BY d + 0, id; -- sorted, as recall_semantic's walk
 
 -- recall_word_frequencies --
 -- How many of the bank's memories hold each query word, and how many memories it has in all
@@ -182,15 +115,39 @@ SELECT c.id, /*score*/ AS score FROM q, /*candidates*/ ORDER BY score DESC, leng
 (SELECT m.id, m.tsv FROM /*rows*/ m WHERE m.bank_id = $1 AND m.tsv @@ to_tsquery('english', /*match*/) /*filter*/
  LIMIT /*limit*/)
 
--- recall_details --
--- One round trip for the fused hits ($2) with their relevance, and the neighbouring units of the
--- best of them ($3, a few of $2); hits and neighbours are united by id, so each row is read once.
--- Only the parents' positions are looked up before: reading every hit's for that read each hit's
--- row twice (~0.15 ms of ~1 ms; bench/README.md, "Details: the parents' rows alone").
--- The filters apply to every row returned, the arms' hits too: a hit the keyword arm found in
--- memory_terms (migration 015), or one edited since its arm ran, is checked on the memory itself.
-WITH parents AS (SELECT m.source_id, m.position FROM memories m WHERE m.bank_id = $1 AND m.id = ANY($3::uuid[])),
-     nb AS (SELECT m.id FROM memories m JOIN parents p ON m.bank_id = $1 AND m.source_id = p.source_id
-                AND m.position IN (p.position - 1, p.position + 1))
-SELECT /*columns*/, /*relevance*/ AS relevance FROM memories m
-WHERE m.bank_id = $1 AND m.id IN (SELECT unnest($2::uuid[]) UNION SELECT id FROM nb) /*filter*/;
+-- recall_scores --
+-- What recall ranks by (engine/search/fusion.py) for the arms' hits ($2) and, when $4, the
+-- memories just before and after each in its source (same source_id, adjacent position): each
+-- row's similarity to the query vector ($3), its keyword score (/*keyword*/: the summed rarity of
+-- the query words $5 it holds, each word parsed once in q), whether it falls in the query's time
+-- window (/*window*/, NULL when the query names none), its share of the query's words (/*share*/:
+-- with the similarity, its relevance, engine/search/relevance.py), its length (the token budget)
+-- and its distinct words (of equal scores, more words go first). Narrow rows: the memories kept
+-- after the cut are read in full by recall_rows. The filters apply to every row, the hits too: a
+-- hit the keyword arm found in memory_terms (migration 015), or one edited since its arm ran, is
+-- checked on the memory itself.
+WITH q AS MATERIALIZED (SELECT array_agg(to_tsquery('english', w) ORDER BY i) AS tq
+                        FROM unnest($5::text[]) WITH ORDINALITY u(w, i)),
+     hits AS MATERIALIZED (SELECT m.source_id, m.position FROM unnest($2::uuid[]) u(id),
+                                LATERAL (SELECT * FROM memories m WHERE $4 AND m.id = u.id AND m.bank_id = $1 OFFSET 0) m),
+     -- Each hit's neighbours looked up in the (bank_id, source_id, position) index: joined as a
+     -- set, the planner matched the positions alone and filtered ~30 rows a hit by source.
+     ids AS MATERIALIZED (SELECT unnest($2::uuid[]) AS id
+                          UNION
+                          SELECT n.id FROM hits h,
+                               LATERAL (SELECT m.id FROM memories m
+                                        WHERE m.bank_id = $1 AND m.source_id = h.source_id
+                                          AND m.position IN (h.position - 1, h.position + 1)) n)
+-- Each row read by its primary key: OFFSET 0 keeps the lookup a lookup, where a join left to the
+-- planner, with a fresh bank's row count not yet in its statistics, read the whole bank and
+-- matched each row against every id (~30 ms instead of ~1 for 240 rows).
+SELECT m.id, m.source_id, m.position, length(m.text) AS chars, length(m.tsv) AS terms,
+       1 - (m.embedding <=> $3) AS similarity,
+       /*keyword*/ AS keyword, /*window*/ AS in_window, /*share*/ AS share
+FROM ids, q, LATERAL (SELECT * FROM memories m WHERE m.id = ids.id AND m.bank_id = $1 /*filter*/ OFFSET 0) m;
+
+-- recall_rows --
+-- The memories a recall returns ($2: recall_scores ranked them, under the filters, and the cut
+-- kept them), read in full, each by its primary key (as recall_scores reads its rows).
+SELECT /*columns*/ FROM unnest($2::uuid[]) u(id),
+       LATERAL (SELECT * FROM memories m WHERE m.id = u.id AND m.bank_id = $1 OFFSET 0) m;

@@ -34,6 +34,10 @@ DELETE FROM memories WHERE bank_id = $1 AND document_id = ANY($2::text[]);
 -- Delete the text retained under the given document_ids.
 DELETE FROM memory_documents WHERE bank_id = $1 AND id = ANY($2::text[]);
 
+-- sources_delete_one --
+-- Delete the text retained under one document_id (forgotten); no row when there was none.
+DELETE FROM memory_documents WHERE bank_id = $1 AND id = $2 RETURNING id;
+
 -- source_add --
 -- Keep the text retained under a document_id, with its tags and metadata, for clients that read it back.
 INSERT INTO memory_documents (bank_id, id, original_text, content_hash, tags, metadata)
@@ -50,10 +54,6 @@ ORDER BY m.source_id, m.position LIMIT $3 OFFSET $4;
 -- How many units source_units pages through.
 SELECT count(*) FROM memories m
 WHERE m.bank_id = $1 AND m.document_id = $2 AND NOT EXISTS (SELECT 1 FROM fact_sources f WHERE f.fact_id = m.id);
-
--- sources_clear --
--- Delete the text retained under every document_id of the bank (its memories are all gone).
-DELETE FROM memory_documents WHERE bank_id = $1;
 
 -- source_tags_set --
 -- New tags for the text retained under a document_id; no row when nothing was retained under it.

@@ -2,7 +2,8 @@
 templates, clearing memories, observations and consolidation as our design means them, dry
 runs, document PATCH and reprocess, chunks by id, operation retry and delete, files retain,
 document transfer, and the LLM probe. Real clients and shapes are checked over HTTP in
-tests/e2e/test_hindsight_client_surface.py and tests/e2e/test_hindsight_openapi.py."""
+tests/e2e/test_hindsight_client_surface.py, tests/e2e/test_hindsight_client_rest.py and
+tests/e2e/test_hindsight_openapi.py."""
 
 from __future__ import annotations
 

@@ -8,7 +8,6 @@ the test sets."""
 from __future__ import annotations
 
 import json
-import math
 from types import SimpleNamespace  # the arm needs only the Runtime's shared pool and sizes
 
 import asyncpg
@@ -20,13 +19,10 @@ from hindsight.db.pool import Pools
 from hindsight.db.sql import Q, fill
 from hindsight.engine.banks import sizes as sizes_module
 from hindsight.engine.banks.sizes import EXACT_BANK_ROWS, EXACT_READ_ROWS, BankSizes, ranks_exactly
-from hindsight.engine.search.arms import entity as entity_arm
-from hindsight.engine.search.arms.entity import entity_ids, sorted_arms
 from hindsight.engine.search.arms.semantic import semantic_ids
 from hindsight.engine.search.conditions import request_filters
 from hindsight.engine.search.fusion import ARM_LIMIT
 from hindsight.engine.search.schemas import RecallRequest
-from hindsight.language.query_terms import entity_candidates
 
 from conftest import migrated_database
 from support import plan_nodes
@@ -59,26 +55,6 @@ async def _add(conn: asyncpg.Connection, bank: str, n: int, seed: float) -> None
     )
 
 
-async def _name(conn: asyncpg.Connection, bank: str, named: dict) -> None:
-    """The bank's entities: each name mentioned by the memories given (its links and count)."""
-    await conn.execute("DELETE FROM entities WHERE bank_id = $1", bank)
-    for name, linked in named.items():
-        eid = await conn.fetchval(
-            "INSERT INTO entities (bank_id, name, canonical, mention_count) VALUES ($1, $2, $2, $3) RETURNING id",
-            bank,
-            name,
-            len(linked),
-        )
-        await conn.executemany(
-            "INSERT INTO memory_entities (entity_id, memory_id) VALUES ($1, $2)", [(eid, m) for m in linked]
-        )
-
-
-async def _distances(conn: asyncpg.Connection, bank: str, qvec) -> dict:
-    rows = await conn.fetch("SELECT id, embedding <=> $2 AS d FROM memories WHERE bank_id = $1", bank, qvec)
-    return {r["id"]: r["d"] for r in rows}
-
-
 @pytest.fixture(scope="module")
 def sized_db(pg_url):
     """A database with a bank of 3,000 memories and one of 12, never analysed: the count of all
@@ -107,7 +83,6 @@ async def test_every_walk_of_the_vector_index_is_sorted_after(sized_db):
             f = request_filters(RecallRequest(query="x"))
             statements = {
                 "recall_semantic": Binder("big", qvec, ARM_LIMIT),
-                "recall_entity_walk": Binder("big", [1, 2], ARM_LIMIT, qvec, []),
                 "chunk_semantic": Binder("big", qvec, ["team"], "ann", ARM_LIMIT),
             }
             for name, p in statements.items():
@@ -144,131 +119,6 @@ async def test_the_arm_sorts_the_small_bank_and_walks_the_big_one(sized_db):
         assert sum("FROM memories WHERE bank_id = $1 LIMIT $4" in s for s in prepared) == 1  # the sort
         assert sum("ORDER BY m.embedding <=> $2 LIMIT $3" in s for s in prepared) == 1  # the walk
     finally:
-        await pools.close()
-
-
-async def test_a_sorted_bank_ranks_its_entity_arm_by_the_sorts_distances_as_a_walked_one_by_its_own(sized_db):
-    """A sorted bank gets its semantic and entity arms from one statement, the entity arm's ties
-    broken by the distances the sort took (recall_semantic_entity_exact); a walked bank's entity
-    arm reads them itself (recall_entity). Both rank as rarity, then distance, under the filters."""
-    pools = await Pools.open(sized_db, 1, 2)
-    try:
-        rt = SimpleNamespace(pool=pools.shared, sizes=BankSizes(pools.shared))
-        async with pools.shared.acquire() as conn:
-            ids = [r[0] for r in await conn.fetch("SELECT id FROM memories WHERE bank_id = 'small' ORDER BY text")]
-            # alice is named in 8 of the 12 memories, bob (rarer, so weighing more) in 2, one with alice.
-            await _name(conn, "small", {"alice": ids[:8], "bob": ids[7:9]})
-            qvec = await conn.fetchval("SELECT embedding FROM memories WHERE bank_id = 'small' AND id = $1", ids[11])
-            total = await conn.fetchval("SELECT n FROM bank_lexemes WHERE bank_id = 'small' AND lexeme = ''")
-            dist = await _distances(conn, "small", qvec)
-        alice, bob = math.log(1 + total / 8), math.log(1 + total / 2)
-        rarity = {m: alice for m in ids[:8]} | {ids[8]: bob} | {ids[7]: alice + bob}
-
-        def expected(keep) -> list:
-            return sorted((m for m in rarity if keep(m)), key=lambda m: (-rarity[m], dist[m]))
-
-        assert await rt.sizes.sorts("small")
-        for req, keep in (
-            (RecallRequest(query="what did Alice tell Bob"), lambda m: True),
-            (RecallRequest(query="what did Alice tell Bob", filter='text like "memory number 1%"'), None),
-        ):
-            f = request_filters(req)
-            if keep is None:
-                async with pools.shared.acquire() as conn:
-                    shown = {
-                        r[0] for r in await conn.fetch("SELECT id FROM memories WHERE text LIKE 'memory number 1%'")
-                    }
-                keep = shown.__contains__
-            semantic, entity = sorted_arms(rt, "small", req.query, qvec, f)
-            got_entity, got_semantic = await entity, await semantic
-            assert got_entity == expected(keep) and len(got_entity) >= 2
-            assert got_semantic == sorted((m for m in dist if keep(m)), key=dist.__getitem__)
-            # The walked bank's statement ranks the same memories alike.
-            assert await entity_ids(rt, "small", req.query, qvec, f) == got_entity
-        # A query naming nobody: the semantic arm alone.
-        semantic, entity = sorted_arms(rt, "small", "what happened", qvec, request_filters(RecallRequest(query="x")))
-        assert await entity == [] and len(await semantic) == 12
-    finally:
-        await pools.close()
-
-
-async def test_a_walked_banks_entity_arm_reads_rare_entities_and_walks_to_the_common_ones(sized_db, monkeypatch):
-    """On a walked bank the entity arm reads link by link only the named entities whose mentions,
-    rarest first, fit ENTITY_SCAN_CAP (a name in 30,000 memories of a 100k bank cost ~90 ms a
-    recall); their memories rank first, by rarity (the common entities' included) then distance,
-    and the common entities' memories nearest the query follow. Filters apply to both."""
-    monkeypatch.setattr(entity_arm, "ENTITY_SCAN_CAP", 500)
-    pools = await Pools.open(sized_db, 1, 3)
-    try:
-        rt = SimpleNamespace(pool=pools.shared, planned=pools.planned, sizes=BankSizes(pools.shared))
-        assert not await rt.sizes.sorts("big")
-        async with pools.shared.acquire() as conn:
-            ids = [r[0] for r in await conn.fetch("SELECT id FROM memories WHERE bank_id = 'big' ORDER BY text")]
-            common, rare = ids[:1500], ids[1490:1500] + ids[2000:2005]  # 10 memories name both
-            await _name(conn, "big", {"cassandra": common, "quill": rare})
-            qvec = await conn.fetchval("SELECT embedding FROM memories WHERE id = $1", ids[2999])
-            total = await conn.fetchval("SELECT n FROM bank_lexemes WHERE bank_id = 'big' AND lexeme = ''")
-            dist = await _distances(conn, "big", qvec)
-            shown = {r[0] for r in await conn.fetch("SELECT id FROM memories WHERE text LIKE 'memory number 1%'")}
-        rarity = {m: math.log(1 + total / 1500) for m in common}
-        for m in rare:
-            rarity[m] = rarity.get(m, 0.0) + math.log(1 + total / 15)
-        query = "what did Cassandra tell Quill"
-        for req, keep in (
-            (RecallRequest(query=query), lambda m: True),
-            (RecallRequest(query=query, filter='text like "memory number 1%"'), shown.__contains__),
-        ):
-            f = request_filters(req)
-            got = await entity_ids(rt, "big", query, qvec, f)
-            first = sorted((m for m in rare if keep(m)), key=lambda m: (-rarity[m], dist[m]))
-            assert got[: len(first)] == first  # the rare entity's memories, read link by link
-            walked = got[len(first) :]
-            assert len(got) == ARM_LIMIT and len(set(got)) == ARM_LIMIT
-            assert all(m in rarity and keep(m) and m not in first for m in walked)  # the common one's, filtered
-            assert [dist[m] for m in walked] == sorted(dist[m] for m in walked)  # nearest first
-            nearest = sorted((m for m in common if keep(m) and m not in first), key=dist.__getitem__)
-            assert len(set(walked) & set(nearest[: len(walked)])) >= 0.8 * len(walked)  # a walk of the index
-            # Every mention within the cap: the whole ranking read link by link, as exact as a sort.
-            monkeypatch.setattr(entity_arm, "ENTITY_SCAN_CAP", 10**6)
-            exact = sorted((m for m in rarity if keep(m)), key=lambda m: (-rarity[m], dist[m]))
-            assert await entity_ids(rt, "big", query, qvec, f) == exact[:ARM_LIMIT]
-            monkeypatch.setattr(entity_arm, "ENTITY_SCAN_CAP", 500)
-        # What the first statement reads: the rare entity's links, not the common one's. Planned as
-        # once autovacuum has analysed the links, which it may do at any moment of this test: with
-        # only these two names, 1,515 links in all, reading the whole table is the planner's right
-        # choice, so the bank's links are spread over many names first, as retain writes them.
-        async with pools.shared.acquire() as conn:
-            for i in range(600):
-                eid = await conn.fetchval(
-                    "INSERT INTO entities (bank_id, name, canonical, mention_count)"
-                    " VALUES ('big', $1, $1, 5) RETURNING id",
-                    f"filler {i}",
-                )
-                await conn.executemany(
-                    "INSERT INTO memory_entities (entity_id, memory_id) VALUES ($1, $2)",
-                    [(eid, ids[(i * 7 + k * 613) % len(ids)]) for k in range(5)],
-                )
-            await conn.execute("ANALYZE memory_entities; ANALYZE entities")
-        f = request_filters(RecallRequest(query=query))
-        p = Binder("big", entity_candidates(query), ARM_LIMIT, qvec, 500)
-        async with pools.shared.acquire() as conn:
-            plan = json.loads(
-                await conn.fetchval(
-                    "EXPLAIN (ANALYZE, FORMAT JSON) "
-                    + fill(Q.recall_entity, filter=f.into(p), rarity=Q.recall_entity_rarity),
-                    *p.values,
-                )
-            )[0]["Plan"]
-        links = [n for n in plan_nodes(plan) if n.get("Relation Name") == "memory_entities"]
-        # 1,500 mention Cassandra; Quill's 15 links, and the few of each memory read (~2.6 each)
-        assert links and sum(n["Actual Rows"] * n["Actual Loops"] for n in links) < 100
-        # A query naming only the common entity walks at once; naming nobody reads nothing.
-        only = await entity_ids(rt, "big", "what did Cassandra say", qvec, request_filters(RecallRequest(query="x")))
-        assert len(only) == ARM_LIMIT and set(only) <= set(common)
-        assert await entity_ids(rt, "big", "what happened", qvec, request_filters(RecallRequest(query="x"))) == []
-    finally:
-        async with pools.shared.acquire() as conn:
-            await conn.execute("DELETE FROM entities WHERE bank_id = 'big'")
         await pools.close()
 
 

@@ -13,6 +13,7 @@ from hindsight.embedding import load_embedder
 from hindsight.embedding.fold import fold
 from hindsight.embedding.graph import same_function, simplify
 from hindsight.embedding.quantize import RECIPE, quantized
+from hindsight.engine.memory.vectors import SPEAKER_LEAN, memory_vectors
 
 from support import Runs
 
@@ -256,3 +257,24 @@ async def test_a_process_sharing_the_cores_runs_fewer_queries_at_once_but_batche
     assert 1 < len(used) <= 4, runs.threads  # the batch pool of all four
     emb.share_queries(8)  # more processes than cores: still one query at a time
     assert emb.query_threads == 1
+
+
+def test_a_chat_line_is_stored_leaning_toward_its_speaker(int8_embedder):
+    """A memory that opens with a speaker's name is stored as its text's vector plus SPEAKER_LEAN
+    times the name's, normalised; any other memory as its text's own vector. A question about
+    the speaker is then nearer their line than the same words said by someone else."""
+    said = "I love pottery and painting on weekends, it keeps me calm after a long week at work."
+    lines = [f"Caroline: {said}", f"Melanie: {said}", said]
+    stored = memory_vectors(int8_embedder, lines)
+    text, name = int8_embedder.embed([lines[0], "Caroline"])
+    leaned = text + SPEAKER_LEAN * name
+    assert np.allclose(stored[0], leaned / np.linalg.norm(leaned), atol=1e-6)
+    assert np.allclose(stored[2], int8_embedder.embed([said])[0], atol=1e-6)
+    q = int8_embedder.embed_query("What does Caroline do on weekends?")
+    plain = int8_embedder.embed(lines[:2])
+    assert q @ stored[0] - q @ stored[1] > 1.5 * (q @ plain[0] - q @ plain[1]) > 0
+
+
+def test_the_default_model_says_it_was_not_trained_on_chinese_japanese_or_korean(int8_embedder):
+    """Recall counts its similarities less for a query in those scripts (engine/search/fusion.py)."""
+    assert int8_embedder.reads_cjk is False

@@ -1,172 +1,144 @@
-"""The rest of Hindsight's API (issue 52) through its own Python client (hindsight-client 1.1.0,
-unchanged), against a real server with the stub LLM: every answer goes through the client's
-generated, strictly validated models, so a missing or mistyped field fails here as it would for
-a user. Over HTTP, with a bank-scoped key: what writes is refused to a read-only one."""
+"""Hindsight's official Python client (hindsight-client 1.1.0, unchanged) on the routes of issue
+52a: directives, webhooks and their deliveries, entities and the graphs, tags, the memories time
+series, the knowledge base and the LLM request log. Each answer goes through the client's
+generated, strictly validated models, so a field missing or mistyped in our shapes fails here as
+it would for a user."""
 
 from __future__ import annotations
 
-import io
-import json
-import tempfile
 import uuid
-import zipfile
-from pathlib import Path
 
 import pytest
 from hindsight_client import Hindsight
 from hindsight_client.hindsight_client import _run_async as run
-from hindsight_client_api.api.bank_templates_api import BankTemplatesApi
-from hindsight_client_api.exceptions import ApiException
+from hindsight_client_api.api.banks_api import BanksApi
+from hindsight_client_api.api.directives_api import DirectivesApi
+from hindsight_client_api.api.entities_api import EntitiesApi
+from hindsight_client_api.api.knowledge_base_api import KnowledgeBaseApi
+from hindsight_client_api.api.llm_traces_api import LLMTracesApi
+from hindsight_client_api.api.memory_api import MemoryApi
+from hindsight_client_api.api.webhooks_api import WebhooksApi
 from hindsight_client_api.models import (
-    AddBackgroundRequest,
-    BankTemplateManifest,
-    ConsolidationRequest,
-    DispositionTraits,
-    DryRunExtractRequest,
-    UpdateDispositionRequest,
-    UpdateDocumentRequest,
+    CreateDirectiveRequest,
+    CreateFolderRequest,
+    CreatePageRequest,
+    CreateWebhookRequest,
+    UpdateDirectiveRequest,
+    UpdateNodeRequest,
+    UpdateWebhookRequest,
 )
 
-from conftest import ADMIN_KEY, AUTH_EXT, Server, fresh_database, llm_env, wait_for
-from support import make_key
+from conftest import Server, fresh_database, wait_for
+from support import Receiver
 
 
 @pytest.fixture(scope="module")
-def keyed(pg_url, stub):
-    env = llm_env(stub, fresh_database(pg_url, "client_surface"))
-    s = Server({**env, "HINDSIGHT_API_TENANT_EXTENSION": AUTH_EXT, "HINDSIGHT_API_TENANT_API_KEY": ADMIN_KEY}).start()
+def surface_server(pg_url):
+    s = Server(
+        {
+            "HINDSIGHT_API_DATABASE_URL": fresh_database(pg_url, "client_surface"),
+            "HINDSIGHT_API_SECRETS_KEY": "client-secrets-key-0123456789-abcdefgh",
+            "HINDSIGHT_API_ALLOW_PRIVATE_URLS": "true",
+            "HINDSIGHT_API_SCHEDULER_INTERVAL": "0.3",
+        }
+    ).start()
     yield s
     s.stop()
 
 
 @pytest.fixture
-def bank():
-    return f"app::user-{uuid.uuid4().hex[:8]}"
+def client(surface_server):
+    c = Hindsight(base_url=surface_server.url)
+    yield c
+    c.close()
 
 
-@pytest.fixture
-def keys(keyed, bank):
-    with keyed.http(ADMIN_KEY) as admin:
-        return make_key(admin, role="bank", banks=[bank])["key"], make_key(
-            admin, role="bank", banks=[bank], access="read"
-        )["key"]
+def test_directives_and_the_knowledge_base(client):
+    bank = f"client-{uuid.uuid4().hex[:8]}"
+    client.retain(bank, "Mira prefers Rust for the ingest service.")
+    directives = DirectivesApi(client._api_client)
+    made = run(directives.create_directive(bank, CreateDirectiveRequest(name="Tone", content="Be brief.", priority=2)))
+    assert made.id and made.bank_id == bank and made.is_active
+    listed = run(directives.list_directives(bank))
+    assert listed.total == 1 and listed.items[0].name == "Tone"
+    changed = run(directives.update_directive(bank, made.id, UpdateDirectiveRequest(is_active=False)))
+    assert changed.is_active is False and run(directives.get_directive(bank, made.id)).content == "Be brief."
+    run(directives.delete_directive(bank, made.id))
+    assert run(directives.list_directives(bank, active_only=False)).total == 0
 
-
-def _done(client: Hindsight, bank: str, op_id: str):
-    def finished():
-        status = run(client.operations.get_operation_status(bank, op_id))
-        return status if status.status in ("completed", "failed", "cancelled") else None
-
-    return wait_for(finished, timeout=60)
-
-
-def test_profile_templates_and_consolidation(keyed, bank, keys):
-    writer, _ = keys
-    c = Hindsight(base_url=keyed.url, api_key=writer)
-    try:
-        c.create_bank(bank, name="Ana")
-        profile = run(
-            c.banks.update_bank_disposition(
-                bank, UpdateDispositionRequest(disposition=DispositionTraits(skepticism=5, literalism=2, empathy=4))
-            )
+    kb = KnowledgeBaseApi(client._api_client)
+    folder = run(kb.create_knowledge_folder(bank, CreateFolderRequest(name="Team")))
+    page = run(
+        kb.create_knowledge_page(
+            bank, CreatePageRequest(name="Languages", source_query="Which languages?", parent_id=folder.id)
         )
-        assert (profile.disposition.skepticism, profile.disposition.empathy) == (5, 4)
-        bg = run(c.banks.add_bank_background(bank, AddBackgroundRequest(content="I help Ana travel.")))
-        assert bg.mission == "I help Ana travel."
-        c.retain(bank, "Ana lives in Porto.")
-        model = c.create_mental_model(bank, "Home", "Where does Ana live?")
-        templates = BankTemplatesApi(c._api_client)
-        manifest = run(templates.export_bank_template(bank))
-        assert manifest.version == "1" and manifest.bank.reflect_mission == "I help Ana travel."
-        assert [m.id for m in manifest.mental_models] == [model.mental_model_id]
-        other = bank + "-copy"
-        with keyed.http(ADMIN_KEY) as admin:
-            make_key(admin, role="bank", banks=[other])
-        admin_client = Hindsight(base_url=keyed.url, api_key=ADMIN_KEY)
-        try:
-            done = run(
-                BankTemplatesApi(admin_client._api_client).import_bank_template(
-                    other, BankTemplateManifest.from_dict(manifest.to_dict())
-                )
-            )
-            assert done.mental_models_created == [model.mental_model_id] and done.config_applied
-        finally:
-            admin_client.close()
-        schema = run(templates.get_bank_template_schema())
-        assert "version" in schema["properties"]
-        consolidation = run(c.banks.trigger_consolidation(bank, consolidation_request=ConsolidationRequest()))
-        assert _done(c, bank, consolidation.operation_id).status == "completed"
-        assert run(c.banks.recover_consolidation(bank)).retried_count == 0
-        assert run(c.memory.list_observation_scopes(bank)).scopes == []
-        assert run(c.banks.clear_observations(bank)).success
-        health = run(c.banks.test_bank_llm(bank))
-        assert [(o.operation, o.status) for o in health.operations] == [
-            ("retain", "connected"),
-            ("consolidation", "connected"),
-            ("reflect", "connected"),
-        ]
-    finally:
-        c.close()
+    )
+    assert page.page_id and page.mental_model_id and page.operation_id
+    wait_for(lambda: run(kb.get_knowledge_page(bank, page.page_id)).body)
+    got = run(kb.get_knowledge_page(bank, page.page_id))
+    assert "Rust" in got.body and got.markdown.startswith("---")
+    tree = run(kb.get_knowledge_base_tree(bank))
+    assert tree.roots[0].children[0].id == page.page_id
+    assert run(kb.search_knowledge_base(bank, q="Rust")).results[0].id == page.page_id
+    assert any(f.path == "index.md" for f in run(kb.export_knowledge_base(bank)).files)
+    moved = run(kb.update_knowledge_node(bank, page.page_id, UpdateNodeRequest(name="Langs")))
+    assert moved.name == "Langs"
+    run(kb.delete_knowledge_node(bank, folder.id))
+    assert run(kb.get_knowledge_base_tree(bank)).roots == []
 
 
-def test_memories_documents_chunks_and_operations(keyed, bank, keys):
-    writer, reader = keys
-    c = Hindsight(base_url=keyed.url, api_key=writer)
+def test_entities_graphs_tags_time_series_and_llm_requests(client):
+    bank = f"client-{uuid.uuid4().hex[:8]}"
+    client.retain_batch(
+        bank,
+        [
+            {"content": "Alice Moreau founded Lumen Labs with Bruno Silva in Porto.", "tags": ["team"]},
+            {"content": "Alice Moreau hired Chen Wei as the first engineer.", "tags": ["team"]},
+        ],
+    )
+    entities = EntitiesApi(client._api_client)
+    listed = run(entities.list_entities(bank))
+    alice = next(e for e in listed.items if e.canonical_name == "Alice Moreau")
+    assert alice.mention_count == 2 and alice.first_seen
+    detail = run(entities.get_entity(bank, alice.id))
+    assert len(detail.observations) == 2
+    assert run(entities.regenerate_entity_observations(bank, alice.id)).id == alice.id
+    graph = run(entities.get_entity_graph(bank))
+    assert graph.total_edges >= 3 and {n.data.label for n in graph.nodes} >= {"Alice Moreau", "Chen Wei"}
+
+    memory = MemoryApi(client._api_client)
+    g = run(memory.get_graph(bank))
+    assert g.total_units == 2 and len(g.table_rows) == 2 and g.edges
+    tags = run(memory.list_tags(bank))
+    assert tags.items[0].tag == "team" and tags.items[0].count == 2
+    series = run(BanksApi(client._api_client).get_memories_timeseries(bank, period="1d"))
+    assert series.trunc == "hour" and sum(b.world + b.experience for b in series.buckets) == 2
+
+    traces = LLMTracesApi(client._api_client)
+    assert run(traces.list_llm_requests(bank)).total == 0  # offline: no LLM call
+    assert len(run(traces.llm_request_stats(bank)).buckets) == 7
+
+
+def test_webhooks_and_their_deliveries(client):
+    bank = f"client-{uuid.uuid4().hex[:8]}"
+    receiver = Receiver()
     try:
-        c.retain(bank, "Ana lives in Porto. She works at a bakery.", document_id="notes-1", tags=["a"])
-        facts = run(
-            c.memory.dry_run_extract_memories(bank, DryRunExtractRequest.from_dict({"content": "Bruno plays chess."}))
-        )
-        assert [f.text for f in facts.facts] == ["Bruno plays chess."] and facts.usage.total_tokens > 0
-        assert run(c.documents.update_document(bank, "notes-1", UpdateDocumentRequest(tags=["b"]))).success
-        assert run(c.documents.get_document(bank, "notes-1")).tags == ["b"]
-        chunks = run(c.documents.list_document_chunks(bank, "notes-1"))
-        chunk = run(c.documents.get_chunk(chunks.items[0].chunk_id))
-        assert chunk.document_id == "notes-1" and chunk.chunk_index == 0
-        again = run(c.documents.reprocess_document(bank, "notes-1"))
-        assert again.success and again.items_count == 1
-        assert _done(c, bank, again.operation_id).status == "completed"
-        memory_id = c.list_memories(bank).items[0].id
-        assert run(c.memory.clear_memory_observations(bank, memory_id)).deleted_count == 0
-        with pytest.raises(ApiException) as e:
-            run(c.operations.retry_operation(bank, again.operation_id))
-        assert e.value.status == 409
-        assert run(c.operations.delete_operation(bank, again.operation_id)).success
-        model = c.create_mental_model(bank, "Work", "Where does Ana work?")
-        _done(c, bank, model.operation_id)
-        dry = c.dry_run_refresh_mental_model(bank, model.mental_model_id)
-        assert dry.effective_mode == "full" and dry.current_content and dry.candidate_content
-        cleared = c.clear_mental_model(bank, model.mental_model_id)
-        assert cleared.id == model.mental_model_id
-        files = c.retain_files(bank, [_write("trip.md", b"# Trip\n\nAna takes the night train to Vigo.")])
-        assert _done(c, bank, files.operation_ids[0]).status == "completed"
-        archive = c.export_documents(bank, poll_interval=0.2)
-        names = zipfile.ZipFile(io.BytesIO(archive)).namelist()
-        assert "manifest.json" in names and len([n for n in names if n.startswith("documents/")]) == 2
-        submitted = run(c.document_transfer.import_documents(bank, ("t.zip", archive), on_conflict="new-id"))
-        imported = _done(c, bank, submitted.operation_id)
-        assert imported.status == "completed" and imported.result_metadata["documents_imported"] == 2
-        cleared_all = run(c.memory.clear_bank_memories(bank))
-        assert cleared_all.success and cleared_all.deleted_count > 0
-        assert c.list_memories(bank).total == 0
-    finally:
-        c.close()
-    r = Hindsight(base_url=keyed.url, api_key=reader)
-    try:
-        for call in (
-            lambda: r.memory.clear_bank_memories(bank),
-            lambda: r.documents.reprocess_document(bank, "notes-1"),
-            lambda: r.banks.trigger_consolidation(bank),
-            lambda: r.document_transfer.export_documents(bank),
-        ):
-            with pytest.raises(ApiException) as e:
-                run(call())
-            assert e.value.status == 403 and "only read" in json.loads(e.value.body)["detail"]
-    finally:
-        r.close()
+        hooks = WebhooksApi(client._api_client)
+        made = run(hooks.create_webhook(bank, CreateWebhookRequest(url=receiver.url, event_types=["retain.completed"])))
+        assert made.secret and made.enabled and made.http_config.timeout_seconds == 30
+        client.retain(bank, "Omar fixes bikes.")
+        wait_for(lambda: receiver.events("retain.completed"))
+        assert receiver.verify(made.secret) == 1
 
+        def delivered():
+            found = run(hooks.list_webhook_deliveries(bank, made.id)).items
+            return found if found and found[0].status == "completed" else None
 
-def _write(name: str, data: bytes) -> str:
-    path = Path(tempfile.mkdtemp()) / name
-    path.write_bytes(data)
-    return str(path)
+        (d,) = wait_for(delivered)
+        assert d.event_type == "retain.completed" and d.attempts == 1 and d.last_response_status == 200
+        assert [w.id for w in run(hooks.list_webhooks(bank)).items] == [made.id]
+        off = run(hooks.update_webhook(bank, made.id, UpdateWebhookRequest(enabled=False)))
+        assert off.enabled is False and off.secret is None
+        assert run(hooks.delete_webhook(bank, made.id)).success
+    finally:
+        receiver.stop()

@@ -94,7 +94,7 @@ async def test_keyword_ranking_on_a_large_bank(api, bank, pg_url):
             assert await conn.fetchval("SHOW plan_cache_mode") == "auto"
         f = request_filters(RecallRequest(query="x"))
         for _ in range(8):  # past the five custom plans after which PostgreSQL may keep a generic one
-            found = await keyword_ids(SimpleNamespace(planned=pools.planned), bank, ["greenhouse", "hose"], f)
+            found, _ = await keyword_ids(SimpleNamespace(planned=pools.planned), bank, ["greenhouse", "hose"], f)
             assert len(found) == 4
         async with pools.planned.acquire() as conn:
             assert await conn.fetchval("SHOW plan_cache_mode") == "force_custom_plan"

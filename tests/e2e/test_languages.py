@@ -67,7 +67,7 @@ def test_chinese_names_are_entities(api, zh_bank):
     assert kinds.get("北京") == kinds.get("成都") == "place" and kinds.get("Alice") == "person"
     assert "上周三" not in kinds  # a day of the week, not a person
     hits = recall(api, zh_bank, query="王芳最近怎么样")
-    assert first(hits).startswith("王芳") and "entity" in hits[0]["arms"]
+    assert first(hits).startswith("王芳") and "keyword" in hits[0]["arms"]
     only = recall(api, zh_bank, query="见面", filter='entities contains "李明"')
     assert [m["text"][:2] for m in only] == ["王芳"]
 
@@ -206,7 +206,7 @@ def test_words_and_names_with_letters_beyond_ascii(api, bank):
     entities = {e["name"] for e in api.get(f"/v1/banks/{bank}/entities?limit=100").json()["entities"]}
     assert {"Zoë", "Montréal", "Jürgen", "Олег"} <= entities
     hit = recall(api, bank, query="What did Zoë do?")[0]
-    assert hit["text"].startswith("Zoë opened") and "entity" in hit["arms"]
+    assert hit["text"].startswith("Zoë opened") and "keyword" in hit["arms"]
 
 
 def test_words_are_lowercased_as_the_index_lowercased_them(api, bank):

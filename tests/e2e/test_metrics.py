@@ -33,7 +33,7 @@ async def test_metrics_count_requests_tools_arms_and_read_the_queue(server, api,
     assert grew("hindsight_mcp_tool_calls_total", tool="recall", outcome="ok") == 1
     assert grew("hindsight_mcp_tool_calls_total", tool="recall", outcome="error") == 1
     assert grew("hindsight_mcp_tool_seconds_count", tool="recall") == 2  # failed calls are timed too
-    for arm in ("semantic", "keyword", "entity", "temporal"):
+    for arm in ("semantic", "keyword", "temporal"):
         assert grew("hindsight_recall_arm_seconds_count", arm=arm) >= 1, arm
     assert grew("hindsight_retain_items_total") == 1 and grew("hindsight_retain_units_total", kind="raw") == 1
     assert grew("hindsight_embedding_seconds_count", call="query") >= 1

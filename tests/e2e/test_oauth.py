@@ -15,10 +15,8 @@ token, code or client secret appears in the server's log.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import hashlib
-import secrets
 import shutil
 import time
 from urllib.parse import parse_qs, urlsplit
@@ -28,11 +26,14 @@ import httpx
 import pytest
 
 from conftest import ADMIN_KEY, AUTH_EXT, Server, fresh_database
-from support import make_key, rpc, tool_error
+from support import OAUTH_CALLBACK as CALLBACK
+from support import make_key, oauth_connect, oauth_register, rpc, tool_error
+from support import oauth_authorize as authorize
+from support import oauth_decide as consent
+from support import oauth_exchange as exchange
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking"]
-CALLBACK = "http://127.0.0.1:9/callback"  # answered by the test, never by a server
 # Every secret the tests see, to look for in the server's log at the end.
 SECRETS: set[str] = set()
 
@@ -80,76 +81,12 @@ async def session(url: str, auth=None, headers: dict | None = None):
             yield client
 
 
-def pkce() -> tuple[str, str]:
-    verifier = secrets.token_urlsafe(48)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
-    return verifier, challenge
-
-
 def register(anon, **metadata) -> dict:
-    body = {"redirect_uris": [CALLBACK], "client_name": "Raw client", "token_endpoint_auth_method": "none", **metadata}
-    r = anon.post("/register", json=body)
-    assert r.status_code == 201, r.text
-    client = r.json()
-    if client.get("client_secret"):
-        SECRETS.add(client["client_secret"])
-    return client
-
-
-def authorize(anon, client: dict, resource: str | None, scope: str = "read write", **extra):
-    """GET /authorize as a browser would; the answer (a redirect, or an error)."""
-    verifier, challenge = pkce()
-    params = {
-        "response_type": "code",
-        "client_id": client["client_id"],
-        "redirect_uri": CALLBACK,
-        "code_challenge": challenge,
-        "code_challenge_method": "S256",
-        "state": "st-" + secrets.token_hex(4),
-        "scope": scope,
-        **({"resource": resource} if resource else {}),
-        **extra,
-    }
-    return anon.get("/authorize", params=params, follow_redirects=False), verifier, params
-
-
-def consent(anon, location: str, key: str | None, approve: bool = True, **choice) -> httpx.Response:
-    request_id = parse_qs(urlsplit(location).fragment)["request"][0]
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return anon.post(
-        "/v1/oauth/consent/decide", json={"request_id": request_id, "approve": approve, **choice}, headers=headers
-    )
+    return oauth_register(anon, SECRETS, **metadata)
 
 
 def connect(anon, key: str, resource: str | None, scope: str = "read write", client: dict | None = None, **choice):
-    """Register (unless given a client), authorize, approve with `key`, exchange the code:
-    (client, token answer)."""
-    client = client or register(anon)
-    r, verifier, params = authorize(anon, client, resource, scope)
-    assert r.status_code == 302, r.text
-    decided = consent(anon, r.headers["location"], key, **choice)
-    assert decided.status_code == 200, decided.text
-    back = parse_qs(urlsplit(decided.json()["redirect_to"]).query)
-    assert back["state"] == [params["state"]]
-    code = back["code"][0]
-    SECRETS.add(code)
-    tokens = exchange(anon, client, code, verifier, resource)
-    assert tokens.status_code == 200, tokens.text
-    answer = tokens.json()
-    SECRETS.update([answer["access_token"], answer["refresh_token"]])
-    return client, answer
-
-
-def exchange(anon, client, code, verifier, resource=None, redirect_uri=CALLBACK):
-    data = {
-        "grant_type": "authorization_code",
-        "code": code,
-        "redirect_uri": redirect_uri,
-        "client_id": client["client_id"],
-        "code_verifier": verifier,
-        **({"resource": resource} if resource else {}),
-    }
-    return anon.post("/token", data=data)
+    return oauth_connect(anon, key, resource, scope, client, SECRETS, **choice)
 
 
 def refresh(anon, client, token):
@@ -316,14 +253,14 @@ def test_plain_pkce_and_unregistered_redirects_are_refused(oauth_server, anon, a
     client = register(anon)
     resource = f"{oauth_server.url}/mcp/{bank}"
     r, _, _ = authorize(anon, client, resource, code_challenge_method="plain")
-    # the client and its redirect are known: the error goes back to the client, no consent page
-    assert r.status_code == 302
-    back = parse_qs(urlsplit(r.headers["location"]).query)
-    assert r.headers["location"].startswith(CALLBACK) and back["error"] == ["invalid_request"]
+    # no person approved this client yet: the error is shown to the person, not sent to the client
+    # (where errors go once one did: tests/e2e/test_oauth_abuse.py)
+    assert r.status_code == 400 and r.headers["content-type"].startswith("text/html")
+    assert 'data-error="invalid_request"' in r.text and "location" not in r.headers
     r, _, _ = authorize(anon, client, resource, redirect_uri="http://127.0.0.1:9/other")
-    assert r.status_code == 400 and r.json()["error"] == "invalid_request"
-    r, _, _ = authorize(anon, client, "https://elsewhere.example/mcp")
-    assert r.status_code == 302 and "error=invalid_target" in r.headers["location"]
+    assert r.status_code == 400 and "not registered" in r.text
+    r, _, _ = authorize(anon, client, "https://elsewhere.example/mcp", headers={"Accept": "application/json"})
+    assert r.status_code == 400 and r.json()["error"] == "invalid_target"
     r, _, _ = authorize(anon, {"client_id": "no-such-client"}, resource)
     assert r.status_code == 400
     # a code is bound to its redirect URI and verifier, and is used once
@@ -453,17 +390,13 @@ async def test_expired_revoked_and_reused_tokens(oauth_server, anon, admin, bank
 
     # revocation (RFC 7009): an access token alone, then a refresh token and its grant
     client, tokens = connect(anon, approver["key"], resource)
-    # (the SDK's revocation handler requires the client_secret field even of a public client)
-    rv = anon.post(
-        "/revoke", data={"token": tokens["access_token"], "client_id": client["client_id"], "client_secret": ""}
-    )
+    # a public client revokes with its client_id alone (RFC 7009, section 2.1)
+    rv = anon.post("/revoke", data={"token": tokens["access_token"], "client_id": client["client_id"]})
     assert rv.status_code == 200, rv.text
     assert rpc(anon, f"/mcp/{bank}/", tokens["access_token"]).status_code == 401
     assert refresh(anon, client, tokens["refresh_token"]).status_code == 200
     client, tokens = connect(anon, approver["key"], resource)
-    rv = anon.post(
-        "/revoke", data={"token": tokens["refresh_token"], "client_id": client["client_id"], "client_secret": ""}
-    )
+    rv = anon.post("/revoke", data={"token": tokens["refresh_token"], "client_id": client["client_id"]})
     assert rv.status_code == 200, rv.text
     assert rpc(anon, f"/mcp/{bank}/", tokens["access_token"]).status_code == 401
 

@@ -57,19 +57,22 @@ def prefix_within(results: list[dict], budget: int) -> list[dict]:
     return kept
 
 
-def test_neighbours_rank_at_half_their_parent(api, chat_bank):
-    full = recall(api, chat_bank, max_tokens=32_000)["results"]
+def test_a_turn_beside_a_hit_is_ranked_by_its_own_score_and_its_context(api, chat_bank):
+    """A turn no arm found but read beside a hit (arms: neighbour) is scored like every other
+    memory: its own parts plus its better neighbour's and its source's best (engine/search/fusion.py)."""
+    traced = recall(api, chat_bank, max_tokens=32_000, trace=True)
+    full = traced["results"]
     assert any(m["text"].startswith("Gina: Yes, the owner Marguerite") for m in full[:3])
     scores = [m["score"] for m in full]
     assert scores == sorted(scores, reverse=True)
+    w = traced["trace"]["weights"]
+    by_id = {t["id"]: t for t in traced["trace"]["results"]}
     neighbours = [m for m in full if m["arms"] == ["neighbour"]]
-    by_position = {m["text"]: m for m in full}
     assert neighbours, [m["arms"] for m in full]
-    # A neighbour is an adjacent turn of a better hit, scored at half of it.
     for nb in neighbours:
-        i = TURNS.index(nb["text"])
-        parents = [by_position[TURNS[j]] for j in (i - 1, i + 1) if 0 <= j < len(TURNS) and TURNS[j] in by_position]
-        assert any(abs(p["score"] * 0.5 - nb["score"]) < 2e-6 for p in parents), (nb, parents)
+        t = by_id[nb["id"]]
+        assert t["neighbour"] > 0 and t["source"] >= t["neighbour"]
+        assert abs(t["base"] + w["neighbour"] * t["neighbour"] + w["source"] * t["source"] - nb["score"]) < 2e-6
     assert len({m["id"] for m in full}) == len(full)
 
 

@@ -3,6 +3,8 @@ through REST and the official MCP client."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from conftest import mcp_session
@@ -341,3 +343,73 @@ async def test_document_search_embeds_on_the_query_path_and_keyword_mode_not_at_
         assert sorted(calls) == [("query", [p]) for p in sorted(phrases)]
     finally:
         del embedder.embed, embedder.query  # the class's methods again
+
+
+def test_banks_made_from_the_same_input_recall_alike(api):
+    """Equal scores (the same line said in five sessions) are ordered by id, which follows the
+    order memories were retained: two banks made from the same input answer every query with the
+    same memories in the same order."""
+    items = [
+        {"content": line, "document_id": f"s{s}", "metadata": {"turn": f"{s}:{i}"}, "timestamp": "2023-05-08T10:00:00Z"}
+        for s in range(5)
+        for i, line in enumerate(["Ann: Thanks, see you soon!", f"Bob: The parcel {s} arrived.", "Ann: Bye!"])
+    ]
+    banks = [f"alike_{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    for b in banks:
+        assert api.post(f"/v1/banks/{b}/memories", json={"items": items}).status_code == 200
+    for query in ("see you soon", "bye", "parcel arrived", "Ann"):
+        first, second = ([m["metadata"]["turn"] for m in recall(api, b, query=query)] for b in banks)
+        assert first == second and len(first) == len(items)
+
+
+def _explains(body: dict) -> None:
+    """Each result's trace recomputes its score from the parts and the weights given."""
+    trace, results = body["trace"], body["results"]
+    w, best = trace["weights"], trace["keyword_best"]
+    assert [t["id"] for t in trace["results"]] == [m["id"] for m in results]
+    for m, t in zip(results, trace["results"]):
+        assert t["arms"] == m["arms"] and t["score"] == pytest.approx(m["score"], abs=1e-5)
+        share = t["keyword"] / best if best else 0.0
+        own = w["semantic"] * t["semantic"] + w["keyword"] * share + w["time"] * (t["time"] or 0.0)
+        assert t["base"] == pytest.approx(own, abs=1e-5)
+        context = w.get("neighbour", 0) * (t["neighbour"] or 0) + w.get("source", 0) * (t["source"] or 0)
+        assert t["score"] == pytest.approx(t["base"] + context, abs=1e-5)
+
+
+async def test_recall_explains_itself_on_rest_mcp_and_the_hindsight_api(server, api, memory_bank):
+    """With trace, each result says its score from each arm, its context and its fused score; the
+    Hindsight-compatible API gives them as each result's scores (final, and semantic or keyword
+    where that arm found it)."""
+    body = api.post(
+        f"/v1/banks/{memory_bank}/recall",
+        json={"query": "What did Melanie adopt in May?", "trace": True, "query_timestamp": "2023-12-01T00:00:00Z"},
+    ).json()
+    _explains(body)
+    first = body["trace"]["results"][0]
+    assert body["results"][0]["text"].startswith("Melanie") and first["time"] == 1.0  # "in May": her note's month
+    assert set(body["trace"]["weights"]) == {"semantic", "keyword", "time", "neighbour", "source"}
+    vector = api.post(f"/v1/banks/{memory_bank}/recall", json={"query": "pets", "mode": "vector", "trace": True}).json()
+    _explains(vector)
+    assert set(vector["trace"]["weights"]) == {"semantic", "keyword", "time"}  # no context in one arm's mode
+    assert all(t["neighbour"] is None and t["time"] is None for t in vector["trace"]["results"])
+    assert api.post(f"/v1/banks/{memory_bank}/recall", json={"query": "pets"}).json()["trace"] is None
+
+    async with mcp_session(f"{server.url}/mcp/{memory_bank}/") as c:
+        res = (await c.call_tool("recall", {"query": "What did Melanie adopt?", "trace": True})).structured_content
+    for m in res["results"]:  # a lean result leaves out null fields
+        m.setdefault("arms", [])
+    for t in res["trace"]["results"]:
+        t.setdefault("time", None)
+    _explains(res)
+
+    compat = api.post(
+        f"/v1/default/banks/{memory_bank}/memories/recall", json={"query": "the beagle Melanie adopted", "trace": True}
+    ).json()
+    scores = [r["scores"] for r in compat["results"]]
+    traced = compat["trace"]["results"]
+    assert [s["final"] for s in scores] == [t["score"] for t in traced] and scores[0]["reranker"] is None
+    for s, t in zip(scores, traced):
+        assert s["semantic"] == (t["semantic"] if "semantic" in t["arms"] else None)
+        assert s["keyword"] == (t["keyword"] if "keyword" in t["arms"] else None)
+    plain = api.post(f"/v1/default/banks/{memory_bank}/memories/recall", json={"query": "beagle"}).json()
+    assert plain["trace"] is None and all(r.get("scores") is None for r in plain["results"])

@@ -1,9 +1,9 @@
-"""Chinese, Japanese and Korean text for the keyword and entity arms (language/cjk.py, language/chinese_names.py)."""
+"""Chinese, Japanese and Korean text for the keyword arm and entity names (language/cjk.py, language/chinese_names.py)."""
 
 from __future__ import annotations
 
 from hindsight.language.chinese_names import chinese_names
-from hindsight.language.cjk import entity_candidates, query_grams
+from hindsight.language.cjk import query_grams
 from hindsight.language.entities import extract_entities
 from hindsight.language.query_terms import content_words
 
@@ -24,11 +24,6 @@ def test_content_words_mix_english_and_cjk_and_leave_dates_out():
     # 5月4日 is the temporal arm's: its characters would match every memory naming a month
     assert content_words("5月4日谁去爬山了？") == ["去爬", "爬山", "山了"]
     assert content_words("上周三的会议") == ["的会", "会议"]
-
-
-def test_entity_candidates_are_short_substrings():
-    got = entity_candidates("王芳去哪")
-    assert "王芳" in got and "王芳去" in got and "王芳去哪" in got and "王" not in got
 
 
 def test_chinese_names_with_their_kind():

@@ -49,6 +49,14 @@ ACROSS_BANKS = {
     "oauth_token_get": "by the hash of a 256-bit secret the client holds; its bank is checked against the endpoint's",
     "oauth_codes_purge": "drops every bank's codes a day past their expiry",
     "oauth_tokens_purge": "drops every bank's tokens a day past their expiry",
+    "retention_banks": "the scheduler finds the banks with a retention policy; each erasure it runs names its bank",
+    "vacuum_after_erasure": "VACUUM works on whole tables, after an erasure in any bank",
+    "vacuum_full_after_erasure": "as vacuum_after_erasure",
+    "audit_list_all": "an admin reads every bank's audit records (admins only: engine/facade.require_audit)",
+    "audit_count_all": "as audit_list_all",
+    "audit_export_all": "as audit_list_all",
+    "audit_prune": "drops every bank's audit records older than the log keeps",
+    "oauth_clients_list": "an admin lists every OAuth client, each with its live connections counted over every bank",
 }
 
 # Statements whose slots leave them unparsable get a stand-in for each slot (the fragment that
@@ -57,13 +65,16 @@ STAND_INS = {
     "table": "memories",
     "rows": "memory_terms",  # the keyword arm's rows (engine/recall.keyword_rows), or memories
     "columns": "id",
+    "column": "created_at",  # the time column a memories time series buckets on (engine/memory/timeseries.py)
     "candidates": Q.recall_keyword_own_candidates,
     "own": Q.recall_keyword_own,
     "match": "$2",
     "score": "1",
     "relevance": "1",
     "linked_names": Q.memory_linked_names,
-    "rarity": Q.recall_entity_rarity,
+    "keyword": "0",
+    "share": "0",
+    "window": "NULL",
     # Document search's keyword statement: a branch a phrase, whose candidates are chunk seeds.
     "branches": Q.chunk_keyword_branch.replace("/*candidates*/", Q.chunk_keyword_seed + " c"),
     "phrase": "1",

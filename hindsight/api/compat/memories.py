@@ -6,16 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, File, Form, Query, UploadFile
+from fastapi import APIRouter, File, Form, Query, Response, UploadFile
 
 from hindsight.api.compat import convert
 from hindsight.api.compat import schemas as M
 from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
 from hindsight.engine.errors import InvalidArgument
+from hindsight.engine.forgetting.schemas import ClearMemories, ForgetMemory, ForgetRetainedDocument
 from hindsight.engine.knowledge.file_retain import FileMemory, Upload
 from hindsight.engine.memory.curation import MemoryUpdate
 from hindsight.engine.memory.extraction import ExtractionPreviewRequest
-from hindsight.engine.memory.records import MemoriesClear, MemoryQuery
+from hindsight.engine.memory.records import MemoryQuery
 from hindsight.engine.memory.sources import SourceChange, SourceQuery
 from hindsight.engine.reflection.mental_models import MentalModelQuery
 from hindsight.engine.reflection.reflect import ReflectRequest
@@ -57,9 +58,12 @@ async def recall(body: M.RecallIn, bank_id: BankPath, who: PrincipalDep, eng: En
             tags_match=body.tags_match,
             types=known,
             query_timestamp=body.query_timestamp,
+            trace=bool(body.trace),
         ),
     )
-    return convert.recall_out(await eng.recall(who, bank_id, req), body.trace)
+    result = await eng.recall(who, bank_id, req)
+    # Written once, as our own route does: FastAPI's second pass over the answer is skipped.
+    return Response(convert.recall_answer(result), media_type="application/json")
 
 
 @router.post(
@@ -90,23 +94,6 @@ async def reflect(body: M.ReflectIn, bank_id: BankPath, who: PrincipalDep, eng: 
         ids = res.based_on.mental_models
         models = (await eng.list_mental_models(who, bank_id, MentalModelQuery(ids=ids))).mental_models if ids else []
     return convert.reflect_out(res, facts, models)
-
-
-@router.delete(
-    "/memories",
-    response_model=M.Deleted,
-    summary="Delete the bank's memories (all, with the documents they came from and their entities; or those of "
-    "one type); the bank, its settings and mental models stay",
-)
-async def clear_memories(
-    bank_id: BankPath,
-    who: PrincipalDep,
-    eng: EngineDep,
-    type: str | None = Query(None, description="world, experience or observation (none kept here)"),
-):
-    gone = await eng.clear_memories(who, bank_id, parse(MemoriesClear, dict(type=type)))
-    what = f"{gone.type} memories" if gone.type else "memories"
-    return M.Deleted(message=f"{gone.memories_deleted} {what} deleted", deleted_count=gone.memories_deleted)
 
 
 @router.post(
@@ -162,6 +149,29 @@ async def list_memories(
     return M.MemoryUnitList(
         items=[convert.memory_unit(m) for m in found.memories], total=found.total, limit=limit, offset=offset
     )
+
+
+@router.delete(
+    "/memories",
+    response_model=M.Deleted,
+    summary="Forget the bank's memories (or those of one type); the bank and its settings stay",
+)
+async def clear_bank_memories(bank_id: BankPath, who: PrincipalDep, eng: EngineDep, type: str | None = None):
+    if type is not None and type not in convert.KNOWN_TYPES:  # observations: this server keeps none
+        eng.require(who, bank_id, write=True)
+        return M.Deleted(message=f"no {type} memories to delete", deleted_count=0)
+    gone = await eng.clear_memories(who, bank_id, parse(ClearMemories, {"type": type}))
+    return M.Deleted(message=f"{gone.memories} memories forgotten", deleted_count=gone.memories)
+
+
+@router.delete(
+    "/memories/{memory_id}",
+    response_model=M.Deleted,
+    summary="Forget one memory and everything drawn from it (this server's addition)",
+)
+async def delete_memory(memory_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
+    gone = await eng.forget_memory(who, bank_id, parse(ForgetMemory, {"memory_id": memory_id}))
+    return M.Deleted(message=f"memory {memory_id} forgotten", deleted_count=gone.memories)
 
 
 @router.get("/memories/{memory_id}", summary="One memory")
@@ -251,9 +261,10 @@ async def update_document(
     summary="Delete a retained document and its memories",
 )
 async def delete_document(document_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
-    n = await eng.delete_source(who, bank_id, document_id)
+    req = parse(ForgetRetainedDocument, {"document_id": document_id})
+    gone = await eng.forget_retained_document(who, bank_id, req)
     return M.DocumentDeleted(
-        message=f"document {document_id!r} deleted", document_id=document_id, memory_units_deleted=n
+        message=f"document {document_id!r} deleted", document_id=document_id, memory_units_deleted=gone.memories
     )
 
 

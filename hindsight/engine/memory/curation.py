@@ -28,6 +28,7 @@ from hindsight.engine.memory.records import LINKED_NAMES, get_memory, parse_memo
 from hindsight.engine.memory.retain import link_entities
 from hindsight.engine.memory.schemas import Memory, MemoryType
 from hindsight.engine.memory.validity import began, restore_predecessors
+from hindsight.engine.memory.vectors import memory_vectors
 from hindsight.engine.rules.fields import MAX_TAGS, clean_tags
 from hindsight.engine.rules.text import Strict
 from hindsight.language.entities import canonical, extract_entities, merge_entities
@@ -187,7 +188,7 @@ async def update_memory(rt: Runtime, bank_id: str, memory_id: str, req: MemoryUp
         text = req.text
 
         def read() -> tuple[Any, list[tuple[str, str]]]:
-            return rt.embedder.embed([text])[0], extract_entities(text)
+            return memory_vectors(rt.embedder, [text])[0], extract_entities(text)
 
         vector, found = await rt.cpu_slots.run(read)
     async with rt.writes.open(bank_id) as conn:

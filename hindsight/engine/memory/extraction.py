@@ -40,9 +40,13 @@ from pydantic import BaseModel, Field
 
 from hindsight.db.sql import Q
 from hindsight.engine.errors import Conflict, InvalidArgument
+from hindsight.engine.memory.ids import new_memory_id
 from hindsight.engine.memory.retain import Unit, store_units
 from hindsight.engine.memory.schemas import GivenEntity, RetainItem
 from hindsight.engine.memory.validity import began, end_with_raw_units, supersede
+from hindsight.engine.memory.vectors import memory_vectors
+from hindsight.engine.notify import events
+from hindsight.engine.queue import operations as ops
 from hindsight.language.chinese_names import Budget
 from hindsight.language.entities import extract_entities, merge_entities
 from hindsight.language.time_expressions import find_time_windows
@@ -199,7 +203,7 @@ def to_units(group: list, facts: list[ExtractedFact]) -> list[tuple[Unit, uuid.U
             item.given_entities(), [(n, "name") for n in f.entities], extract_entities(f.text, budget)
         )
         unit = Unit(
-            id=uuid.uuid4(),
+            id=new_memory_id(),
             text=f.text.strip(),
             kind=f.type,
             item=item,
@@ -320,7 +324,7 @@ async def _extract_group(rt: Runtime, job: Job, group: list, usage: Usage) -> di
         # Off the event loop: a fact's entities and dates are found in pure Python (Chinese names
         # at ~20-40 us a character, up to 100 facts of 2,000 characters an item).
         pairs = to_units(group, parsed.facts)
-        return pairs, rt.embedder.embed([u.text for u, _ in pairs])
+        return pairs, memory_vectors(rt.embedder, [u.text for u, _ in pairs])
 
     pairs: list[tuple[Unit, uuid.UUID]] = []
     vectors: Any = []
@@ -356,7 +360,7 @@ async def run_extraction(rt: Runtime, job: Job) -> dict:
             raw_ids,
         )
     new_facts, merged_facts = sum(len(d["new"]) for d in stored), sum(d["merged"] for d in stored)
-    return {
+    result = {
         # "empty": the LLM found nothing worth a fact (the raw text stays in recall).
         "extraction": "succeeded" if new_facts + merged_facts else "empty",
         "memory_ids": sorted(str(r["id"]) for r in visible),
@@ -368,6 +372,25 @@ async def run_extraction(rt: Runtime, job: Job) -> dict:
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
     }
+    superseded = result["superseded"]
+    data = {
+        "facts_created": new_facts,
+        "facts_merged": merged_facts,
+        "facts_superseded": superseded,
+        "items": len(rows),
+        # the same counts in the words of Hindsight's consolidation.completed
+        "observations_created": new_facts,
+        "observations_updated": merged_facts,
+        "observations_deleted": superseded,
+    }
+    async with rt.pool.acquire() as conn:
+        async with conn.transaction():  # done and announced together, or neither
+            announced = await ops.mark_succeeded(conn, job, result) and await events.fire(
+                rt, conn, job.bank_id, events.EXTRACTION_COMPLETED, data, job.id
+            )
+    if announced:
+        rt.queue.poke()
+    return result
 
 
 class PreviewedFact(BaseModel):

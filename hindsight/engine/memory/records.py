@@ -1,4 +1,5 @@
-"""Browsing and deleting stored memory units (REST and CLI; agents use recall)."""
+"""Browsing stored memory units (REST and CLI; agents use recall); forgetting them is
+engine/forgetting/erase.py."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from hindsight.db.binder import Binder
 from hindsight.db.sql import Q, fill
 from hindsight.engine.errors import NotFound, parse_uuid
 from hindsight.engine.memory.schemas import Memory
-from hindsight.engine.memory.validity import restore_predecessors
 from hindsight.engine.rules.fields import Offset, clean_tags
 from hindsight.engine.rules.tags import TagsMatch, tag_condition
 from hindsight.engine.rules.text import Strict
@@ -109,33 +109,10 @@ class MemoryList(BaseModel):
     offset: int
 
 
-class MemoryDeleted(BaseModel):
-    deleted: bool
-    memory_id: str
-
-
 class MemoryRef(Strict):
     model_config = ConfigDict(extra="forbid")
 
     memory_id: str = Field(description="The memory's id (a UUID), as recall and list_memories give it.")
-
-
-class MemoriesClear(Strict):
-    """Which of a bank's memories to delete: all of them, or those of one type."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    type: BrowseType | None = Field(
-        None, description="Only memories of this type (observation: none are kept here); default: every memory."
-    )
-
-
-class MemoriesCleared(BaseModel):
-    bank_id: str
-    type: str | None
-    memories_deleted: int
-    documents_deleted: int = Field(description="Retained documents whose text went with their memories.")
-    entities_deleted: int
 
 
 # The types a client may name when browsing or clearing: ours, and Hindsight's observations
@@ -199,49 +176,6 @@ async def get_memories(rt: Runtime, bank_id: str, memory_ids: list[str]) -> list
         rows = await conn.fetch(_GET_MANY, bank_id, ids)
     by_id = {r["id"]: r for r in rows}
     return [to_memory(by_id[i]) for i in ids if i in by_id]
-
-
-async def delete_memory(rt: Runtime, bank_id: str, memory_id: str, actor: str = "delete") -> None:
-    mid = parse_memory_id(memory_id)
-    async with rt.writes.open(bank_id) as conn:
-        # Nothing is written before the memory is known to be the bank's.
-        if not await conn.fetchval(Q.memory_exists, bank_id, mid):
-            raise NotFound(f"memory {memory_id} does not exist in bank {bank_id!r}", "memory_id")
-        # Facts extracted only from this unit go with it; facts shared with others stay.
-        orphans = [r[0] for r in await conn.fetch(Q.memory_orphan_facts, bank_id, mid)]
-        for gone in (mid, *orphans):  # what a deleted memory had replaced stands again
-            await restore_predecessors(conn, bank_id, gone, actor, f"its successor {gone} was deleted")
-        await conn.execute(Q.memory_release_entities, bank_id, [mid, *orphans])
-        if orphans:
-            await conn.execute(Q.memory_delete_many, bank_id, orphans)
-        await conn.execute(Q.memory_delete, bank_id, mid)
-
-
-async def clear_memories(rt: Runtime, bank_id: str, req: MemoriesClear, actor: str = "clear") -> MemoriesCleared:
-    """Delete the bank's memories, all of them or those of one type; the bank, its settings, mental
-    models and knowledge-base documents stay. All of them: with them go the text retained under
-    their document_ids, their entities and their history. One type: exactly the memories of that
-    type (and their history); what one of them had superseded stands again, and facts of another
-    type extracted from them stay."""
-    kind = req.type
-    cleared = MemoriesCleared(bank_id=bank_id, type=kind, memories_deleted=0, documents_deleted=0, entities_deleted=0)
-    if kind == "observation":
-        return cleared  # none kept here
-    async with rt.writes.open(bank_id) as conn:
-        if kind is not None:
-            for (successor,) in await conn.fetch(Q.memory_clear_successors, bank_id, kind):
-                await restore_predecessors(conn, bank_id, successor, actor, f"the {kind} memories were cleared")
-            await conn.execute(Q.memory_clear_release_entities, bank_id, kind)
-        cleared.memories_deleted = _count(await conn.execute(Q.memory_clear, bank_id, kind))
-        if kind is None:
-            cleared.documents_deleted = _count(await conn.execute(Q.sources_clear, bank_id))
-            cleared.entities_deleted = _count(await conn.execute(Q.entity_clear, bank_id))
-    return cleared
-
-
-def _count(status: str) -> int:
-    """The rows a statement's status names ("DELETE 12")."""
-    return int(status.split()[-1])
 
 
 class EntityRow(BaseModel):

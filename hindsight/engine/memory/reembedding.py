@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import asyncpg
 
 from hindsight.db.sql import Q, fill
 from hindsight.embedding import vector_literal
 from hindsight.engine.cpu_slots import CpuSlots
+from hindsight.engine.memory.vectors import memory_vectors
 
 if TYPE_CHECKING:
     from hindsight.engine.runtime import Runtime
@@ -33,7 +35,8 @@ BATCH = 256
 class Target(NamedTuple):
     """A table with an embedding column: its key columns, its statements (pages of rows with the
     text their vectors embed, as retain.py, documents.py and mental_models.py write it, and the
-    update), and its vector index."""
+    update), its vector index, and how a page's texts become vectors (`vectors(embedder, texts)`:
+    memory_vectors for memories, as every path that stores one makes it)."""
 
     table: str
     key: tuple[str, ...]
@@ -41,6 +44,11 @@ class Target(NamedTuple):
     after: str
     update: str
     vector_index: str | None
+    vectors: Callable[[Any, Sequence[str]], Any]
+
+
+def _plain(embedder, texts: Sequence[str]):
+    return embedder.embed(list(texts))
 
 
 TARGETS = (
@@ -51,6 +59,7 @@ TARGETS = (
         Q.reembed_memories_after,
         Q.reembed_memories_update,
         "memories_embedding_hnsw",
+        memory_vectors,
     ),
     Target(
         "chunks",
@@ -59,6 +68,7 @@ TARGETS = (
         Q.reembed_chunks_after,
         Q.reembed_chunks_update,
         "chunks_embedding_hnsw",
+        _plain,
     ),
     Target(
         "mental_models",
@@ -67,6 +77,7 @@ TARGETS = (
         Q.reembed_mental_models_after,
         Q.reembed_mental_models_update,
         None,
+        _plain,
     ),
 )
 
@@ -126,7 +137,7 @@ async def _reembed(conn: asyncpg.Connection, t: Target, embedder, cpu_slots: Cpu
     done, started = 0, time.monotonic()
     rows = await conn.fetch(t.first, BATCH)
     while rows:
-        vectors = await cpu_slots.run(embedder.embed, [r["x"] for r in rows])
+        vectors = await cpu_slots.run(t.vectors, embedder, [r["x"] for r in rows])
         await conn.execute(t.update, *([r[c] for r in rows] for c in t.key), [vector_literal(v) for v in vectors])
         done += len(rows)
         if done % (BATCH * 40) < BATCH:

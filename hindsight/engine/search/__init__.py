@@ -1,3 +1,4 @@
-"""Recall: the query read into terms, one module per arm (semantic, keyword, entity, temporal),
-their fusion, neighbours and the token budget; filters and relevance, shared with document
-search. Imports memory (rows become memories), banks (sizes) and rules."""
+"""Recall: the query read into terms, one module per arm (semantic, keyword, temporal), the scores
+of their hits and the memories beside them, their fusion and the token budget, and the trace of a
+ranking; filters and relevance, shared with document search. Imports memory (rows become
+memories), banks (sizes) and rules."""

@@ -1,68 +1,96 @@
-"""The fused hits read in full, with their neighbouring units: in a conversation the answer is
-often the next turn, so the best hits bring the units just before and after them (same source,
-adjacent position), scored just below them."""
+"""The rows recall ranks and the memories it returns, in two reads: first what ranking needs of the
+arms' hits and of the memories beside them in their sources (narrow rows: recall_scores), then,
+after the cut to the caller's limits, the kept memories in full (recall_rows)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from hindsight.db.binder import Binder, Fragment
 from hindsight.db.sql import Q, fill
 from hindsight.engine.memory.records import COLUMNS
-from hindsight.engine.search.relevance import relevance_of, relevance_sql
+from hindsight.engine.search.fusion import Row
+from hindsight.engine.search.lexical import rarity_score
+from hindsight.engine.search.relevance import relevance_from, word_share_sql
 from hindsight.engine.search.schemas import RecallRequest
+from hindsight.language.time_expressions import TimeWindow
 
 if TYPE_CHECKING:
     from hindsight.engine.runtime import Runtime
 
-# The best hits whose neighbours are read, and the share of a hit's score a neighbour gets.
-NEIGHBOUR_PARENTS = 8
-NEIGHBOUR_DECAY = 0.5
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """A row read for ranking, with what the cut needs: its relevance and its length."""
+
+    row: Row
+    relevance: float
+    chars: int
 
 
-def with_neighbours(order: list, rows: Mapping[Any, Mapping], scores: Mapping, parents: list, found_by: dict) -> dict:
-    """The hits of `order` that were read (`rows` by id, each with source_id and position), each
-    with its fused score, plus the units adjacent to each of `parents` that are not hits
-    themselves, scored NEIGHBOUR_DECAY of their parent's (found_by notes them as "neighbour")."""
-    scored: dict = {mid: scores[mid] for mid in order if mid in rows}
-    by_pos = {(r["source_id"], r["position"]): mid for mid, r in rows.items()}
-    for parent in parents:
-        r = rows.get(parent)
-        if r is None:
-            continue
-        for pos in (r["position"] - 1, r["position"] + 1):
-            nid = by_pos.get((r["source_id"], pos))
-            if nid is not None and nid not in scored:
-                scored[nid] = scores[parent] * NEIGHBOUR_DECAY
-                found_by.setdefault(nid, []).append("neighbour")
-    return scored
+@dataclass(frozen=True, slots=True)
+class Words:
+    """The query words the keyword arm weighed, and each one's rarity (idf) in the bank."""
+
+    words: list[str]
+    idf: list[float]
 
 
-async def read_details(
-    rt: Runtime, bank_id: str, order: list, f: Fragment, scores: Mapping, found_by: dict, req: RecallRequest, qvec
-) -> list[tuple]:
-    """One round trip: the fused hits, their relevance, plus the neighbours of the best of them
-    (in hybrid mode); returns (row, score, relevance) best first.
-
-    The hits and their neighbours are united by id and each row is read once: a UNION of whole
-    rows sorted them on every column, embedding included (bench/README.md, "Recall's PostgreSQL
-    statements")."""
-    if not order:
+async def read_scores(
+    rt: Runtime,
+    bank_id: str,
+    hits: list,
+    f: Fragment,
+    req: RecallRequest,
+    qvec,
+    words: Words | None,
+    window: TimeWindow | None,
+    neighbours: bool,
+) -> list[Scored]:
+    """The hits and (`neighbours`) the memories just before and after each, under the filters, with
+    their similarity, keyword score, time-window flag, relevance and length; one round trip."""
+    if not hits:
         return []
-    parents = order[:NEIGHBOUR_PARENTS] if req.mode == "hybrid" else []
-    p = Binder(bank_id, order, parents)
+    p = Binder(bank_id, hits, qvec, neighbours, words.words if words else [])
+    keyword = rarity_score(len(words.words), p(words.idf, "float8[]"), row="m") if words and words.words else "0"
+    in_window = "NULL::boolean"
+    if window is not None:
+        start, end = p(window.start), p(window.end)
+        in_window = (
+            f"coalesce((m.occurred_start < {end} AND m.occurred_end > {start})"
+            f" OR (m.mentioned_at >= {start} AND m.mentioned_at < {end}), false)"
+        )
     sql = fill(
-        Q.recall_details,
+        Q.recall_scores,
+        keyword=keyword,
+        window=in_window,
+        share=word_share_sql("m.tsv", p, [req.query]),
         filter=f.into(p),
-        columns=COLUMNS,
-        relevance=relevance_sql(req.mode, "m.embedding", "m.tsv", p, [qvec], [req.query]),
     )
     async with rt.pool.acquire() as conn:
         rows = await conn.fetch(sql, *p.values)
-    by_id = {r["id"]: r for r in rows}
-    scored = with_neighbours(order, by_id, scores, parents, found_by)
-    return [
-        (by_id[mid], round(scored[mid], 6), relevance_of(by_id[mid]["relevance"]))
-        for mid in sorted(scored, key=scored.__getitem__, reverse=True)
-    ]
+    out = []
+    for r in rows:
+        similarity = _finite(r["similarity"])
+        row = Row(r["id"], r["source_id"], r["position"], similarity, r["keyword"], r["in_window"], r["terms"])
+        # A vector of zeros has no direction: nothing about it is relevant, as relevance_of has it.
+        rel = relevance_from(req.mode, similarity, r["share"]) if math.isfinite(r["similarity"]) else 0.0
+        out.append(Scored(row, rel, r["chars"]))
+    return out
+
+
+def _finite(x: float) -> float:
+    """A similarity as ranking takes it: a stored vector of zeros (an import can hold one) has no
+    direction, and its NaN would sort anywhere; it counts as no similarity."""
+    return float(x) if math.isfinite(x) else 0.0
+
+
+async def read_memories(rt: Runtime, bank_id: str, ids: list) -> dict:
+    """The memories `ids` in full, by id (one deleted since it was ranked is absent)."""
+    if not ids:
+        return {}
+    async with rt.pool.acquire() as conn:
+        rows = await conn.fetch(fill(Q.recall_rows, columns=COLUMNS), bank_id, ids)
+    return {r["id"]: r for r in rows}

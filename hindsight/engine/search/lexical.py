@@ -45,10 +45,10 @@ def rarest_first(stats: list) -> tuple[list[tuple[int, str]], list[float], int]:
     return present, [math.log(1 + (total - n + 0.5) / (n + 0.5)) for n, _ in present], total
 
 
-def rarity_score(words: int, weights: str = "$3::float8[]") -> str:
-    """A candidate `c`'s score: the summed idf (`weights`, a float8[] placeholder) of the words
+def rarity_score(words: int, weights: str = "$3::float8[]", row: str = "c") -> str:
+    """A candidate `row`'s score: the summed idf (`weights`, a float8[] placeholder) of the words
     (q.tq, the statement's parsed words) its tsv holds."""
-    return " + ".join(f"(c.tsv @@ q.tq[{i}])::int * ({weights})[{i}]" for i in range(1, words + 1))
+    return " + ".join(f"({row}.tsv @@ q.tq[{i}])::int * ({weights})[{i}]" for i in range(1, words + 1))
 
 
 def seed_candidates(seed: str, present: list[tuple[int, str]], p: Binder, filters: str, **parts: str) -> str:

@@ -67,23 +67,33 @@ def relevance_sql(
         sims = ", ".join(f"1 - ({embedding} <=> {bind(v)})" for v in vectors)
         # Cosine similarity can be negative (unrelated texts); relevance is documented as 0..1.
         parts.append(f"{w_sim} * greatest(0, {sims})")
-    if w_kw and not phrases:
-        parts.append("0")
-    elif w_kw:
-        p = bind(list(phrases))
-        # A phrase's lexemes are parsed once per statement (uncorrelated sub-selects run as
-        # init plans), not once per row. The share is counted with ts_delete: the lexemes a
-        # row holds are those deleting them removes. A per-row sub-select matching each lexeme
-        # as a tsquery gave the same figures and cost more (bench/README.md, "Recall's
-        # PostgreSQL statements").
-        shares = []
-        for i in range(1, len(phrases) + 1):
-            lex = f"(SELECT tsvector_to_array(to_tsvector('english', ({p}::text[])[{i}])))"
-            shares.append(
-                f"(length({tsv}) - length(ts_delete({tsv}, {lex})))::float8 / greatest(1, cardinality({lex}))"
-            )
-        parts.append(f"{w_kw} * greatest({', '.join(shares)})")
+    if w_kw:
+        parts.append(f"{w_kw} * {word_share_sql(tsv, bind, phrases)}")
     return " + ".join(parts)
+
+
+def word_share_sql(tsv: str, bind: Callable[..., str], phrases: list[str]) -> str:
+    """SQL for the best share, over the phrases, of a phrase's lexemes that the row's `tsv` holds
+    (0 without phrases)."""
+    if not phrases:
+        return "0"
+    p = bind(list(phrases))
+    # A phrase's lexemes are parsed once per statement (uncorrelated sub-selects run as init
+    # plans), not once per row. The share is counted with ts_delete: the lexemes a row holds are
+    # those deleting them removes. A per-row sub-select matching each lexeme as a tsquery gave
+    # the same figures and cost more (bench/README.md, "Recall's PostgreSQL statements").
+    shares = []
+    for i in range(1, len(phrases) + 1):
+        lex = f"(SELECT tsvector_to_array(to_tsvector('english', ({p}::text[])[{i}])))"
+        shares.append(f"(length({tsv}) - length(ts_delete({tsv}, {lex})))::float8 / greatest(1, cardinality({lex}))")
+    return f"greatest({', '.join(shares)})"
+
+
+def relevance_from(mode: str, similarity: float, share: float) -> float:
+    """A row's relevance (as relevance_sql would give it) from its similarity and word share,
+    read once for ranking as well."""
+    w_sim, w_kw = WEIGHTS[mode]
+    return relevance_of(w_sim * max(0.0, similarity) + w_kw * share)
 
 
 def relevance_of(value: float) -> float:

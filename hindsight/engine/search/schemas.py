@@ -10,6 +10,7 @@ from hindsight.engine.memory.schemas import Memory, MemoryType
 from hindsight.engine.rules.fields import clean_tags, not_blank
 from hindsight.engine.rules.tags import TagsMatch
 from hindsight.engine.search.relevance import SearchOptions
+from hindsight.engine.search.trace import RecallTrace
 
 
 class RecallRequest(SearchOptions):
@@ -39,6 +40,11 @@ class RecallRequest(SearchOptions):
     include_superseded: bool = Field(
         False, description="Also memories a newer one superseded (each says superseded_by and valid_to)."
     )
+    trace: bool = Field(
+        False,
+        description="Also say why each result came back: its score from each arm, its context and the score it is "
+        "ranked by (trace).",
+    )
 
     _tags = field_validator("tags", mode="before")(clean_tags)
 
@@ -50,3 +56,4 @@ class RecallResult(BaseModel):
     query: str
     results: list[Memory]
     total_tokens: int
+    trace: RecallTrace | None = Field(None, description="With trace: each result's scores, in the same order.")

@@ -50,6 +50,7 @@ from hindsight.engine.banks.registry import bank_config, ensure_bank
 from hindsight.engine.banks.schemas import BankUpdate
 from hindsight.engine.errors import InvalidArgument
 from hindsight.engine.memory.sources import delete_sources
+from hindsight.engine.memory.vectors import memory_vectors
 from hindsight.engine.rules.fields import METADATA_BYTES
 from hindsight.engine.rules.text import instant_problem, problem
 
@@ -304,10 +305,12 @@ class _Importer:
             fresh.append(r)
         return fresh, here
 
-    async def _vectors(self, texts: list[str], query: bool = False) -> list[str]:
+    async def _vectors(self, texts: list[str], query: bool = False, memories: bool = False) -> list[str]:
         def run():
             if query:
                 return [self.rt.embedder.embed_query(t) for t in texts]
+            if memories:  # as retain stores them
+                return memory_vectors(self.rt.embedder, texts)
             return self.rt.embedder.embed(texts)
 
         vecs = await self.rt.cpu_slots.run(run)
@@ -341,7 +344,7 @@ class _Importer:
             if successor := r.pop("superseded_by", None):
                 self.successors.append((r["id"], str(successor)))
         if self.re_embed and keep:
-            for r, v in zip(keep, await self._vectors([r["text"] for r in keep])):
+            for r, v in zip(keep, await self._vectors([r["text"] for r in keep], memories=True)):
                 r["embedding"] = v
         await self._insert("memories", keep)
         self._remember("memory", olds, rows, keep)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from hindsight.engine.knowledge import documents, file_retain
 from hindsight.engine.memory import extraction, retain
+from hindsight.engine.notify import delivery, events
 from hindsight.engine.reflection import mental_models
 from hindsight.engine.transfer import archive
 
@@ -37,4 +38,5 @@ KINDS: dict[str, Kind] = {
     archive.EXPORT: Kind(archive.run_export),
     archive.IMPORT: Kind(archive.run_import),
     file_retain.RETAIN_FILE: Kind(file_retain.run_file_retain),
+    events.DELIVERY: Kind(delivery.run_delivery),
 }

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from hindsight.db.binder import Binder, Fragment
 from hindsight.db.sql import Q, fill
+from hindsight.engine.search.details import Words
 from hindsight.engine.search.fusion import ARM_LIMIT
 from hindsight.engine.search.lexical import SMALL_BANK, left_out, rarest_first, rarity_score, seed_candidates
 
@@ -15,11 +16,11 @@ if TYPE_CHECKING:
     from hindsight.engine.runtime import Runtime
 
 
-async def keyword_ids(rt: Runtime, bank_id: str, words: list[str], f: Fragment) -> list[tuple]:
+async def keyword_ids(rt: Runtime, bank_id: str, words: list[str], f: Fragment) -> tuple[list, Words | None]:
     """The keyword arm, ranked by the summed inverse document frequency of the query words a
-    memory contains (BM25's idf with binary term frequency), as (id, score) pairs: memories of
-    equal score (a name alone, held by all of a speaker's turns) share a rank when the arms are
-    fused, so the other arms, not the order the rows came in, tell them apart.
+    memory contains (BM25's idf with binary term frequency): its hits' ids, and the words it
+    weighed with their rarity (None when the bank holds none of them), so that every row ranked
+    gets its keyword score the same way (details.read_scores).
 
     Document frequencies come from bank_lexemes (migration 004), one index lookup per word.
     On a large bank, candidates are the memories holding the rarest words, taken rarest first
@@ -42,7 +43,7 @@ async def keyword_ids(rt: Runtime, bank_id: str, words: list[str], f: Fragment) 
     async with rt.planned.acquire() as conn:
         present, idf, total = rarest_first(await conn.fetch(Q.recall_word_frequencies, bank_id, words))
         if not present:
-            return []
+            return [], None
         score = rarity_score(len(present))
 
         table = keyword_rows(f)
@@ -76,7 +77,7 @@ async def keyword_ids(rt: Runtime, bank_id: str, words: list[str], f: Fragment) 
             # rare words").
             sql, values = statement(left)
             rows = await conn.fetch(sql, *values)
-    return [(r[0], r[1]) for r in rows]
+    return [r[0] for r in rows], Words([w for _, w in present], idf)
 
 
 # The columns of memory_terms (migration 015), the keyword arm's narrow copy of each memory.
