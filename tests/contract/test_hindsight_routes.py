@@ -55,8 +55,13 @@ async def test_templates_round_trip(rest, bank):
     assert manifest["version"] == "1" and manifest["bank"]["reflect_mission"] == "Plan trips.", manifest
     assert manifest["bank"]["disposition_skepticism"] == 2 and manifest["bank"]["retain_mission"] == "x"
     assert [m["id"] for m in manifest["mental_models"]] == ["trips"] and manifest["directives"] == []
+    rule = {"name": "Tone", "content": "Answer briefly.", "priority": 2, "is_active": True, "tags": ["trips"]}
+    assert (await rest.post(f"{P}/{bank}/directives", json=rule)).status_code in (200, 201)
+    manifest = (await rest.get(f"{P}/{bank}/export")).json()
+    assert manifest["directives"] == [rule], manifest["directives"]
     dry = (await rest.post(f"{P}/{other}/import", json=manifest, params={"dry_run": True})).json()
     assert dry["dry_run"] and dry["mental_models_created"] == ["trips"] and dry["config_applied"]
+    assert dry["directives_created"] == ["Tone"]
     assert (await rest.get(f"/v1/banks/{other}")).status_code == 404  # the dry run made no bank
     done = (await rest.post(f"{P}/{other}/import", json=manifest)).json()
     assert done["mental_models_created"] == ["trips"] and len(done["operation_ids"]) == 1, done
@@ -64,9 +69,13 @@ async def test_templates_round_trip(rest, bank):
     assert copy == manifest
     again = (await rest.post(f"{P}/{other}/import", json=manifest)).json()
     assert again["mental_models_created"] == again["mental_models_updated"] == []  # as asked already
+    assert again["directives_created"] == again["directives_updated"] == []
     manifest["mental_models"][0]["source_query"] = "Where next?"
+    manifest["directives"][0]["content"] = "Answer in one line."
     changed = (await rest.post(f"{P}/{other}/import", json=manifest)).json()
-    assert changed["mental_models_updated"] == ["trips"]
+    assert changed["mental_models_updated"] == ["trips"] and changed["directives_updated"] == ["Tone"]
+    (copied,) = (await rest.get(f"{P}/{other}/directives", params={"active_only": False})).json()["items"]
+    assert copied["content"] == "Answer in one line." and copied["priority"] == 2
     # our extension: a model with its content starts ready, no refresh queued
     with_content = {
         "version": "1",
@@ -77,7 +86,8 @@ async def test_templates_round_trip(rest, bank):
     assert (await rest.get(f"{P}/{other}/mental-models/kept")).json()["content"] == "Done."
     for bad, field in (
         ({"version": "2"}, "version"),
-        ({"version": "1", "directives": [{"name": "d", "content": "c"}]}, "directives"),
+        ({"version": "1", "directives": [{"name": "d", "content": "c"}, {"name": "d", "content": "e"}]}, "directives"),
+        ({"version": "1", "directives": [{"name": "d", "content": ""}]}, "directives"),
         ({"version": "1", "mental_models": [{"id": "A B", "name": "x", "source_query": "q"}]}, "mental_models"),
         ({"version": "1", "bank": {"disposition_empathy": 7}}, "settings"),
     ):

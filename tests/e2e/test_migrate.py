@@ -85,7 +85,7 @@ def test_banks_arrive_with_what_they_hold(ours, tmp_path):
     s = got[bank]
     assert s["error"] is None and s["copied"]["documents"] == 3 and s["copied"]["facts"] == 3
     assert s["copied"]["mental models created"] == 2
-    assert s["not_copied"]["directives"] == {"count": 2, "why": "this server does not keep directives yet"}
+    assert s["copied"]["directives"] == 2 and "directives" not in s["not_copied"], s
     with ours.http() as h:
         p = f"/v1/default/banks/{bank}"
         profile = h.get(f"{p}/profile").json()
@@ -108,6 +108,8 @@ def test_banks_arrive_with_what_they_hold(ours, tmp_path):
         assert fact["mentioned_at"].startswith("2024-02-02T10:00:00")
         models = {m["id"] for m in h.get(f"{p}/mental-models").json()["items"]}
         assert models == {"people-0", "people-1"}
+        rules = h.get(f"{p}/directives", params={"active_only": False}).json()["items"]
+        assert len(rules) == 2 and all(r["name"] and r["content"] for r in rules), rules
         hit = h.post(f"{p}/memories/recall", json={"query": "Who met Carla?"}).json()["results"]
         assert hit and "Carla" in hit[0]["text"]
 

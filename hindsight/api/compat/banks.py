@@ -126,7 +126,7 @@ async def add_background(body: M.AddBackgroundIn, bank_id: BankPath, who: Princi
     "/{bank_id}/export",
     response_model=M.TemplateOut,
     response_model_exclude_none=True,
-    summary="The bank's setup as a template: settings and mental models (no memories; our data export is "
+    summary="The bank's setup as a template: settings, mental models and directives (no memories; our data export is "
     "GET /v1/banks/{bank_id}/export)",
 )
 async def export_template(bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
@@ -138,7 +138,7 @@ async def export_template(bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
     "/{bank_id}/import",
     response_model=M.TemplateImported,
     summary="Apply a template: the bank created if needed, settings merged in, mental models created or updated "
-    "by id (directives: refused until this server keeps them)",
+    "by id, directives by name",
 )
 async def import_template(
     bank_id: BankPath,

@@ -524,24 +524,34 @@ def template_out(bank: Bank, setup: BankSetup) -> M.TemplateOut:
             )
             for m in setup.mental_models or []
         ],
-        directives=[],
+        directives=[
+            {"name": d.name, "content": d.content, "priority": d.priority, "is_active": d.is_active, "tags": d.tags}
+            for d in setup.directives or []
+        ],
     )
 
 
 def template_in(body: M.TemplateIn) -> dict[str, Any]:
-    """The BankSetup a manifest asks for. Directives are refused until this server has them
-    (a manifest's directives silently left out would set the bank up other than asked)."""
+    """The BankSetup a manifest asks for: its settings, mental models (by id) and directives (by
+    name)."""
     if body.version.strip() != "1":
         raise InvalidArgument(f'version: {body.version!r} is not a template version this server reads ("1")', "version")
-    if body.directives:
-        raise InvalidArgument(
-            "directives: this server does not keep directives yet; import the template without them", "directives"
-        )
     setup: dict[str, Any] = {}
     if body.name is not None:
         setup["name"] = body.name
     if body.bank is not None:
         setup["settings"] = body.bank
+    if body.directives is not None:
+        setup["directives"] = [
+            {
+                "name": d.name,
+                "content": d.content,
+                "priority": d.priority if d.priority is not None else 0,
+                "is_active": d.is_active if d.is_active is not None else True,
+                "tags": as_list(d.tags),
+            }
+            for d in body.directives
+        ]
     if body.mental_models is not None:
         setup["mental_models"] = [
             {
@@ -563,6 +573,8 @@ def template_imported(applied: SetupApplied) -> M.TemplateImported:
         config_applied=applied.settings_applied,
         mental_models_created=applied.mental_models_created,
         mental_models_updated=applied.mental_models_updated,
+        directives_created=applied.directives_created,
+        directives_updated=applied.directives_updated,
         operation_ids=applied.operation_ids,
         dry_run=applied.dry_run,
     )

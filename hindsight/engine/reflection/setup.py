@@ -1,8 +1,8 @@
-"""A bank's setup as one document: its profile, the settings kept for it and its mental models,
-without its memories (Hindsight's bank templates: `GET/POST /v1/default/banks/{bank}/export` and
+"""A bank's setup as one document: its profile, the settings kept for it, its mental models and
+its directives, without its memories (Hindsight's bank templates: `GET/POST /v1/default/banks/{bank}/export` and
 `/import`). Read from one bank, applied to another to set it up the same way: the bank is created
 if needed, settings merge into its own, models are matched by id (created, or updated where they
-differ). A model may bring its content (ours, for a bank moved from elsewhere: `hindsight
+differ), directives by name (created, or updated where they differ). A model may bring its content (ours, for a bank moved from elsewhere: `hindsight
 migrate`): a new model then starts with it, ready, instead of waiting for a refresh."""
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from hindsight.engine.banks import registry
 from hindsight.engine.banks.schemas import Bank, BankCreate, BankUpdate
 from hindsight.engine.banks.settings import BankSettingsChange, settings_update
+from hindsight.engine.directives import store as directives
+from hindsight.engine.directives.schemas import MAX_DIRECTIVES, DirectiveCreate, DirectiveQuery, DirectiveUpdate
 from hindsight.engine.errors import NotFound
 from hindsight.engine.reflection import mental_models
 from hindsight.engine.reflection.mental_models import (
@@ -56,6 +58,15 @@ class BankSetup(Strict):
         None, max_length=100, description="Settings by Hindsight's names (engine/banks/settings.py), merged in."
     )
     mental_models: list[SetupModel] | None = Field(None, max_length=MAX_MODELS)
+    directives: list[DirectiveCreate] | None = Field(None, max_length=MAX_DIRECTIVES)
+
+    @field_validator("directives")
+    @classmethod
+    def _unique_names(cls, v: list[DirectiveCreate] | None) -> list[DirectiveCreate] | None:
+        names = [d.name for d in v or []]
+        if twice := sorted({n for n in names if names.count(n) > 1}):
+            raise ValueError(f"the same directive name more than once: {', '.join(twice)}")
+        return v
 
     @field_validator("mental_models")
     @classmethod
@@ -73,6 +84,8 @@ class SetupApplied(BaseModel):
     mental_models_created: list[str] = Field(default_factory=list)
     mental_models_updated: list[str] = Field(default_factory=list)
     mental_models_unchanged: list[str] = Field(default_factory=list)
+    directives_created: list[str] = Field(default_factory=list, description="Names of the directives created.")
+    directives_updated: list[str] = Field(default_factory=list, description="Names of the directives changed.")
     operation_ids: list[str] = Field(default_factory=list, description="Refreshes queued for models without content.")
     dry_run: bool = False
 
@@ -91,9 +104,22 @@ async def read_setup(rt: Runtime, bank_id: str) -> tuple[Bank, BankSetup]:
         )
         for m in found.mental_models
     ]
+    rules = await directives.list_directives(rt, bank_id, DirectiveQuery(active_only=False, limit=MAX_DIRECTIVES))
+    kept = [
+        DirectiveCreate(name=d.name, content=d.content, priority=d.priority, is_active=d.is_active, tags=d.tags)
+        for d in rules.directives
+    ]
     return bank, BankSetup(
-        name=bank.name, mission=bank.mission, settings=dict(bank.client_settings), mental_models=models
+        name=bank.name,
+        mission=bank.mission,
+        settings=dict(bank.client_settings),
+        mental_models=models,
+        directives=kept,
     )
+
+
+def _directive_fields(d: DirectiveCreate) -> tuple:
+    return d.content, d.priority, d.is_active, sorted(d.tags)
 
 
 async def apply_setup(rt: Runtime, bank_id: str, setup: BankSetup, dry_run: bool = False) -> SetupApplied:
@@ -128,6 +154,18 @@ async def apply_setup(rt: Runtime, bank_id: str, setup: BankSetup, dry_run: bool
             out.mental_models_updated.append(m.mental_model_id)
         else:
             out.mental_models_unchanged.append(m.mental_model_id)
+    have_rules: dict[str, Any] = {}
+    if bank is not None and setup.directives:
+        found_rules = await directives.list_directives(
+            rt, bank_id, DirectiveQuery(active_only=False, limit=MAX_DIRECTIVES)
+        )
+        have_rules = {d.name: d for d in found_rules.directives}
+    for d in setup.directives or []:
+        had = have_rules.get(d.name)
+        if had is None:
+            out.directives_created.append(d.name)
+        elif (had.content, had.priority, had.is_active, sorted(had.tags)) != _directive_fields(d):
+            out.directives_updated.append(d.name)
     if dry_run:
         return out
     if bank is None:
@@ -156,4 +194,10 @@ async def apply_setup(rt: Runtime, bank_id: str, setup: BankSetup, dry_run: bool
             model = await mental_models.update_mental_model(rt, bank_id, m.mental_model_id, change_model)
             if model.pending_operation_id:
                 out.operation_ids.append(model.pending_operation_id)
+    for d in setup.directives or []:
+        if d.name in out.directives_created:
+            await directives.create_directive(rt, bank_id, d)
+        elif d.name in out.directives_updated:
+            change_rule = DirectiveUpdate(content=d.content, priority=d.priority, is_active=d.is_active, tags=d.tags)
+            await directives.update_directive(rt, bank_id, have_rules[d.name].directive_id, change_rule)
     return out
