@@ -31,6 +31,8 @@ UNREACHABLE = {
     "retry_operation": "needs a failed operation (the bank's succeeded: 409)",
     "export_documents_sync_removed": "410 on purpose, as on the reference (it removed the route)",
     "import_documents": "needs a real transfer archive, not bytes drawn at random",
+    "create_webhook": "the document's url is any string; ours must be an http(s) URL of an address deliveries may "
+    "reach (made in tests/contract/test_webhooks.py and above, in _filled)",
     "import_bank_template": "the document gives no request body (the reference reads one raw), so none is drawn",
 }
 
@@ -45,7 +47,13 @@ def reference():
 
 @pytest.fixture(scope="module")
 def live(pg_url, stub):
-    s = Server(llm_env(stub, fresh_database(pg_url, "hindsight_openapi"))).start()
+    env = llm_env(stub, fresh_database(pg_url, "hindsight_openapi"))
+    # webhooks need a key to seal their secrets with, and the one made here points at loopback
+    env |= {
+        "HINDSIGHT_API_SECRETS_KEY": "openapi-secrets-key-0123456789-abcd",
+        "HINDSIGHT_API_ALLOW_PRIVATE_URLS": "true",
+    }
+    s = Server(env).start()
     yield s
     s.stop()
 
@@ -67,6 +75,11 @@ def _filled(http: httpx.Client, bank: str) -> dict[str, str]:
         return wait_for(check, timeout=60)
 
     finished(model["operation_id"])
+    entity_id = http.get(f"{p}/entities").json()["items"][0]["id"]
+    rule = http.post(f"{p}/directives", json={"name": "Tone", "content": "Answer briefly."})
+    hook = http.post(f"{p}/webhooks", json={"url": "http://127.0.0.1:9/hook", "event_types": ["retain.completed"]})
+    page = http.post(f"{p}/knowledge-base/pages", json={"name": "Home", "source_query": "Where does Ana live?"})
+    assert rule.is_success and hook.is_success and page.is_success, (rule.text, hook.text, page.text)
     export = http.post(f"{p}/document-transfer/export").json()["operation_id"]
     key = finished(export)["result_metadata"]["storage_key"]
     return {
@@ -77,6 +90,11 @@ def _filled(http: httpx.Client, bank: str) -> dict[str, str]:
         "mental_model_id": "home",
         "operation_id": model["operation_id"],
         "key": key,
+        "entity_id": entity_id,
+        "directive_id": rule.json()["id"],
+        "webhook_id": hook.json()["id"],
+        "page_id": page.json()["page_id"],
+        "node_id": page.json()["page_id"],
     }
 
 
