@@ -2,10 +2,12 @@
 (bench/bilingual_data.py: 444 turns, 100 questions, each with its evidence turn), retained into
 one bank per language through REST and recalled with the question's own time. Prints evidence
 recall@1/5/10 per language and per kind of question, the keyword arm alone (mode=keyword), and
-recall latency, for the embedding model chosen.
+recall latency (after one recall per bank that is not timed: the first Chinese one loads jieba
+and the dictionary of glosses) and the server's peak memory, for the embedding model chosen.
 
     .venv/bin/python bench/bilingual.py                          # the default model (MiniLM)
     .venv/bin/python bench/bilingual.py --model multilingual     # Universal Sentence Encoder
+    .venv/bin/python bench/bilingual.py --env HINDSIGHT_API_EMBEDDING_CHINESE_GLOSS=false
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import httpx
+import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -41,11 +44,13 @@ async def run(args) -> dict:
     env = {"HINDSIGHT_API_DATABASE_URL": pg.start(), "HINDSIGHT_API_LOG_LEVEL": "warning"}
     if args.model:
         env["HINDSIGHT_API_EMBEDDING_MODEL"] = args.model
+    env.update(kv.split("=", 1) for kv in args.env)
     server = Server(env).start()
     out: dict = {
         "machine": machine(),
         "date": time.strftime("%Y-%m-%d"),
         "model": args.model or "default",
+        "env": args.env,
         "turns": len(turns),
         "questions": len(questions),
     }
@@ -59,6 +64,9 @@ async def run(args) -> dict:
                 ]
                 r = await c.post(f"/v1/banks/bi_{lang}/memories", json={"items": items})
                 r.raise_for_status()
+            for lang in ("en", "zh"):
+                warm = {"query": questions[0].text[lang], "max_tokens": 4096}
+                (await c.post(f"/v1/banks/bi_{lang}/recall", json=warm)).raise_for_status()
             for lang in ("en", "zh"):
                 for mode in ("hybrid", "keyword", "vector"):
                     hits: dict = defaultdict(lambda: defaultdict(list))
@@ -89,6 +97,7 @@ async def run(args) -> dict:
                         res["ms_p50"] = round(statistics.median(lat) * 1000, 1)
                         res["ms_p95"] = round(sorted(lat)[int(0.95 * len(lat))] * 1000, 1)
                     out[f"{lang}_{mode}"] = res
+        out["server_peak_rss_mb"] = peak_rss_mb(server.proc.pid)
     finally:
         server.stop()
         pg.stop()
@@ -96,9 +105,21 @@ async def run(args) -> dict:
     return out
 
 
+def peak_rss_mb(pid: int) -> int:
+    """The largest peak resident memory (VmHWM) of the server process and its children."""
+    procs = [psutil.Process(pid)]
+    procs += procs[0].children(recursive=True)
+    peaks = []
+    for p in procs:
+        status = Path(f"/proc/{p.pid}/status").read_text()
+        peaks.append(int(status.split("VmHWM:")[1].split()[0]) // 1024)
+    return max(peaks)
+
+
 def report(out: dict) -> None:
     print(f"\n== Hindsight bilingual benchmark == {out['machine']} {out['date']}")
     print(f"model: {out['embedding_model']}; {out['turns']} turns and {out['questions']} questions per language")
+    print(f"settings: {' '.join(out['env']) or 'defaults'}; server peak RSS {out['server_peak_rss_mb']} MB")
     for lang in ("en", "zh"):
         h = out[f"{lang}_hybrid"]
         line = "  ".join(f"@{k}: {h[f'r@{k}']['all']:.3f}" for k in KS)
@@ -114,6 +135,7 @@ def report(out: dict) -> None:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="", help="HINDSIGHT_API_EMBEDDING_MODEL (default: the server's default)")
+    ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="a server setting (repeatable)")
     result = asyncio.run(run(ap.parse_args()))
     report(result)
     print(json.dumps({k: v for k, v in result.items() if k.endswith("hybrid")}))
