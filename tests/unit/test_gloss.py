@@ -46,7 +46,7 @@ def test_names_become_pinyin_as_english_writes_them():
 
 def test_senses_that_are_not_meanings_are_left_out():
     entry = zh._entry("貓 猫 [mao1] /cat/CL:隻|只[zhi1]/(dialect) to hide oneself/(coll.) modem/\n")
-    assert entry == ("猫", "mao1", "cat; to hide oneself", 4)
+    assert entry == ("猫", "mao1", "cat; to hide oneself; modem", 4)
     assert zh._entry("王 王 [Wang2] /surname Wang/\n")[2] == ""
     assert zh._entry("# CC-CEDICT\n") is None
     assert zh._entry("not a line of the dictionary\n") is None
