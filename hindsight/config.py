@@ -200,8 +200,8 @@ class Settings(BaseSettings):
         True,
         description="With a model that reads English only (the default): Chinese is embedded as its English "
         "words from the CC-CEDICT dictionary (names as pinyin), so that a Chinese question finds the memory that "
-        "answers it in other words; the text stored is unchanged. Loaded at the first Chinese text (~1 s, ~35 MB). "
-        "Changing it re-embeds the stored texts holding Chinese.",
+        "answers it in other words; the text stored is unchanged. Read at the first Chinese text (~2 s, ~27 MB). "
+        "Changing it re-embeds the stored texts holding Chinese at the next start.",
     )
     max_content_chars: int = Field(
         100_000, ge=100, le=10_000_000, description="Largest `content` of one retained item."
