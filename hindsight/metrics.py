@@ -88,6 +88,13 @@ OPERATIONS = Gauge(
 POOL = Gauge(
     "hindsight_db_pool_connections", "Database pool connections: open, idle, max.", ["state"], registry=REGISTRY
 )
+AUDIT_RECORDS = Counter(
+    "hindsight_audit_records",
+    "Audit log records, by what became of them: written (copied to the database) or dropped (the buffer was "
+    "full while the database could not be written; docs/privacy.md).",
+    ["outcome"],
+    registry=REGISTRY,
+)
 
 
 def exposition() -> tuple[bytes, str]:

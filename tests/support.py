@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
+import http.server
 import io
+import json
 import secrets
+import threading
 from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -37,6 +41,10 @@ BANK_TABLES = {
     "oauth_codes",
     "oauth_tokens",
     "bank_turns",
+    "directives",
+    "webhooks",
+    "knowledge_nodes",
+    "audit_logs",
 }
 WITHOUT_BANK_COLUMN = {"memory_entities", "fact_sources", "document_uploads", "oauth_codes", "oauth_tokens"}
 
@@ -251,3 +259,47 @@ class Runs:
 
     def __exit__(self, *exc):
         del self.emb._run
+
+
+class Receiver:
+    """A webhook receiver on 127.0.0.1: records every request (path, headers, body) and answers
+    with the statuses `answers` holds, in turn (then 200s); `verify(secret)` checks each
+    signature. Started in a thread; `stop()` ends it."""
+
+    def __init__(self, answers: list[int] | None = None):
+        self.requests: list[tuple[str, dict[str, str], bytes]] = []
+        self.answers = list(answers or [])
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                receiver.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                status = receiver.answers.pop(0) if receiver.answers else 200
+                self.send_response(status)
+                self.send_header("content-type", "text/plain")
+                self.end_headers()
+                self.wfile.write(b"ok" if status < 300 else b"not now")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def events(self, name: str | None = None) -> list[dict]:
+        found = [json.loads(body) for _, _, body in self.requests]
+        return [e for e in found if name is None or e["event"] == name]
+
+    def verify(self, secret: str) -> int:
+        """How many requests carry a valid signature of their body with `secret` (all must)."""
+        for _, headers, body in self.requests:
+            expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+            assert hmac.compare_digest(headers["x-hindsight-signature"], expected), headers
+        return len(self.requests)
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -112,6 +112,12 @@ class BaseEmbedder:
                 self._cache.move_to_end(text)
             return hit
 
+    def forget_queries(self) -> None:
+        """Drop every cached query: after an erasure, a query that named what was forgotten is
+        not kept in this process either (the model call it saves costs a few milliseconds)."""
+        with self._lock:
+            self._cache.clear()
+
     def embed_query(self, text: str) -> np.ndarray:
         """Queries repeat (agents re-ask); a small LRU saves the model call."""
         hit = self._cached(text)

@@ -14,7 +14,11 @@ from hindsight.db.sql import Q
 from hindsight.engine.access import keys
 from hindsight.engine.access.keys import Principal
 from hindsight.engine.access.schemas import ApiKey, ApiKeyCreate, ApiKeyList
+from hindsight.engine.audit import logs as audit_logs
+from hindsight.engine.audit.schemas import AuditList, AuditQuery, AuditStats, AuditStatsQuery
+from hindsight.engine.audit.trail import AuditTrail
 from hindsight.engine.banks import registry
+from hindsight.engine.banks import usage as llm_usage
 from hindsight.engine.banks.registry import check_bank_id
 from hindsight.engine.banks.schemas import (
     Bank,
@@ -27,14 +31,44 @@ from hindsight.engine.banks.schemas import (
     BankUpdate,
 )
 from hindsight.engine.banks.usage import get_bank_usage
-from hindsight.engine.errors import InvalidArgument, NotFound
-from hindsight.engine.knowledge import documents, rag
+from hindsight.engine.directives import store as directives
+from hindsight.engine.directives.schemas import (
+    Directive,
+    DirectiveCreate,
+    DirectiveDeleted,
+    DirectiveList,
+    DirectiveQuery,
+    DirectiveUpdate,
+)
+from hindsight.engine.errors import Forbidden, InvalidArgument, NotFound
+from hindsight.engine.forgetting import erase
+from hindsight.engine.forgetting.schemas import (
+    ClearMemories,
+    ForgetEntity,
+    ForgetMemory,
+    ForgetMemoryResult,
+    ForgetRetainedDocument,
+    Forgotten,
+    PurgeMemories,
+)
+from hindsight.engine.knowledge import documents, pages, rag
 from hindsight.engine.lifecycle import Lifecycle
-from hindsight.engine.memory import curation, records, sources
+from hindsight.engine.memory import curation, graph, records, sources, tags, timeseries
 from hindsight.engine.memory.curation import actor_of
 from hindsight.engine.memory.retain import RetainAccepted, extraction_awaited, retain_later
 from hindsight.engine.memory.retain import retain as _retain
 from hindsight.engine.memory.schemas import Memory, RetainItem, RetainResult
+from hindsight.engine.notify import webhooks
+from hindsight.engine.notify.schemas import (
+    DeliveryList,
+    DeliveryQuery,
+    TestQueued,
+    Webhook,
+    WebhookCreate,
+    WebhookDeleted,
+    WebhookList,
+    WebhookUpdate,
+)
 from hindsight.engine.queue import operations
 from hindsight.engine.queue.schemas import Operation, OperationList, OperationQuery
 from hindsight.engine.reflection import mental_models
@@ -85,6 +119,11 @@ class Engine:
     def worker(self) -> Worker:
         return self.lifecycle.worker
 
+    @property
+    def audit(self) -> AuditTrail:
+        """The audit log's writer: the server shell records each request that reached a bank."""
+        return self.lifecycle.audit
+
     async def authenticate(self, authorization: str | None) -> Principal:
         return await self.lifecycle.tenant.principal(authorization)
 
@@ -121,6 +160,7 @@ class Engine:
         check_bank_id(bank_id)
         who.require_admin()
         n = await registry.delete_bank(self.rt, bank_id)
+        erase.after_erasure(self.rt)  # its rows went by cascade; their copies follow (db/vacuum.py)
         return BankDeleted(deleted=True, bank_id=bank_id, memories_deleted=n)
 
     # ---- memories -------------------------------------------------------------------
@@ -163,9 +203,10 @@ class Engine:
         async with self._reading(who, bank_id):
             return await sources.list_source_units(self.rt, bank_id, document_id, limit, offset)
 
-    async def delete_source(self, who: Principal, bank_id: str, document_id: str) -> int:
+    async def forget_retained_document(self, who: Principal, bank_id: str, req: ForgetRetainedDocument) -> Forgotten:
+        """What was retained under a document_id, and all drawn from it (engine/forgetting/erase.py)."""
         self.require(who, bank_id, write=True)
-        return await sources.delete_source(self.rt, bank_id, document_id)
+        return await erase.forget_retained_document(self.rt, bank_id, req, actor_of(who.key_id, who.kind))
 
     async def get_memory(self, who: Principal, bank_id: str, memory_id: str) -> Memory:
         self.require(who, bank_id)
@@ -179,15 +220,58 @@ class Engine:
         async with self._reading(who, bank_id):
             return await records.list_entities(self.rt, bank_id, query)
 
+    async def get_entity(self, who: Principal, bank_id: str, entity_id: str) -> graph.EntityDetail:
+        self.require(who, bank_id)
+        return await graph.get_entity(self.rt, bank_id, entity_id)
+
+    async def entities_seen(self, who: Principal, bank_id: str, entity_ids: list[int]) -> dict[int, tuple]:
+        """When the bank's memories first and last mentioned each entity."""
+        async with self._reading(who, bank_id):
+            return await graph.entities_seen(self.rt, bank_id, entity_ids)
+
+    async def entity_graph(self, who: Principal, bank_id: str, query: graph.EntityGraphQuery) -> graph.EntityGraph:
+        async with self._reading(who, bank_id):
+            return await graph.entity_graph(self.rt, bank_id, query)
+
+    async def memory_graph(self, who: Principal, bank_id: str, query: graph.MemoryGraphQuery) -> graph.MemoryGraph:
+        async with self._reading(who, bank_id):
+            return await graph.memory_graph(self.rt, bank_id, query)
+
+    async def list_tags(self, who: Principal, bank_id: str, query: tags.TagQuery) -> tags.TagList:
+        async with self._reading(who, bank_id):
+            return await tags.list_tags(self.rt, bank_id, query)
+
+    async def memories_timeseries(
+        self, who: Principal, bank_id: str, query: timeseries.TimeseriesQuery
+    ) -> timeseries.MemoriesTimeseries:
+        async with self._reading(who, bank_id):
+            return await timeseries.memories_timeseries(self.rt, bank_id, query)
+
     async def get_memories(self, who: Principal, bank_id: str, memory_ids: list[str]) -> list[Memory]:
         """The bank's memories among `memory_ids`, in that order (those not found are left out)."""
         async with self._reading(who, bank_id):
             return await records.get_memories(self.rt, bank_id, memory_ids)
 
-    async def delete_memory(self, who: Principal, bank_id: str, memory_id: str) -> records.MemoryDeleted:
+    async def forget_memory(self, who: Principal, bank_id: str, req: ForgetMemory) -> ForgetMemoryResult:
+        """One memory and everything drawn from it, everywhere it reached (engine/forgetting/erase.py);
+        a dry run needs the same right, as it reads what a forget would reach."""
         self.require(who, bank_id, write=True)
-        await records.delete_memory(self.rt, bank_id, memory_id, actor_of(who.key_id, who.kind))
-        return records.MemoryDeleted(deleted=True, memory_id=memory_id)
+        return await erase.forget_memory(self.rt, bank_id, req, actor_of(who.key_id, who.kind))
+
+    async def forget_entity(self, who: Principal, bank_id: str, req: ForgetEntity) -> Forgotten:
+        """Every memory that names an entity ("forget everything about Bob")."""
+        self.require(who, bank_id, write=True)
+        return await erase.forget_entity(self.rt, bank_id, req, actor_of(who.key_id, who.kind))
+
+    async def purge_memories(self, who: Principal, bank_id: str, req: PurgeMemories) -> Forgotten:
+        """Memories no longer true (invalidated, superseded), forgotten for good."""
+        self.require(who, bank_id, write=True)
+        return await erase.purge_memories(self.rt, bank_id, req, actor_of(who.key_id, who.kind))
+
+    async def clear_memories(self, who: Principal, bank_id: str, req: ClearMemories) -> Forgotten:
+        """Every memory of the bank (or of one type); the bank stays."""
+        self.require(who, bank_id, write=True)
+        return await erase.clear_memories(self.rt, bank_id, req, actor_of(who.key_id, who.kind))
 
     async def update_memory(
         self, who: Principal, bank_id: str, memory_id: str, req: curation.MemoryUpdate
@@ -245,6 +329,62 @@ class Engine:
         self.require(who, bank_id, write=True)
         return await mental_models.refresh_mental_model(self.rt, bank_id, model_id)
 
+    # ---- directives -----------------------------------------------------------------------
+    async def create_directive(self, who: Principal, bank_id: str, req: DirectiveCreate) -> Directive:
+        self.require(who, bank_id, write=True)
+        return await directives.create_directive(self.rt, bank_id, req)
+
+    async def list_directives(self, who: Principal, bank_id: str, query: DirectiveQuery) -> DirectiveList:
+        self.require(who, bank_id)
+        return await directives.list_directives(self.rt, bank_id, query)
+
+    async def get_directive(self, who: Principal, bank_id: str, directive_id: str) -> Directive:
+        self.require(who, bank_id)
+        return await directives.get_directive(self.rt, bank_id, directive_id)
+
+    async def update_directive(
+        self, who: Principal, bank_id: str, directive_id: str, req: DirectiveUpdate
+    ) -> Directive:
+        self.require(who, bank_id, write=True)
+        return await directives.update_directive(self.rt, bank_id, directive_id, req)
+
+    async def delete_directive(self, who: Principal, bank_id: str, directive_id: str) -> DirectiveDeleted:
+        self.require(who, bank_id, write=True)
+        await directives.delete_directive(self.rt, bank_id, directive_id)
+        return DirectiveDeleted(deleted=True, directive_id=directive_id)
+
+    # ---- webhooks -------------------------------------------------------------------------
+    async def create_webhook(self, who: Principal, bank_id: str, req: WebhookCreate) -> Webhook:
+        self.require(who, bank_id, write=True)
+        return await webhooks.create_webhook(self.rt, bank_id, req)
+
+    async def list_webhooks(self, who: Principal, bank_id: str) -> WebhookList:
+        self.require(who, bank_id)
+        return await webhooks.list_webhooks(self.rt, bank_id)
+
+    async def get_webhook(self, who: Principal, bank_id: str, webhook_id: str) -> Webhook:
+        self.require(who, bank_id)
+        return await webhooks.get_webhook(self.rt, bank_id, webhook_id)
+
+    async def update_webhook(self, who: Principal, bank_id: str, webhook_id: str, req: WebhookUpdate) -> Webhook:
+        self.require(who, bank_id, write=True)
+        return await webhooks.update_webhook(self.rt, bank_id, webhook_id, req)
+
+    async def delete_webhook(self, who: Principal, bank_id: str, webhook_id: str) -> WebhookDeleted:
+        self.require(who, bank_id, write=True)
+        await webhooks.delete_webhook(self.rt, bank_id, webhook_id)
+        return WebhookDeleted(deleted=True, webhook_id=webhook_id)
+
+    async def test_webhook(self, who: Principal, bank_id: str, webhook_id: str) -> TestQueued:
+        self.require(who, bank_id, write=True)
+        return await webhooks.test_webhook(self.rt, bank_id, webhook_id)
+
+    async def list_webhook_deliveries(
+        self, who: Principal, bank_id: str, webhook_id: str, query: DeliveryQuery
+    ) -> DeliveryList:
+        self.require(who, bank_id)
+        return await webhooks.list_deliveries(self.rt, bank_id, webhook_id, query)
+
     # ---- documents -------------------------------------------------------------------------
     async def import_documents(
         self, who: Principal, bank_id: str, req: documents.ImportRequest, wait: bool = False
@@ -265,6 +405,7 @@ class Engine:
     async def delete_document(self, who: Principal, bank_id: str, document_id: str) -> documents.DocumentDeleted:
         self.require(who, bank_id, write=True)
         await documents.delete_document(self.rt, bank_id, document_id)
+        self.rt.vacuum.request()  # its chunks' copies in the database follow (db/vacuum.py)
         return documents.DocumentDeleted(deleted=True, document_id=document_id, bank_id=bank_id)
 
     async def document_counts(self, who: Principal, bank_ids: list[str]) -> dict[str, int]:
@@ -294,6 +435,43 @@ class Engine:
     ) -> rag.AccessResult:
         self.require(who, bank_id)
         return await rag.verify_document_access(self.rt, bank_id, segment_uid, end_user)
+
+    # ---- knowledge base: pages and folders ------------------------------------------------
+    async def knowledge_tree(self, who: Principal, bank_id: str) -> pages.KnowledgeTree:
+        async with self._reading(who, bank_id):
+            return await pages.tree(self.rt, bank_id)
+
+    async def create_knowledge_folder(
+        self, who: Principal, bank_id: str, req: pages.FolderCreate
+    ) -> pages.KnowledgeNode:
+        self.require(who, bank_id, write=True)
+        return await pages.create_folder(self.rt, bank_id, req)
+
+    async def create_knowledge_page(self, who: Principal, bank_id: str, req: pages.PageCreate) -> pages.PageCreated:
+        self.require(who, bank_id, write=True)
+        return await pages.create_page(self.rt, bank_id, req)
+
+    async def get_knowledge_page(self, who: Principal, bank_id: str, page_id: str) -> pages.KnowledgePage:
+        self.require(who, bank_id)
+        return await pages.get_page(self.rt, bank_id, page_id)
+
+    async def update_knowledge_node(
+        self, who: Principal, bank_id: str, node_id: str, req: pages.NodeUpdate
+    ) -> pages.KnowledgeNode:
+        self.require(who, bank_id, write=True)
+        return await pages.update_node(self.rt, bank_id, node_id, req)
+
+    async def delete_knowledge_node(self, who: Principal, bank_id: str, node_id: str) -> pages.NodeDeleted:
+        self.require(who, bank_id, write=True)
+        return await pages.delete_node(self.rt, bank_id, node_id)
+
+    async def search_knowledge(self, who: Principal, bank_id: str, req: pages.KnowledgeSearch) -> pages.PageHits:
+        async with self._reading(who, bank_id):
+            return await pages.search(self.rt, bank_id, req)
+
+    async def export_knowledge(self, who: Principal, bank_id: str) -> pages.KnowledgeBundle:
+        async with self._reading(who, bank_id):
+            return await pages.export(self.rt, bank_id)
 
     # ---- export / import ------------------------------------------------------------------
     async def export_bank(self, who: Principal, bank_id: str):
@@ -328,6 +506,18 @@ class Engine:
         async with self._reading(who, bank_id):
             return await get_bank_usage(self.rt, bank_id)
 
+    async def list_llm_requests(
+        self, who: Principal, bank_id: str, query: llm_usage.LLMRequestQuery
+    ) -> llm_usage.LLMRequestList:
+        async with self._reading(who, bank_id):
+            return await llm_usage.list_llm_requests(self.rt, bank_id, query)
+
+    async def llm_request_stats(
+        self, who: Principal, bank_id: str, query: llm_usage.LLMStatsQuery
+    ) -> llm_usage.LLMStats:
+        async with self._reading(who, bank_id):
+            return await llm_usage.llm_request_stats(self.rt, bank_id, query)
+
     def _reading(self, who: Principal, bank_id: str):
         """For a read of the bank as a whole: the caller may read it, and one of the bank's lanes
         is held while the read runs (banks/gates.py), so a flood of them waits at this bank's
@@ -346,6 +536,30 @@ class Engine:
     async def _bank_exists(self, bank_id: str) -> bool:
         async with self.rt.pool.acquire() as conn:
             return bool(await conn.fetchval(Q.bank_exists, bank_id))
+
+    # ---- the audit log ----------------------------------------------------------------
+    def require_audit(self, who: Principal, bank_id: str | None) -> None:
+        """Every bank's records: admins. One bank's: admins and the keys that may write that bank
+        (its owners); a read-only key reads memories, not who else did."""
+        if bank_id is None:
+            who.require_admin()
+            return
+        self.require(who, bank_id)
+        if not who.is_admin and who.read_only:
+            raise Forbidden(f"reading the audit log of bank {bank_id!r} needs a key that may write it", "bank_id")
+
+    async def list_audit_logs(self, who: Principal, bank_id: str | None, query: AuditQuery) -> AuditList:
+        self.require_audit(who, bank_id)
+        return await audit_logs.list_audit_logs(self.rt, bank_id, query)
+
+    async def audit_stats(self, who: Principal, bank_id: str, query: AuditStatsQuery) -> AuditStats:
+        self.require_audit(who, bank_id)
+        return await audit_logs.audit_stats(self.rt, bank_id, query)
+
+    async def export_audit_logs(self, who: Principal, bank_id: str | None, query: AuditQuery):
+        """Checks access before the first byte; the records (one bank's, or every bank's) as JSON lines."""
+        self.require_audit(who, bank_id)
+        return audit_logs.export_audit_logs(self.rt, bank_id, query.start_date, query.end_date)
 
     # ---- keys -------------------------------------------------------------------------
     async def create_key(self, who: Principal, req: ApiKeyCreate) -> ApiKey:

@@ -19,9 +19,11 @@ from hindsight.db.embedded import EmbeddedPostgres
 from hindsight.db.pool import DatabaseError, Pools, ensure_vector_extension, migrate, redact
 from hindsight.db.selfcheck import self_check
 from hindsight.db.sql import Q
+from hindsight.db.vacuum import Vacuum
 from hindsight.db.watchdog import Watchdog
 from hindsight.embedding import load_embedder
 from hindsight.engine.access.tenant import TenantExtension, load_extension
+from hindsight.engine.audit.trail import AuditTrail
 from hindsight.engine.banks.gates import CPU_SLOTS, BankWrites, Gates
 from hindsight.engine.banks.sizes import BankSizes
 from hindsight.engine.cpu_slots import CpuSlots
@@ -55,6 +57,9 @@ class Lifecycle:
         self.database_label = ""
         self.database_url = ""
         self.started_at = time.time()
+        # Made when the database is up; a request that comes before (or after close) is recorded
+        # nowhere: none reaches a bank then.
+        self.audit = AuditTrail(None, False, settings.audit_flush_seconds)
 
     async def start(self, run_scheduler: bool = True) -> None:
         s = self.settings
@@ -102,7 +107,10 @@ class Lifecycle:
             queue=self.worker,
             cpu_slots=CpuSlots(CPU_SLOTS),
             sizes=BankSizes(pool),
+            vacuum=Vacuum(pool, s.erasure_vacuum_delay, s.erasure_vacuum, s.erasure_vacuum_full),
         )
+        self.audit = AuditTrail(pool, s.audit_enabled, s.audit_flush_seconds)
+        self.audit.start()
         self.worker.attach(self.rt)
         await reembedding.reconcile(self.rt)
         self.tenant = load_extension(s.tenant_extension, self.rt)
@@ -110,7 +118,7 @@ class Lifecycle:
         log.warning("LLM: %s", self.llm_label)
         self.started = True
         if run_scheduler:
-            self.scheduler = Scheduler(self.rt, self.worker)
+            self.scheduler = Scheduler(self.rt, self.worker, self.audit)
             self.scheduler.start()
 
     @property
@@ -137,6 +145,8 @@ class Lifecycle:
             await self.scheduler.stop()
             self.scheduler = None
         if self.started:
+            await self.audit.close()  # what the last requests left is written before the pools close
+            await self.rt.vacuum.close()
             await self.pools.close()
             self.started = False
         if self.embedded is not None:

@@ -40,15 +40,20 @@ def cheap_to_validate(schema: Any) -> Any:
 
 
 def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    """`anyOf: [S, {type: null}]` becomes S with "null" added to its type, when S names one type
-    and nothing but `anyOf` would then mean something else."""
+    """`anyOf: [S, {type: null}]` becomes S with "null" added to its type (and to its `enum`, an
+    optional Literal's values), when S names one type and nothing but `anyOf` would then mean
+    something else."""
     options = schema.get("anyOf")
     if not isinstance(options, list) or len(options) != 2 or {"type": "null"} not in options:
         return schema
     other = options[0] if options[1] == {"type": "null"} else options[1]
     if not isinstance(other.get("type"), str) or set(other) & set(schema) - {"anyOf"}:
         return schema
+    if "const" in other:
+        return schema
     merged = {k: v for k, v in schema.items() if k != "anyOf"}
     merged.update(other)
     merged["type"] = [other["type"], "null"]
+    if "enum" in other:  # an optional Literal: its values, and null
+        merged["enum"] = [*other["enum"], None]
     return merged

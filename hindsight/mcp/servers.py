@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import inspect
 import json
-from dataclasses import dataclass, field
+import time
+import uuid
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from mcp.server.mcpserver import Context, MCPServer, Resolve
@@ -28,6 +30,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ValidationError, WithJsonSchema
 
+from hindsight.bank_ids import valid_bank_id
 from hindsight.engine.access.keys import Principal
 from hindsight.engine.errors import Forbidden, HindsightError, InvalidArgument, known
 from hindsight.engine.rules.validation import inline_defs, invalid, parse
@@ -35,6 +38,7 @@ from hindsight.mcp.catalog import TOOLS
 from hindsight.mcp.output_schema import cheap_to_validate
 from hindsight.mcp.tools import Call, ToolDef
 from hindsight.metrics import MCP_CALLS, MCP_SECONDS
+from hindsight.web.audit import AuditNote
 
 if TYPE_CHECKING:
     from hindsight.engine.facade import Engine
@@ -51,6 +55,7 @@ class RequestState:
     bank_id: str | None = None  # from the URL: the single-bank surface
     header_bank: str | None = None  # X-Bank-Id
     end_user: dict = field(default_factory=dict)  # x-user-id / x-session-tags, for document access
+    audit: AuditNote | None = None  # the request's audit note (web/audit.py): the tool and its bank
 
 
 async def _from_scope(ctx: Context) -> RequestState:
@@ -181,17 +186,40 @@ def jsonrpc_error(exc: HindsightError, named: str = "bank_id") -> MCPError:
     return MCPError(exc.jsonrpc_code, message, data or None)
 
 
-def _handler(td: ToolDef, engine: Engine, multi: bool, resolver):
+def _handler(td: ToolDef, engine: Engine, multi: bool, resolver, local: bool = False):
+    """`local`: a transport without HTTP (stdio), whose calls the handler puts on the audit log
+    itself (over HTTP the server shell does, from the note the router put in the request)."""
     params = arguments(td.request) + _bank_arguments(td, multi)
     encoded = json_encoded(td.request)
 
     async def handler(**args: Any) -> Any:
         state: RequestState = args.pop(STATE_PARAM)
+        if not local:
+            return await served(state, args)
+        note, started, t0 = AuditNote(transport="mcp"), time.time(), time.perf_counter()
+        try:
+            return await served(replace(state, audit=note), args)
+        except BaseException:
+            note.outcome = note.outcome or "internal"
+            raise
+        finally:
+            bank = note.bank_id if isinstance(note.bank_id, str) and valid_bank_id(note.bank_id) else None
+            seconds = time.perf_counter() - t0
+            outcome = note.outcome or "ok"
+            who = state.who.key_id or "stdio"  # `hindsight mcp` acts for whoever started it
+            engine.audit.record(bank, "mcp", td.name, None, None, 200, outcome, who, uuid.uuid4().hex, started, seconds)
+
+    async def served(state: RequestState, args: dict[str, Any]) -> Any:
         named = "bank_id"
+        note = state.audit
+        if note is not None:
+            note.action = td.name
         with MCP_SECONDS.labels(td.name).time():
             try:
                 default = state.who.default_bank or engine.settings.mcp_bank_id
                 bank_id, source, named = _select_bank(td, multi, state, args, default)
+                if note is not None:
+                    note.bank_id = bank_id or args.get("bank_id") or None  # create_bank names it in its request
                 call = Call(engine=engine, who=state.who, bank_id=bank_id, headers=state.end_user, bank_source=source)
                 decode_json_arguments(args, encoded)
                 result = await td.fn(call, parse(td.request, args) if td.request is not None else None)
@@ -200,6 +228,8 @@ def _handler(td: ToolDef, engine: Engine, multi: bool, resolver):
                 if error is None:
                     raise
                 MCP_CALLS.labels(td.name, "error").inc()
+                if note is not None:
+                    note.outcome = error.code
                 raise jsonrpc_error(error, named) from None
         MCP_CALLS.labels(td.name, "ok").inc()
         return lean(result) if td.lean_result else result
@@ -294,16 +324,16 @@ def build_server(engine: Engine, multi: bool, local_state: RequestState | None =
             )
         ),
         log_level=cast(Any, engine.settings.log_level.upper()),
-        tools=[_tool(td, engine, multi, resolver) for td in tools],
+        tools=[_tool(td, engine, multi, resolver, local_state is not None) for td in tools],
     )
     accepted = {td.name: {p.name for p in arguments(td.request) + _bank_arguments(td, multi)} for td in tools}
     server.middleware.append(_middleware(accepted, {td.name for td in tools if td.top_level_result}, multi))
     return server
 
 
-def _tool(td: ToolDef, engine: Engine, multi: bool, resolver) -> Tool:
+def _tool(td: ToolDef, engine: Engine, multi: bool, resolver, local: bool = False) -> Tool:
     tool = ContractTool.from_function(
-        _handler(td, engine, multi, resolver),
+        _handler(td, engine, multi, resolver, local),
         name=td.name,
         description=_description(td, multi),
         annotations=ToolAnnotations(

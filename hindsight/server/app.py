@@ -2,6 +2,8 @@
 outside in:
 
 - request_metrics.RequestMetrics: every request counted and timed, refusals included;
+- request_id.RequestId: every request's id (the client's X-Request-Id, or one made), answered;
+- audit_trail.AuditTrailMiddleware: every request that reads or changes a bank on the record;
 - drain.Drain: requests refused, and those in flight finished, while the server stops;
 - Starlette's CORSMiddleware, only for the web origins the operator allowed;
 - error_answers.ErrorAnswers: what the checks below and the faces raise, answered;
@@ -33,11 +35,13 @@ from hindsight.mcp.routing import MCPRouter
 from hindsight.mcp.servers import build_server, http_session_manager
 from hindsight.oauth import endpoints as oauth_endpoints
 from hindsight.oauth.resource import Guard, endpoint_bank
+from hindsight.server.audit_trail import AuditTrailMiddleware
 from hindsight.server.auth_first import AuthBeforeBody, is_mcp
 from hindsight.server.body_limit import BodyLimit
 from hindsight.server.drain import Drain
 from hindsight.server.error_answers import ErrorAnswers
 from hindsight.server.host_origin import HostOriginGuard, HostOriginRules
+from hindsight.server.request_id import RequestId
 from hindsight.server.request_metrics import RequestMetrics
 from hindsight.server.routing import Face, router
 from hindsight.server.url_text import UrlTextGuard
@@ -78,10 +82,11 @@ class App:
                 allow_origins=["*"] if rules.any_origin else sorted(rules.origins),
                 allow_methods=["*"],
                 allow_headers=["*"],
-                expose_headers=["mcp-session-id", "www-authenticate"],
+                expose_headers=["mcp-session-id", "www-authenticate", "x-request-id"],
             )
         self.drainer = Drain(app)
-        self.app = RequestMetrics(self.drainer)
+        audited = AuditTrailMiddleware(self.drainer, lambda: self.engine.audit, self.api.state.routes)
+        self.app = RequestMetrics(RequestId(audited))
 
     async def __call__(self, scope, receive, send):
         await self.app(scope, receive, send)

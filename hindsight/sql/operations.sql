@@ -144,6 +144,12 @@ UPDATE operations SET status = 'succeeded', result = $3::jsonb, finished_at = no
                       locked_by = NULL, lease_until = NULL
 WHERE id = $1 AND bank_id = $4 AND status = 'running' AND locked_by = $2;
 
+-- operation_drop_items --
+-- A retain stored: its operation keeps how many items it had and who sent them, not their text
+-- (it is in the memories now, and leaves with them when they are forgotten).
+UPDATE operations SET payload = jsonb_build_object('actor', payload -> 'actor', 'item_count', jsonb_array_length(payload -> 'items'))
+WHERE id = $1 AND bank_id = $2 AND jsonb_typeof(payload -> 'items') = 'array';
+
 -- operation_fail --
 -- Queue a retry after a backoff of $5 seconds, or fail for good ($3 = 'failed'); no row if it was cancelled meanwhile.
 UPDATE operations SET status = $3, error = $4, updated_at = now(), locked_by = NULL, lease_until = NULL,

@@ -34,6 +34,10 @@ DELETE FROM memories WHERE bank_id = $1 AND document_id = ANY($2::text[]);
 -- Delete the text retained under the given document_ids.
 DELETE FROM memory_documents WHERE bank_id = $1 AND id = ANY($2::text[]);
 
+-- sources_delete_one --
+-- Delete the text retained under one document_id (forgotten); no row when there was none.
+DELETE FROM memory_documents WHERE bank_id = $1 AND id = $2 RETURNING id;
+
 -- source_add --
 -- Keep the text retained under a document_id, with its tags and metadata, for clients that read it back.
 INSERT INTO memory_documents (bank_id, id, original_text, content_hash, tags, metadata)

@@ -40,6 +40,15 @@ def test_optional_fields_become_type_lists_and_annotations_go():
     assert schema["properties"]["when"]["default"] is None  # the input is left as it was
 
 
+def test_an_optional_literal_keeps_null_among_its_values():
+    schema = {"anyOf": [{"enum": ["written", "generated"], "type": "string"}, {"type": "null"}], "default": None}
+    out = cheap_to_validate(schema)
+    assert out == {"enum": ["written", "generated", None], "type": ["string", "null"]}
+    assert _valid(out, None) and _valid(out, "written") and not _valid(out, "other")
+    constant = {"anyOf": [{"const": "x", "type": "string"}, {"type": "null"}]}
+    assert _valid(cheap_to_validate(constant), None) and not _valid(cheap_to_validate(constant), "y")
+
+
 def _output_schemas():
     return [(td.name, TypeAdapter(td.response).json_schema(mode="serialization")) for td in TOOLS if td.response]
 

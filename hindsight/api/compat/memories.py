@@ -11,6 +11,7 @@ from fastapi import APIRouter, Query, Response
 from hindsight.api.compat import convert
 from hindsight.api.compat import schemas as M
 from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
+from hindsight.engine.forgetting.schemas import ClearMemories, ForgetMemory, ForgetRetainedDocument
 from hindsight.engine.memory.curation import MemoryUpdate
 from hindsight.engine.memory.records import MemoryQuery
 from hindsight.engine.memory.sources import SourceQuery
@@ -117,6 +118,29 @@ async def list_memories(
     )
 
 
+@router.delete(
+    "/memories",
+    response_model=M.Deleted,
+    summary="Forget the bank's memories (or those of one type); the bank and its settings stay",
+)
+async def clear_bank_memories(bank_id: BankPath, who: PrincipalDep, eng: EngineDep, type: str | None = None):
+    if type is not None and type not in convert.KNOWN_TYPES:  # observations: this server keeps none
+        eng.require(who, bank_id, write=True)
+        return M.Deleted(message=f"no {type} memories to delete", deleted_count=0)
+    gone = await eng.clear_memories(who, bank_id, parse(ClearMemories, {"type": type}))
+    return M.Deleted(message=f"{gone.memories} memories forgotten", deleted_count=gone.memories)
+
+
+@router.delete(
+    "/memories/{memory_id}",
+    response_model=M.Deleted,
+    summary="Forget one memory and everything drawn from it (this server's addition)",
+)
+async def delete_memory(memory_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
+    gone = await eng.forget_memory(who, bank_id, parse(ForgetMemory, {"memory_id": memory_id}))
+    return M.Deleted(message=f"memory {memory_id} forgotten", deleted_count=gone.memories)
+
+
 @router.get("/memories/{memory_id}", summary="One memory")
 async def get_memory(memory_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> dict[str, Any]:
     history = await eng.memory_history(who, bank_id, memory_id)
@@ -178,9 +202,10 @@ async def list_chunks(
     summary="Delete a retained document and its memories",
 )
 async def delete_document(document_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
-    n = await eng.delete_source(who, bank_id, document_id)
+    req = parse(ForgetRetainedDocument, {"document_id": document_id})
+    gone = await eng.forget_retained_document(who, bank_id, req)
     return M.DocumentDeleted(
-        message=f"document {document_id!r} deleted", document_id=document_id, memory_units_deleted=n
+        message=f"document {document_id!r} deleted", document_id=document_id, memory_units_deleted=gone.memories
     )
 
 

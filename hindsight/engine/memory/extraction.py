@@ -44,6 +44,8 @@ from hindsight.engine.memory.retain import Unit, store_units
 from hindsight.engine.memory.schemas import GivenEntity, RetainItem
 from hindsight.engine.memory.validity import began, end_with_raw_units, supersede
 from hindsight.engine.memory.vectors import memory_vectors
+from hindsight.engine.notify import events
+from hindsight.engine.queue import operations as ops
 from hindsight.language.chinese_names import Budget
 from hindsight.language.entities import extract_entities, merge_entities
 from hindsight.language.time_expressions import find_time_windows
@@ -357,7 +359,7 @@ async def run_extraction(rt: Runtime, job: Job) -> dict:
             raw_ids,
         )
     new_facts, merged_facts = sum(len(d["new"]) for d in stored), sum(d["merged"] for d in stored)
-    return {
+    result = {
         # "empty": the LLM found nothing worth a fact (the raw text stays in recall).
         "extraction": "succeeded" if new_facts + merged_facts else "empty",
         "memory_ids": sorted(str(r["id"]) for r in visible),
@@ -369,3 +371,22 @@ async def run_extraction(rt: Runtime, job: Job) -> dict:
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
     }
+    superseded = result["superseded"]
+    data = {
+        "facts_created": new_facts,
+        "facts_merged": merged_facts,
+        "facts_superseded": superseded,
+        "items": len(rows),
+        # the same counts in the words of Hindsight's consolidation.completed
+        "observations_created": new_facts,
+        "observations_updated": merged_facts,
+        "observations_deleted": superseded,
+    }
+    async with rt.pool.acquire() as conn:
+        async with conn.transaction():  # done and announced together, or neither
+            announced = await ops.mark_succeeded(conn, job, result) and await events.fire(
+                rt, conn, job.bank_id, events.EXTRACTION_COMPLETED, data, job.id
+            )
+    if announced:
+        rt.queue.poke()
+    return result

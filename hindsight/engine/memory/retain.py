@@ -28,6 +28,7 @@ from hindsight.engine.memory.schemas import RetainItem, RetainResult
 from hindsight.engine.memory.sources import delete_sources, store_sources
 from hindsight.engine.memory.validity import began, check_existing, supersede
 from hindsight.engine.memory.vectors import memory_vectors
+from hindsight.engine.notify import events
 from hindsight.engine.queue import operations as ops
 from hindsight.language.chinese_names import Budget
 from hindsight.language.cjk import HAN_RUN
@@ -245,12 +246,19 @@ def _prepared(items: list[RetainItem], unit_max_chars: int, embedder) -> tuple[l
 
 
 async def retain(
-    rt: Runtime, bank_id: str, items: list[RetainItem], on_commit=None, actor: str = "retain"
+    rt: Runtime,
+    bank_id: str,
+    items: list[RetainItem],
+    on_commit=None,
+    actor: str = "retain",
+    operation_id: uuid.UUID | None = None,
 ) -> RetainResult:
     """Store `items` in one transaction. `on_commit(conn, result)` runs inside it, last: a
     background retain marks its operation done there, so a retry cannot store the items twice.
     An item's `supersedes` ends the memories it names (engine/memory/validity.py), recorded as `actor`'s.
-    With an LLM the result names the fact extraction queued after it (extraction_awaited)."""
+    With an LLM the result names the fact extraction queued after it (extraction_awaited). The
+    bank's webhooks hear of it (retain.completed) in the same transaction; `operation_id` is the
+    background retain's, which the event names."""
     s = rt.settings
     check_items(items, s.max_batch_items, s.max_content_chars)
 
@@ -299,13 +307,29 @@ async def retain(
             operation_id=str(op_id) if op_id else None,
             extraction="queued" if op_id else "none",
         )
+        announced = await events.fire(
+            rt, conn, bank_id, events.RETAIN_COMPLETED, _retained(items, units), operation_id or op_id
+        )
         if on_commit is not None:
             await on_commit(conn, result)
     RETAIN_ITEMS.inc(len(items))
     RETAIN_UNITS.labels("raw").inc(len(units))
-    if op_id:
+    if op_id or announced:
         rt.queue.poke()
     return result
+
+
+def _retained(items: list[RetainItem], units: list[Unit]) -> dict:
+    """What retain.completed says of a retain (the reference's fields first)."""
+    documents = sorted({it.document_id for it in items if it.document_id})
+    return {
+        "document_id": documents[0] if len(documents) == 1 else None,
+        "tags": sorted({t for it in items for t in it.tags}),
+        "memory_unit_count": len(units),
+        "document_ids": documents,
+        "items": len(items),
+        "memory_ids": [str(u.id) for u in units][:1000],
+    }
 
 
 async def extraction_awaited(rt: Runtime, bank_id: str, result: RetainResult) -> RetainResult:
@@ -353,6 +377,9 @@ async def run_retain(rt: Runtime, job: Job) -> dict:
     async def finish(conn, result: RetainResult) -> None:
         done.update(result.model_dump(mode="json"))
         await ops.mark_succeeded(conn, job, done)
+        await ops.drop_items(conn, job)
 
-    await retain(rt, job.bank_id, items, on_commit=finish, actor=job.payload.get("actor", "retain"))
+    await retain(
+        rt, job.bank_id, items, on_commit=finish, actor=job.payload.get("actor", "retain"), operation_id=job.id
+    )
     return done

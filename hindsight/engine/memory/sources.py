@@ -156,14 +156,3 @@ async def list_source_units(
         if not total and not await conn.fetchval(Q.source_exists, bank_id, document_id):
             raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
     return [to_memory(r) for r in rows], total
-
-
-async def delete_source(rt: Runtime, bank_id: str, document_id: str) -> int:
-    """A document_id's memories and text; returns how many memories went."""
-
-    async with rt.writes.open(bank_id) as conn:
-        had_text = await conn.fetchval(Q.source_exists, bank_id, document_id)
-        n = await delete_sources(conn, bank_id, [document_id])
-    if not n and not had_text:
-        raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
-    return n

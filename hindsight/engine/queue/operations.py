@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import asyncpg
@@ -28,6 +29,20 @@ if TYPE_CHECKING:
 class Cancelled(Exception):
     """A handler's way to say its work has no subject any more (the mental model was deleted):
     the operation ends as cancelled at once, with this message, instead of failing and retrying."""
+
+
+class RetryLater(Exception):
+    """A handler's way to name the wait before its next attempt (a webhook's own backoff); the
+    attempt counts, and after the last one the operation fails."""
+
+    def __init__(self, message: str, seconds: float):
+        super().__init__(message)
+        self.seconds = seconds
+
+
+class GiveUp(Exception):
+    """A handler's way to say another attempt cannot help (a destination the server refuses):
+    the operation fails now, whatever attempts it has left."""
 
 
 class Job:
@@ -178,27 +193,48 @@ async def renew_lease(rt: Runtime, job: Job, lease: float) -> bool:
         return bool(await conn.fetchval(Q.operation_heartbeat, job.id, job.worker_id, lease, job.bank_id))
 
 
-async def mark_succeeded(conn, job: Job, result: Any) -> None:
+async def mark_succeeded(conn, job: Job, result: Any) -> bool:
     """Mark done; callers may pass their own connection so that the result and the data it
-    describes commit together."""
-    await conn.execute(Q.operation_succeed, job.id, job.worker_id, json.dumps(result, default=str), job.bank_id)
+    describes commit together. False when the operation was no longer this worker's to finish
+    (cancelled meanwhile, or taken over after a lost lease)."""
+    done = await conn.execute(Q.operation_succeed, job.id, job.worker_id, json.dumps(result, default=str), job.bank_id)
+    return done == "UPDATE 1"
 
 
-async def mark_failed(rt: Runtime, job: Job, error: str) -> str:
-    """Queue a retry, or fail for good after the last attempt. Returns the status the operation
-    now has: a user may have cancelled it meanwhile, and then it stays cancelled."""
-    final = job.attempts >= job.max_attempts
-    backoff = min(300.0, 2.0**job.attempts)
+async def drop_items(conn, job: Job) -> None:
+    """A retain whose items are stored keeps their count in its payload, not their text: the text
+    is in the memories, and leaves with them when they are forgotten (engine/forgetting/)."""
+    await conn.execute(Q.operation_drop_items, job.id, job.bank_id)
+
+
+async def mark_failed(
+    rt: Runtime,
+    job: Job,
+    error: str,
+    *,
+    backoff: float | None = None,
+    final: bool = False,
+    on_failed: Callable[[asyncpg.Connection], Awaitable[Any]] | None = None,
+) -> str:
+    """Queue a retry after `backoff` seconds (default: doubling, five minutes at most), or fail
+    for good after the last attempt (or at once, `final`); `on_failed(conn)` runs in the
+    transaction that fails it for good. Returns the status the operation now has: a user may
+    have cancelled it meanwhile, and then it stays cancelled."""
+    final = final or job.attempts >= job.max_attempts
+    wait = min(300.0, 2.0**job.attempts) if backoff is None else backoff
     async with rt.pool.acquire() as conn:
-        status = await conn.fetchval(
-            Q.operation_fail,
-            job.id,
-            job.worker_id,
-            "failed" if final else "queued",
-            error[:2000],
-            backoff,
-            job.bank_id,
-        )
+        async with conn.transaction():
+            status = await conn.fetchval(
+                Q.operation_fail,
+                job.id,
+                job.worker_id,
+                "failed" if final else "queued",
+                error[:2000],
+                wait,
+                job.bank_id,
+            )
+            if status == "failed" and on_failed is not None:
+                await on_failed(conn)
         return status or await conn.fetchval(Q.operation_status, job.id, job.bank_id)
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from hindsight.config import Settings
 from hindsight.engine.errors import HindsightError, LLMUnavailable, unavailable
+from hindsight.engine.notify import events
 from hindsight.engine.queue import operations as ops
 from hindsight.engine.queue.operations import Job
 from hindsight.engine.worker.operation_kinds import KINDS
@@ -174,6 +175,18 @@ class Worker:
         except ops.Cancelled as exc:
             await ops.mark_cancelled(self.rt, job, str(exc))
             return "cancelled", str(exc)
+        except ops.RetryLater as exc:
+            status = await ops.mark_failed(
+                self.rt, job, str(exc), backoff=exc.seconds, on_failed=self._announce(job, exc)
+            )
+            if status == "failed":
+                self.poke()  # its failure's deliveries (operation.failed), if any were queued
+            return _OUTCOMES.get(status, "failed"), str(exc)
+        except ops.GiveUp as exc:
+            status = await ops.mark_failed(self.rt, job, str(exc), final=True, on_failed=self._announce(job, exc))
+            if status == "failed":
+                self.poke()  # its failure's deliveries (operation.failed), if any were queued
+            return _OUTCOMES.get(status, "failed"), str(exc)
         except Exception as exc:
             if (down := unavailable(exc)) is not None:
                 # Recording the failure needs the database too. Its lease runs out instead and a
@@ -189,8 +202,22 @@ class Worker:
                 msg = str(exc)  # says what failed in words of its own; its class adds nothing
             else:
                 msg = f"{type(exc).__name__}: {exc}"
-            status = await ops.mark_failed(self.rt, job, msg)
+            status = await ops.mark_failed(self.rt, job, msg, on_failed=self._announce(job, msg))
+            if status == "failed":
+                self.poke()  # its failure's deliveries (operation.failed), if any were queued
             return _OUTCOMES.get(status, "failed"), msg
+
+    def _announce(self, job: Job, error: object):
+        """What an operation failing for good also does, in the transaction that fails it: the
+        bank's webhooks hear of it (operation.failed), unless it was a delivery to one of them."""
+        if job.type == events.DELIVERY or job.bank_id is None:
+            return None
+
+        async def announce(conn) -> None:
+            data = {"operation_type": job.type, "error": str(error)[:2000], "attempts": job.attempts}
+            await events.fire(self.rt, conn, job.bank_id, events.OPERATION_FAILED, data, job.id, "failed")
+
+        return announce
 
     async def wait(self, bank_id: str, operation_id: str, timeout: float) -> ops.Operation:
         event = self.waiters.setdefault(operation_id, asyncio.Event())
