@@ -228,6 +228,13 @@ class Settings(BaseSettings):
         "cached): ~3x less CPU a text with AVX-512 VNNI, ~1.4x with AVX2 only; vectors within cosine ~0.99. "
         "Changing it re-embeds everything stored.",
     )
+    embedding_chinese_gloss: bool = Field(
+        True,
+        description="With a model that reads English only (the default): Chinese is embedded as its English "
+        "words from the CC-CEDICT dictionary (names as pinyin), so that a Chinese question finds the memory that "
+        "answers it in other words; the text stored is unchanged. Read at the first Chinese text (~2 s, ~27 MB). "
+        "Changing it re-embeds the stored texts holding Chinese at the next start.",
+    )
     max_content_chars: int = Field(
         100_000, ge=100, le=10_000_000, description="Largest `content` of one retained item."
     )

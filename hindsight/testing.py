@@ -7,10 +7,16 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import httpx
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 
 def cpu_model() -> str:
@@ -260,3 +266,94 @@ class PgBouncer:
             deadline = time.time() + 10
             while pid_file.exists() and time.time() < deadline:
                 time.sleep(0.05)
+
+
+# ---- Hindsight's API, recorded and replayed (hindsight migrate's tests and bench) ------------------
+def exchange_key(method: str, path: str, query: str) -> str:
+    """One request, as recordings are looked up: method, path and the query's pairs, sorted."""
+    pairs = sorted(p for p in query.split("&") if p)
+    return f"{method.upper()} {path}?{'&'.join(pairs)}"
+
+
+class Replay:
+    """A server on loopback answering recorded exchanges (`{"exchanges": [{method, path, query,
+    status, body}]}`) exactly as recorded; any other request is a 404 and is kept in `misses`.
+    `fail_after`: past that many answers, every request is a 503 (an interruption)."""
+
+    def __init__(self, recording: dict, fail_after: int | None = None):
+        self.answers = {exchange_key(e["method"], e["path"], e["query"]): e for e in recording["exchanges"]}
+        self.fail_after = fail_after
+        self.served = 0
+        self.misses: list[str] = []
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> Replay:
+        async def answer(request: Request):
+            key = exchange_key(request.method, request.url.path, request.url.query)
+            if self.fail_after is not None and self.served >= self.fail_after:
+                return JSONResponse({"detail": "replay: interrupted on purpose"}, 503)
+            found = self.answers.get(key)
+            if found is None:
+                self.misses.append(key)
+                return JSONResponse({"detail": f"replay: not recorded: {key}"}, 404)
+            self.served += 1
+            return JSONResponse(found["body"], found["status"])
+
+        app = Starlette(routes=[Route("/{path:path}", answer, methods=["GET", "POST", "PUT", "PATCH", "DELETE"])])
+        self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        while not self._server.started:
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        if self._server and self._thread:
+            self._server.should_exit = True
+            self._thread.join(10)
+
+
+class Recorder:
+    """A proxy on loopback in front of a Hindsight server, keeping every GET exchange it passes
+    on (what `hindsight migrate` reads), for Replay."""
+
+    def __init__(self, upstream: str, headers: dict | None = None):
+        self.upstream = upstream.rstrip("/")
+        self.headers = headers or {}
+        self.exchanges: list[dict] = []
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> Recorder:
+        async def forward(request: Request):
+            async with httpx.AsyncClient(base_url=self.upstream, timeout=300) as c:
+                r = await c.request(request.method, request.url.path, params=request.url.query, headers=self.headers)
+            body = r.json()
+            self.exchanges.append(
+                {
+                    "method": request.method,
+                    "path": request.url.path,
+                    "query": request.url.query,
+                    "status": r.status_code,
+                    "body": body,
+                }
+            )
+            return JSONResponse(body, r.status_code)
+
+        app = Starlette(routes=[Route("/{path:path}", forward, methods=["GET"])])
+        self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        while not self._server.started:
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        if self._server and self._thread:
+            self._server.should_exit = True
+            self._thread.join(10)

@@ -7,13 +7,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/venv.sh
 ensure_venv ".[test]"
-# Real clients from npm, for their end-to-end tests: Claude Code (MCP) and Hindsight's
-# TypeScript client (REST). Without npm or the registry, those two tests are skipped.
+# Real clients from npm, for their end-to-end tests: Claude Code and MCP Inspector (MCP) and
+# Hindsight's TypeScript client (REST). Without npm or the registry, those tests are skipped.
 NODE_DIR=.cache/node/node_modules
 if command -v npm >/dev/null 2>&1; then
   need=()
   ls "$NODE_DIR"/@anthropic-ai/claude-code-*/claude >/dev/null 2>&1 || need+=(@anthropic-ai/claude-code)
   [ -f "$NODE_DIR/@vectorize-io/hindsight-client/package.json" ] || need+=(@vectorize-io/hindsight-client@0.9.1)
+  [ -f "$NODE_DIR/@modelcontextprotocol/inspector/package.json" ] || need+=(@modelcontextprotocol/inspector@2.12)
   if [ ${#need[@]} -gt 0 ]; then
     mkdir -p .cache/node
     npm install --silent --no-audit --no-fund --prefix .cache/node "${need[@]}" >/dev/null 2>&1 \

@@ -42,6 +42,7 @@ BANK_TABLES = {
     "oauth_tokens",
     "bank_turns",
     "bank_positions",
+    "bank_files",
     "directives",
     "webhooks",
     "knowledge_nodes",
@@ -260,6 +261,22 @@ class Runs:
 
     def __exit__(self, *exc):
         del self.emb._run
+
+
+def tool_error(result) -> dict:
+    """The error an MCP tool answered as its result (flagged `isError`, the message as its text,
+    the REST error body as structured content); fails when the result is not an error. Takes the
+    SDK client's CallToolResult or a JSON-RPC answer's `result` object."""
+    if isinstance(result, dict):
+        assert result.get("isError") is True, result
+        body = result["structuredContent"]
+        assert [c["text"] for c in result["content"]] == [body["message"]], result
+    else:
+        assert result.is_error, result
+        body = result.structured_content
+        assert [c.text for c in result.content] == [body["message"]], result
+    assert isinstance(body.get("error"), str) and isinstance(body.get("message"), str), body
+    return body
 
 
 class Receiver:

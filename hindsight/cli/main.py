@@ -18,6 +18,7 @@ from hindsight.cli.document_commands import register as register_document_comman
 from hindsight.cli.forget_commands import register as register_forget_commands
 from hindsight.cli.llm_commands import register as register_llm_commands
 from hindsight.cli.memory_commands import register as register_memory_commands
+from hindsight.cli.migrate import register as register_migrate
 from hindsight.cli.options import body, fields
 from hindsight.engine.banks.schemas import BankCreate, BankUpdate
 from hindsight.engine.memory.schemas import RetainItem
@@ -318,6 +319,7 @@ def docs(paths: tuple[str, ...], check: bool) -> None:
 register_llm_commands(cli)
 register_document_commands(cli)
 register_memory_commands(cli)
+register_migrate(cli)
 register_directive_commands(cli)
 register_forget_commands(cli)
 register_audit_commands(cli)

@@ -37,6 +37,7 @@ DISTRIBUTED = (
     "chunk_lexemes",
     "operations",
     "document_uploads",
+    "bank_files",
     "bank_turns",
     "mental_models",
     "mental_model_versions",

@@ -19,7 +19,8 @@ from hindsight.engine.access.schemas import ApiKey, ApiKeyCreate, ApiKeyList
 from hindsight.engine.audit import logs as audit_logs
 from hindsight.engine.audit.schemas import AuditList, AuditQuery, AuditStats, AuditStatsQuery
 from hindsight.engine.audit.trail import AuditTrail
-from hindsight.engine.banks import registry
+from hindsight.engine.banks import files as bank_files
+from hindsight.engine.banks import llm_health, registry
 from hindsight.engine.banks import usage as llm_usage
 from hindsight.engine.banks.registry import check_bank_id
 from hindsight.engine.banks.schemas import (
@@ -32,6 +33,7 @@ from hindsight.engine.banks.schemas import (
     BankQuery,
     BankUpdate,
 )
+from hindsight.engine.banks.settings import BankSettingsChange, settings_update
 from hindsight.engine.banks.usage import get_bank_usage
 from hindsight.engine.directives import store as directives
 from hindsight.engine.directives.schemas import (
@@ -53,11 +55,11 @@ from hindsight.engine.forgetting.schemas import (
     Forgotten,
     PurgeMemories,
 )
-from hindsight.engine.knowledge import documents, pages, rag
+from hindsight.engine.knowledge import documents, file_retain, pages, rag
 from hindsight.engine.lifecycle import Lifecycle
-from hindsight.engine.memory import curation, graph, records, sources, tags, timeseries
+from hindsight.engine.memory import curation, extraction, graph, records, sources, tags, timeseries
 from hindsight.engine.memory.curation import actor_of
-from hindsight.engine.memory.retain import RetainAccepted, extraction_awaited, retain_later
+from hindsight.engine.memory.retain import RetainAccepted, extraction_awaited, reprocess_source, retain_later
 from hindsight.engine.memory.retain import retain as _retain
 from hindsight.engine.memory.schemas import Memory, RetainItem, RetainResult
 from hindsight.engine.notify import webhooks
@@ -73,7 +75,7 @@ from hindsight.engine.notify.schemas import (
 )
 from hindsight.engine.queue import operations
 from hindsight.engine.queue.schemas import Operation, OperationList, OperationQuery
-from hindsight.engine.reflection import mental_models
+from hindsight.engine.reflection import mental_models, setup
 from hindsight.engine.reflection.mental_models import (
     MentalModel,
     MentalModelCreate,
@@ -86,10 +88,11 @@ from hindsight.engine.reflection.mental_models import (
 )
 from hindsight.engine.reflection.reflect import ReflectRequest, ReflectResult, empty_bank_reflection
 from hindsight.engine.reflection.reflect import reflect as _reflect
+from hindsight.engine.rules.validation import parse
 from hindsight.engine.runtime import Runtime
 from hindsight.engine.search.recall import recall as _recall
 from hindsight.engine.search.schemas import RecallRequest, RecallResult
-from hindsight.engine.transfer import portable
+from hindsight.engine.transfer import archive, portable
 from hindsight.engine.worker.runner import Worker
 
 log = logging.getLogger("hindsight")
@@ -156,6 +159,18 @@ class Engine:
         async with self._writing(who, bank_id):
             return await registry.change_bank(self.rt, bank_id, change)
 
+    async def configure_bank(
+        self, who: Principal, bank_id: str, req: BankSettingsChange, field: str = "config_updates"
+    ) -> Bank:
+        """Name, mission and settings by Hindsight's names (engine/banks/settings.py), merged into
+        what the bank keeps in one transaction; `field` is what the client called the settings."""
+
+        def change(bank: Bank) -> BankUpdate | None:
+            update = settings_update(req, bank, field)
+            return parse(BankUpdate, update) if update else None
+
+        return await self.change_bank(who, bank_id, change)
+
     async def count_bank(self, who: Principal, bank_id: str) -> BankCounts:
         async with self._reading(who, bank_id):
             return await self._read(bank_id, lambda rt: registry.count_bank(rt, bank_id))
@@ -214,6 +229,35 @@ class Engine:
         """What was retained under a document_id, and all drawn from it (engine/forgetting/erase.py)."""
         async with self._writing(who, bank_id):
             return await erase.forget_retained_document(self.rt, bank_id, req, actor_of(who.key_id, who.kind))
+
+    async def update_source(
+        self, who: Principal, bank_id: str, document_id: str, change: sources.SourceChange
+    ) -> sources.RetainedSource:
+        async with self._writing(who, bank_id):
+            return await sources.update_source(self.rt, bank_id, document_id, change)
+
+    async def reprocess_source(self, who: Principal, bank_id: str, document_id: str) -> RetainAccepted:
+        """Retain a document's text again, in the background, replacing its memories."""
+        async with self._writing(who, bank_id):
+            return await reprocess_source(self.rt, bank_id, document_id, actor_of(who.key_id, who.kind))
+
+    async def get_chunk(self, who: Principal, chunk_id: str) -> sources.SourceUnit:
+        """A retained document's unit by id alone, among the banks `who` may read."""
+        return await sources.find_source_unit(self.rt, chunk_id, who.visible_banks())
+
+    async def preview_extraction(
+        self, who: Principal, bank_id: str, req: extraction.ExtractionPreviewRequest
+    ) -> extraction.ExtractionPreview:
+        """The facts a retain of this text would store, stored nowhere (calls the LLM)."""
+        self.require(who, bank_id)
+        return await extraction.preview_extraction(self.rt, bank_id, req)
+
+    async def retain_files(
+        self, who: Principal, bank_id: str, uploads: list[file_retain.Upload], metas: list[file_retain.FileMemory]
+    ) -> list[str]:
+        """Files retained as memories, each by an operation; returns their ids."""
+        async with self._writing(who, bank_id):
+            return await file_retain.request_file_retains(self.rt, bank_id, uploads, metas)
 
     async def get_memory(self, who: Principal, bank_id: str, memory_id: str) -> Memory:
         self.require(who, bank_id)
@@ -331,6 +375,27 @@ class Engine:
         async with self._writing(who, bank_id):
             await mental_models.delete_mental_model(self.rt, bank_id, model_id)
         return MentalModelDeleted(deleted=True, mental_model_id=model_id)
+
+    async def preview_mental_model_refresh(
+        self, who: Principal, bank_id: str, model_id: str
+    ) -> mental_models.RefreshPreview:
+        """What a refresh would write now, written nowhere (calls the LLM as a refresh does)."""
+        self.require(who, bank_id)
+        return await mental_models.preview_refresh(self.rt, bank_id, model_id)
+
+    async def consolidate(self, who: Principal, bank_id: str) -> mental_models.Consolidation:
+        """Refresh now every model whose content is behind the bank's memories."""
+        async with self._writing(who, bank_id):
+            return await mental_models.consolidate(self.rt, bank_id)
+
+    async def recover_consolidation(self, who: Principal, bank_id: str) -> int:
+        """Ask again for the fact extractions and refreshes that failed; returns how many."""
+        async with self._writing(who, bank_id):
+            return await mental_models.recover_failed(self.rt, bank_id)
+
+    async def clear_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModel:
+        async with self._writing(who, bank_id):
+            return await mental_models.clear_mental_model(self.rt, bank_id, model_id)
 
     async def refresh_mental_model(self, who: Principal, bank_id: str, model_id: str) -> MentalModelOperation:
         async with self._writing(who, bank_id):
@@ -499,6 +564,47 @@ class Engine:
         async with self._writing(who, bank_id):
             return await portable.import_bank(self.rt, bank_id, fileobj, on_conflict)
 
+    async def export_bank_setup(self, who: Principal, bank_id: str) -> tuple[Bank, setup.BankSetup]:
+        """The bank's profile, settings and mental models, without its memories."""
+        self.require(who, bank_id)
+        return await self._read(bank_id, lambda rt: setup.read_setup(rt, bank_id))
+
+    async def apply_bank_setup(
+        self, who: Principal, bank_id: str, req: setup.BankSetup, dry_run: bool = False
+    ) -> setup.SetupApplied:
+        who.require_bank(check_bank_id(bank_id), write=True)
+        applied = await setup.apply_setup(self.rt, bank_id, req, dry_run)
+        await self.rt.reads.wrote(bank_id)
+        return applied
+
+    async def export_documents(self, who: Principal, bank_id: str, document_ids: list[str] | None) -> str:
+        """Queue an export of the bank's documents as a transfer archive; returns the operation's id.
+        It keeps a file of the bank until the operation is deleted, so it takes a key that may write."""
+        async with self._writing(who, bank_id):
+            return await archive.request_export(self.rt, bank_id, document_ids)
+
+    async def import_documents_archive(
+        self, who: Principal, bank_id: str, source, name: str, on_conflict: archive.OnConflict = "skip"
+    ) -> str:
+        """Queue the import of a transfer archive's documents; returns the operation's id."""
+        async with self._writing(who, bank_id):
+            return await archive.request_import(self.rt, bank_id, source, name, on_conflict)
+
+    async def bank_file(self, who: Principal, key: str) -> bank_files.BankFile:
+        """A file kept for a bank, by its key (which names the bank); checked before a byte is sent."""
+        bank_id = bank_files.bank_of_key(key)
+        self.require(who, bank_id)
+        return await bank_files.file_head(self.rt, bank_id, key)
+
+    def bank_file_parts(self, f: bank_files.BankFile):
+        """The bytes of a file `bank_file` returned, a part at a time."""
+        return bank_files.file_parts(self.rt, f)
+
+    async def probe_llms(self, who: Principal, bank_id: str) -> llm_health.LlmHealth:
+        """Whether the LLMs the bank's work uses answer now (one small call each)."""
+        self.require(who, bank_id)
+        return await llm_health.probe_llms(self.rt, bank_id)
+
     # ---- operations and usage -------------------------------------------------------------
     async def get_operation(self, who: Principal, bank_id: str, operation_id: str) -> Operation:
         self.require(who, bank_id)
@@ -511,6 +617,14 @@ class Engine:
     async def cancel_operation(self, who: Principal, bank_id: str, operation_id: str) -> Operation:
         async with self._writing(who, bank_id):
             return await operations.cancel_operation(self.rt, bank_id, operation_id)
+
+    async def retry_operation(self, who: Principal, bank_id: str, operation_id: str) -> Operation:
+        async with self._writing(who, bank_id):
+            return await operations.retry_operation(self.rt, bank_id, operation_id)
+
+    async def delete_operation(self, who: Principal, bank_id: str, operation_id: str) -> Operation:
+        async with self._writing(who, bank_id):
+            return await operations.delete_operation(self.rt, bank_id, operation_id)
 
     async def usage(self, who: Principal, bank_id: str) -> dict:
         async with self._reading(who, bank_id):

@@ -36,6 +36,7 @@ from hindsight.engine.banks.sizes import BankSizes
 from hindsight.engine.cpu_slots import CpuSlots
 from hindsight.engine.errors import unavailable
 from hindsight.engine.memory import reembedding
+from hindsight.engine.memory.vectors import gloss_chinese
 from hindsight.engine.runtime import Runtime
 from hindsight.engine.worker.runner import Worker
 from hindsight.engine.worker.scheduler import Scheduler
@@ -120,6 +121,8 @@ class Lifecycle:
             load_embedder, s.embedding_model, s.embedding_model_dir, s.embedding_threads, s.embedding_quantize
         )
         embedder.share_queries(s.workers)
+        if s.embedding_chinese_gloss and not embedder.reads_cjk:
+            gloss_chinese(embedder)
         log.info("embedding model %s (%d dimensions)", embedder.name, embedder.dim)
         llm = LLM(s, pool)
         self.worker = Worker(s, claims=s.role != "api")

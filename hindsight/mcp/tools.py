@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from hindsight.engine.access.keys import Principal
-from hindsight.engine.banks.schemas import BankCreate, BankCreated, BankList
+from hindsight.engine.banks.schemas import Bank, BankCounts, BankCreate, BankCreated, BankDeleted, BankList
+from hindsight.engine.banks.settings import BankSettingsChange
 from hindsight.engine.directives.schemas import (
     Directive,
     DirectiveChange,
@@ -29,7 +30,9 @@ from hindsight.engine.directives.schemas import (
     DirectiveQuery,
     DirectiveRef,
 )
+from hindsight.engine.errors import InvalidArgument
 from hindsight.engine.forgetting.schemas import (
+    ClearMemories,
     ForgetEntity,
     ForgetMemory,
     ForgetMemoryResult,
@@ -71,7 +74,8 @@ from hindsight.engine.knowledge.rag import (
     RagSearchResult,
 )
 from hindsight.engine.memory.curation import MemoryChange, MemoryInvalidate, MemoryUpdated
-from hindsight.engine.memory.schemas import RetainBatchRequest, RetainRequest, RetainResult
+from hindsight.engine.memory.records import MemoryList, MemoryQuery, MemoryRef
+from hindsight.engine.memory.schemas import Memory, RetainBatchRequest, RetainItem, RetainRequest, RetainResult
 from hindsight.engine.memory.tags import TagList, TagQuery
 from hindsight.engine.queue.schemas import Operation, OperationList, OperationQuery, OperationRef
 from hindsight.engine.reflection.mental_models import (
@@ -204,6 +208,15 @@ async def retain_batch(call: Call, req: RetainBatchRequest) -> RetainResult:
     return await call.engine.retain(call.who, call.bank_id, req.items, wait=req.wait)
 
 
+@tool(RetainItem)
+async def sync_retain(call: Call, req: RetainItem) -> RetainResult:
+    """Store information to long-term memory and wait until it is stored (retain with `wait=true`).
+
+    Takes the arguments of `retain`. Returns once the memory can be recalled; with an LLM
+    configured, once its facts are extracted (up to the server's wait limit), with their ids."""
+    return await call.engine.retain(call.who, call.bank_id, [req], wait=True)
+
+
 @tool(RecallRequest, read_only=True, idempotent=True, lean_result=True)
 async def recall(call: Call, req: RecallRequest) -> RecallResult:
     """Search memories to provide personalized responses.
@@ -234,6 +247,45 @@ async def create_bank(call: Call, req: BankCreate) -> BankCreated:
 
     `mission` describes who the agent is and what it is trying to accomplish."""
     return await call.engine.create_bank(call.who, req)
+
+
+@tool(read_only=True, idempotent=True)
+async def get_bank(call: Call, req: None) -> Bank:
+    """The bank's profile: name, mission, disposition, settings kept for it, and what it holds
+    (memories, entities, documents, last write)."""
+    return await call.engine.get_bank(call.who, call.bank_id)
+
+
+@tool(read_only=True, idempotent=True)
+async def get_bank_stats(call: Call, req: None) -> BankCounts:
+    """What the bank holds, counted: memories by type, links by kind, documents, operations by
+    status, and when a memory was last written."""
+    return await call.engine.count_bank(call.who, call.bank_id)
+
+
+@tool(BankSettingsChange, idempotent=True)
+async def update_bank(call: Call, req: BankSettingsChange) -> Bank:
+    """Update the bank's name, mission or settings; what is not given stays.
+
+    `config_updates` takes settings by Hindsight's names: `reflect_mission` (the mission) and
+    `disposition_skepticism`, `disposition_literalism`, `disposition_empathy` (1-5) change how
+    reflect answers; other names are kept for the bank and reported as not applied (this server
+    has no such setting); null removes one."""
+    return await call.engine.configure_bank(call.who, call.bank_id, req)
+
+
+@tool(destructive=True, idempotent=True)
+async def delete_bank(call: Call, req: None) -> BankDeleted:
+    """Permanently delete the bank and everything in it (memories, documents, mental models,
+    operations). Needs an admin key. In multi-bank mode the bank must be named (`bank_id` or the
+    X-Bank-Id header): the server's default bank is never deleted by omission."""
+    if call.bank_source == "default":
+        raise InvalidArgument(
+            "bank_id: name the bank to delete (the argument or the X-Bank-Id header); "
+            "the server's default bank is not deleted by omission",
+            "bank_id",
+        )
+    return await call.engine.delete_bank(call.who, call.bank_id)
 
 
 @tool(ReflectRequest, read_only=True)
@@ -292,6 +344,31 @@ async def refresh_mental_model(call: Call, req: MentalModelRef) -> MentalModelOp
     return await call.engine.refresh_mental_model(call.who, call.bank_id, req.mental_model_id)
 
 
+@tool(MentalModelRef, destructive=True, idempotent=True)
+async def clear_mental_model(call: Call, req: MentalModelRef) -> MentalModel:
+    """Clear a mental model's content: it reads as pending, with no content, until its next
+    refresh (call refresh_mental_model to rebuild it now). Every refresh rebuilds the content in
+    full; clear it when the content should go at once. Its earlier versions stay in its history."""
+    return await call.engine.clear_mental_model(call.who, call.bank_id, req.mental_model_id)
+
+
+@tool(MemoryQuery, read_only=True, idempotent=True, lean_result=True)
+async def list_memories(call: Call, req: MemoryQuery) -> MemoryList:
+    """Browse the bank's stored memories, newest first, without ranking (to search, use recall).
+
+    `type` (world, experience), `q` (a substring of the text or context), `document_id`, `tags`
+    with `tags_match` filter; `limit` (up to 1,000) and `offset` page. Each memory has its id,
+    text, type, times, entities, tags and metadata."""
+    return await call.engine.list_memories(call.who, call.bank_id, req)
+
+
+@tool(MemoryRef, read_only=True, idempotent=True, lean_result=True)
+async def get_memory(call: Call, req: MemoryRef) -> Memory:
+    """One memory by id: its text, type, context, times (when it happened, was said, is true),
+    entities, tags, metadata, document and whether it was superseded or invalidated."""
+    return await call.engine.get_memory(call.who, call.bank_id, req.memory_id)
+
+
 @tool(MemoryChange, idempotent=True)
 async def update_memory(call: Call, req: MemoryChange) -> MemoryUpdated:
     """Correct one memory: its text (re-embedded), context, type, dates, valid_from/valid_to,
@@ -308,6 +385,17 @@ async def invalidate_memory(call: Call, req: MemoryInvalidate) -> MemoryUpdated:
     (Alice moved), retain the new fact with `supersedes` instead; when the user asks for it to be
     forgotten for good, use forget_memory."""
     return await call.engine.invalidate_memory(call.who, call.bank_id, req.memory_id, req.reason)
+
+
+@tool(ClearMemories, destructive=True, idempotent=True)
+async def clear_memories(call: Call, req: ClearMemories) -> Forgotten:
+    """Forget the bank's memories, keeping the bank, its settings and mental models (those drawn
+    from them are refreshed without them).
+
+    Without `type`: every memory, with the text retained for them and their entities. With `type`
+    (world, experience): only the memories of that type. Cannot be undone; to retract one wrong
+    memory, use invalidate_memory instead."""
+    return await call.engine.clear_memories(call.who, call.bank_id, req)
 
 
 @tool(ForgetMemory, destructive=True, idempotent=True)

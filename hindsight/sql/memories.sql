@@ -67,3 +67,4 @@ ORDER BY mention_count DESC, name LIMIT $2 OFFSET $3;
 -- entity_count --
 -- How many entities match entity_list's conditions.
 SELECT count(*) FROM entities WHERE bank_id = $1 AND mention_count > 0 /*where*/;
+

@@ -58,6 +58,13 @@ DELETE FROM mental_models WHERE bank_id = $1 AND id = $2 RETURNING id;
 UPDATE operations SET status = 'cancelled', error = $3, finished_at = now(), updated_at = now()
 WHERE bank_id = $1 AND dedup_key = $2 AND status IN ('queued', 'running');
 
+-- mental_model_clear --
+-- Forget a model's content (its versions stay in its history); it reads as pending until a refresh.
+UPDATE mental_models SET content = NULL, based_on = '{}'::jsonb, status = 'pending', last_error = NULL,
+                         updated_at = now()
+WHERE bank_id = $1 AND id = $2
+RETURNING id;
+
 -- mental_model_refresh_input --
 -- What a refresh reflects on, and the time its content will be current as of (the watermark).
 SELECT source_query, tags, max_tokens, now() AS watermark FROM mental_models WHERE bank_id = $1 AND id = $2;
@@ -138,6 +145,32 @@ WHERE bank_id = $1 AND content IS NOT NULL AND embedding IS NOT NULL AND id IS D
   AND stale_since IS NULL
   AND 1 - (embedding <=> $2) >= $4
 ORDER BY embedding <=> $2 LIMIT $5;
+
+-- mental_model_stale_in_bank --
+-- The bank's models whose content is behind its memories: memories carrying all their tags arrived
+-- after their watermark, or a memory they drew from changed since (consolidation asked for now:
+-- no quiet period, no cool-down).
+SELECT mm.id FROM mental_models mm
+WHERE mm.bank_id = $1
+  AND (EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id
+               AND m.created_at > coalesce(mm.watermark, mm.created_at) AND m.tags @> mm.tags)
+       OR EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id
+                  AND m.changed_at > coalesce(mm.watermark, mm.created_at)
+                  AND (mm.based_on -> 'memories') ? m.id::text))
+ORDER BY mm.created_at, mm.id;
+
+-- mental_model_failed_in_bank --
+-- The bank's models whose last refresh failed.
+SELECT id FROM mental_models WHERE bank_id = $1 AND last_error IS NOT NULL ORDER BY created_at, id;
+
+-- mental_model_create_with_content --
+-- A new model with content already written (a bank's setup brought over from elsewhere): ready,
+-- current as of now; no row when its id is taken.
+INSERT INTO mental_models (bank_id, id, name, source_query, tags, max_tokens, embedding, content, status,
+                           last_refreshed_at, watermark)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'ready', now(), now())
+ON CONFLICT DO NOTHING
+RETURNING id;
 
 -- mental_models_forgetting --
 -- Every model of the bank with what it says and what it was drawn from, its words as the bank

@@ -184,3 +184,27 @@ WHERE id = $1 AND bank_id = $4 AND status = 'running' AND locked_by = $2;
 UPDATE operations SET status = 'queued', attempts = greatest(0, attempts - 1), locked_by = NULL,
                       lease_until = NULL, updated_at = now()
 WHERE id = ANY($1::uuid[]) AND status = 'running' AND locked_by = $2;
+
+-- operation_retry --
+-- A failed operation back to the queue as new (attempts, error, result and progress cleared); no
+-- row when it is not failed. Under its dedup key another may already be queued or running: the
+-- unique index refuses it, which the caller answers as a conflict.
+UPDATE operations SET status = 'queued', attempts = 0, error = NULL, result = NULL, progress = NULL,
+                      run_after = now(), started_at = NULL, finished_at = NULL, locked_by = NULL,
+                      lease_until = NULL, updated_at = now()
+WHERE id = $1 AND bank_id = $2 AND status = 'failed'
+RETURNING id;
+
+-- operation_retry_failed --
+-- The bank's failed operations of the given types ($2) that have no dedup key, back to the queue as new.
+UPDATE operations SET status = 'queued', attempts = 0, error = NULL, result = NULL, progress = NULL,
+                      run_after = now(), started_at = NULL, finished_at = NULL, locked_by = NULL,
+                      lease_until = NULL, updated_at = now()
+WHERE bank_id = $1 AND status = 'failed' AND type = ANY($2::text[]) AND dedup_key IS NULL
+RETURNING id;
+
+-- operation_delete --
+-- Delete a finished operation of the bank (succeeded, failed or cancelled); no row when it is still
+-- queued or running. What hangs off it (staged uploads, stored files) goes by cascade.
+DELETE FROM operations WHERE id = $1 AND bank_id = $2 AND status IN ('succeeded', 'failed', 'cancelled')
+RETURNING id;

@@ -17,6 +17,7 @@ import pytest
 from hindsight.engine.audit.logs import prune_audit_logs
 
 from conftest import ADMIN_KEY, AUTH_EXT, fresh_database, running_app
+from support import tool_error
 
 WORD = "gribblethorn"  # made up: what a memory says, which the audit log must never hold
 
@@ -233,8 +234,6 @@ async def test_old_records_are_pruned(keyed_app, admin, bank, audit_db):
 
 async def test_tool_calls_without_http_are_on_the_record(keyed_app, admin, bank):
     """`hindsight mcp` (stdio) serves tools with no HTTP request around them: the handler records them."""
-    from mcp.shared.exceptions import MCPError
-
     from hindsight.engine.access.keys import Principal
 
     from conftest import mcp_local
@@ -242,8 +241,7 @@ async def test_tool_calls_without_http_are_on_the_record(keyed_app, admin, bank)
     who = Principal("bank", key_id="key_local", banks=frozenset({bank}))
     async with mcp_local(keyed_app, bank=bank, who=who) as client:
         await client.call_tool("retain", {"content": "Pia bakes rye bread."})
-        with pytest.raises(MCPError):
-            await client.call_tool("get_mental_model", {"mental_model_id": "none-here"})
+        tool_error(await client.call_tool("get_mental_model", {"mental_model_id": "none-here"}))
     records = await _records(keyed_app, admin, bank, transport="mcp")
     assert {(r["action"], r["outcome"], r["principal"], r["route"]) for r in records} == {
         ("retain", "ok", "key_local", None),

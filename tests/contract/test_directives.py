@@ -9,11 +9,11 @@ import asyncio
 
 import httpx
 import pytest
-from mcp.shared.exceptions import MCPError
 
 from hindsight.engine.access.keys import Principal
 
 from conftest import fresh_database, llm_env, mcp_local, running_app
+from support import tool_error as failed
 
 
 def _system_prompts(stub, task: str, since: int) -> list[str]:
@@ -27,13 +27,8 @@ def _system_prompts(stub, task: str, since: int) -> list[str]:
 
 
 async def tool_error(client, name: str, args: dict) -> str:
-    """The message of a tool call that failed (a JSON-RPC error, or a result flagged isError)."""
-    try:
-        result = await client.call_tool(name, args)
-    except MCPError as exc:
-        return exc.error.message
-    assert result.is_error, (name, result)
-    return result.content[0].text
+    """The message of a tool call that failed: a result flagged isError (the MCP specification)."""
+    return failed(await client.call_tool(name, args))["message"]
 
 
 async def test_directives_over_rest_and_the_reference_api(rest, bank):

@@ -16,11 +16,11 @@ import json
 import asyncpg
 import httpx
 import pytest
-from mcp.shared.exceptions import MCPError
 
 from hindsight.engine.access.keys import Principal
 
 from conftest import fresh_database, llm_env, mcp_local, running_app
+from support import tool_error
 
 WORD = "zorblaxian"  # made up: in no dictionary, no stub answer, no other memory
 EDITED = "quivernack"  # made up: only in the text an edit replaced (the history's)
@@ -449,11 +449,9 @@ async def test_read_only_keys_and_other_banks_cannot_forget(llm_app, api, bank, 
     reader = Principal("bank", key_id="ro", banks=frozenset({mine, theirs}), read_only=True)
     scoped = Principal("bank", key_id="k", banks=frozenset({mine}))
     async with mcp_local(llm_app, bank=mine, who=scoped) as client:
-        with pytest.raises(MCPError) as e:
-            await client.call_tool("forget_memory", {"memory_id": their_memory})
-        assert e.value.code == -32602 and "does not exist" in e.value.message
-        with pytest.raises(MCPError):
-            await client.call_tool("forget_retained_document", {"document_id": f"doc-{theirs}"})
+        missing = tool_error(await client.call_tool("forget_memory", {"memory_id": their_memory}))
+        assert missing["error"] == "not_found" and "does not exist" in missing["message"]
+        tool_error(await client.call_tool("forget_retained_document", {"document_id": f"doc-{theirs}"}))
     async with mcp_local(llm_app, multi=True, who=scoped, header_bank=mine) as client:
         for tool, args in (
             ("forget_memory", {"memory_id": their_memory}),
@@ -461,9 +459,8 @@ async def test_read_only_keys_and_other_banks_cannot_forget(llm_app, api, bank, 
             ("purge_memories", {}),
             ("forget_retained_document", {"document_id": f"doc-{theirs}"}),
         ):
-            with pytest.raises(MCPError) as e:
-                await client.call_tool(tool, {**args, "bank_id": theirs})
-            assert e.value.code == -32001, (tool, e.value.message)
+            refused = tool_error(await client.call_tool(tool, {**args, "bank_id": theirs}))
+            assert refused["error"] == "forbidden", (tool, refused)
     # a read-only key forgets nothing, not even in a dry run, whatever the face
     async with mcp_local(llm_app, bank=theirs, who=reader) as client:
         for tool, args in (
@@ -473,9 +470,8 @@ async def test_read_only_keys_and_other_banks_cannot_forget(llm_app, api, bank, 
             ("purge_memories", {}),
             ("forget_retained_document", {"document_id": f"doc-{theirs}"}),
         ):
-            with pytest.raises(MCPError) as e:
-                await client.call_tool(tool, args)
-            assert e.value.code == -32001 and "only read" in e.value.message, (tool, e.value.message)
+            refused = tool_error(await client.call_tool(tool, args))
+            assert refused["error"] == "forbidden" and "only read" in refused["message"], (tool, refused)
     assert await snapshot() == before
     # forgetting the name in one bank leaves the other bank's memories of it
     theirs_before = (await api.get(f"/v1/banks/{theirs}/memories")).json()["total"]

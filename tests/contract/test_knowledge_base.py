@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import asyncio
 
-from mcp.shared.exceptions import MCPError
-
 from hindsight.engine.access.keys import Principal
 
 from conftest import mcp_local
+from support import tool_error as failed
 
 
 async def recall_texts(rest, bank, query):
@@ -21,12 +20,8 @@ async def recall_texts(rest, bank, query):
 
 
 async def tool_error(client, name: str, args: dict) -> str:
-    try:
-        result = await client.call_tool(name, args)
-    except MCPError as exc:
-        return exc.error.message
-    assert result.is_error, (name, result)
-    return result.content[0].text
+    """The message of a tool call that failed: a result flagged isError (the MCP specification)."""
+    return failed(await client.call_tool(name, args))["message"]
 
 
 async def test_written_pages_are_found_by_recall(rest, bank):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ADMIN_KEY, AUTH_EXT, Server, fresh_database
+from conftest import ADMIN_KEY, AUTH_EXT, Server, fresh_database, wait_for
 from support import Receiver
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -368,7 +368,14 @@ def test_a_person_forgets_in_the_console_and_reads_the_audit_log(page, auth_serv
         page.click("#retention button.primary")
         expect(page.locator("#retention-now")).to_contain_text("365 days; by tag: chat 30 days")
         assert admin.get(f"/v1/banks/{bank}").json()["retention_by_tag"] == {"chat": 30}
-        # the audit log: what was done here, by whom; nothing of what it said
+
+        # the audit log: what was done here, by whom; nothing of what it said (its records are
+        # written in batches within a second, so the tab is opened once they are)
+        def forgets_recorded() -> int:
+            items = admin.get(f"/v1/banks/{bank}/audit-logs", params={"limit": 200}).json()["items"]
+            return sum(r["action"] == "forget_entity" for r in items)
+
+        wait_for(lambda: forgets_recorded() == 2)
         page.click("a[data-tab=audit]")
         expect(page.locator("#audit-list [data-action=forget_entity]")).to_have_count(2, timeout=10_000)
         expect(page.locator("#audit-list [data-action=purge_memories]").first).to_contain_text("200 ok")

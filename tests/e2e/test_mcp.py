@@ -9,6 +9,7 @@ import asyncpg
 import httpx
 
 from conftest import Server, mcp_session
+from support import tool_error
 
 
 async def tool_names(url, headers=None):
@@ -21,7 +22,16 @@ async def test_single_bank_surface(server, bank):
     assert set(tools) == {
         "retain",
         "retain_batch",
+        "sync_retain",
         "recall",
+        "get_bank",
+        "get_bank_stats",
+        "update_bank",
+        "delete_bank",
+        "list_memories",
+        "get_memory",
+        "clear_memories",
+        "clear_mental_model",
         "reflect",
         "create_mental_model",
         "list_mental_models",
@@ -214,7 +224,7 @@ def test_raw_http_shapes(server, bank):
         r = h.post(
             f"/mcp/{bank}/", json={"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "recall"}}
         )
-        assert r.json()["error"]["code"] == -32602
+        assert tool_error(r.json()["result"])["field"] == "query"  # a tool error the model can act on
         r = h.post(f"/mcp/{bank}/", json={"jsonrpc": "2.0", "id": 4, "method": "no/such"})
         assert r.json()["error"]["code"] == -32601
         assert h.post("/mcp/bad id/", json=body).status_code == 404

@@ -27,7 +27,7 @@ import pytest
 
 from conftest import ADMIN_KEY, AUTH_EXT, Server, fresh_database
 from support import OAUTH_CALLBACK as CALLBACK
-from support import make_key, oauth_connect, oauth_register, rpc
+from support import make_key, oauth_connect, oauth_register, rpc, tool_error
 from support import oauth_authorize as authorize
 from support import oauth_decide as consent
 from support import oauth_exchange as exchange
@@ -301,7 +301,7 @@ def test_audience_and_banks(oauth_server, anon, admin, bank):
     assert r.status_code == 200 and "error" not in r.json(), r.text
     assert "Into the chosen bank." in str(admin.get(f"/v1/banks/{other}/memories").json())
     r = rpc(anon, "/mcp", multi, "tools/call", {"name": "recall", "arguments": {"query": "x", "bank_id": bank}})
-    assert r.json()["error"]["code"] == -32001
+    assert tool_error(r.json()["result"])["error"] == "forbidden"
     assert rpc(anon, "/mcp", multi).status_code == 200
     r = anon.post(
         "/mcp",
@@ -335,7 +335,8 @@ def test_a_key_approves_no_more_than_it_may(oauth_server, anon, admin, bank):
     r = rpc(
         anon, f"/mcp/{bank}/", tokens["access_token"], "tools/call", {"name": "retain", "arguments": {"content": "x"}}
     )
-    assert r.json()["error"]["code"] == -32001 and "only read" in r.json()["error"]["message"]
+    refused = tool_error(r.json()["result"])
+    assert refused["error"] == "forbidden" and "only read" in refused["message"]
     r = rpc(
         anon, f"/mcp/{bank}/", tokens["access_token"], "tools/call", {"name": "recall", "arguments": {"query": "x"}}
     )

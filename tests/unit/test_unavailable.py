@@ -1,4 +1,5 @@
-"""Which errors mean "the database cannot be reached" (503, -32003) and which are bugs (500)."""
+"""Which errors mean "the database cannot be reached" (503, an MCP tool error with retry_after)
+and which are bugs (500)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import asyncio
 import asyncpg
 import pytest
 
-from hindsight.engine.errors import DATABASE_UNAVAILABLE, RETRY_AFTER, InvalidArgument, Unavailable, known, unavailable
+from hindsight.engine.errors import RETRY_AFTER, InvalidArgument, Unavailable, known, unavailable
 
 
 async def connect_error(**where) -> BaseException:
@@ -31,7 +32,7 @@ def test_socket_errors_through_asyncpg_are_unavailable(where):
     assert isinstance(exc, OSError)
     error = unavailable(exc)
     assert isinstance(error, Unavailable)
-    assert error.status == 503 and error.jsonrpc_code == DATABASE_UNAVAILABLE == -32003
+    assert error.status == 503
     assert error.retry_after == RETRY_AFTER and error.http_headers() == {"Retry-After": str(RETRY_AFTER)}
     assert error.to_dict()["error"] == "database_unavailable"
     assert error.message.startswith("the database is unavailable (") and "\n" not in error.message

@@ -9,6 +9,7 @@ from fastapi import FastAPI
 from hindsight.api.compat import (
     audit,
     banks,
+    consolidation,
     directives,
     entities,
     knowledge,
@@ -17,6 +18,7 @@ from hindsight.api.compat import (
     mental_models,
     operations,
     system,
+    transfer,
     webhooks,
 )
 
@@ -24,20 +26,25 @@ PREFIX = "/v1/default"
 
 
 ROUTERS = [
-    m.router
-    for m in (
-        banks,
-        memories,
-        entities,
-        mental_models,
-        directives,
-        webhooks,
-        knowledge,
-        llm_requests,
-        operations,
-        system,
-        audit,
-    )
+    *(
+        m.router
+        for m in (
+            banks,
+            memories,
+            entities,
+            mental_models,
+            directives,
+            webhooks,
+            knowledge,
+            llm_requests,
+            operations,
+            system,
+            audit,
+            consolidation,
+            transfer,
+        )
+    ),
+    memories.chunks,
 ]
 
 

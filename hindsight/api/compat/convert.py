@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
 import json
-import re
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -11,23 +11,28 @@ import pydantic_core
 
 from hindsight.api.compat import schemas as M
 from hindsight.engine.audit.schemas import AuditEntry, AuditList, AuditStats
+from hindsight.engine.banks.llm_health import LlmHealth
 from hindsight.engine.banks.schemas import Bank, BankCounts, BankList
+from hindsight.engine.banks.settings import TRAITS, effective_settings, not_applied
 from hindsight.engine.banks.usage import LLMRequest, LLMRequestList, LLMStats
 from hindsight.engine.directives.schemas import Directive, DirectiveList
 from hindsight.engine.errors import InvalidArgument
 from hindsight.engine.knowledge.pages import KnowledgeBundle, KnowledgeNode, KnowledgePage, KnowledgeTree, PageHits
 from hindsight.engine.memory.curation import MemoryHistory
+from hindsight.engine.memory.extraction import ExtractionPreview
 from hindsight.engine.memory.graph import EntityDetail, EntityGraph, MemoryGraph
 from hindsight.engine.memory.records import EntityList
 from hindsight.engine.memory.retain import RetainAccepted
 from hindsight.engine.memory.schemas import Memory, RetainItem, RetainResult, parse_retain_items
-from hindsight.engine.memory.sources import RetainedSource
+from hindsight.engine.memory.sources import RetainedSource, SourceUnit
 from hindsight.engine.memory.tags import TagList
 from hindsight.engine.memory.timeseries import MemoriesTimeseries
 from hindsight.engine.notify.schemas import Delivery, DeliveryList, Webhook, WebhookList
 from hindsight.engine.queue.schemas import Operation, OperationList
-from hindsight.engine.reflection.mental_models import MentalModel, MentalModelList, MentalModelVersion
+from hindsight.engine.reflection.mental_models import MentalModel, MentalModelList, MentalModelVersion, RefreshPreview
 from hindsight.engine.reflection.reflect import ReflectResult
+from hindsight.engine.reflection.setup import BankSetup, SetupApplied
+from hindsight.engine.rules.validation import parse
 from hindsight.engine.search.schemas import RecallResult
 from hindsight.engine.search.trace import ResultTrace
 
@@ -228,8 +233,18 @@ def operation_status(op: Operation) -> M.OperationStatus:
         error_message=op.error,
         retry_count=max(0, op.attempts - 1),
         next_retry_at=iso(op.run_after) if op.status == "queued" else None,
-        result_metadata=op.result if isinstance(op.result, dict) else None,
+        result_metadata=result_metadata(op),
     )
+
+
+def result_metadata(op: Operation) -> dict[str, Any] | None:
+    """An operation's result, with the download URL of the archive an export wrote (where the
+    reference's clients fetch it)."""
+    if not isinstance(op.result, dict):
+        return None
+    if op.type == "export_documents" and isinstance(op.result.get("storage_key"), str):
+        return {**op.result, "download_url": download_url(op.result["storage_key"])}
+    return op.result
 
 
 def mental_model(m: MentalModel, with_content: bool = True) -> M.MentalModelOut:
@@ -356,62 +371,14 @@ def bank_stats(c: BankCounts) -> M.BankStats:
     )
 
 
-# ---- config: the reference's per-bank settings ---------------------------------------------------
-# The ones we act on, and where they go; every other key is kept and reported back as not applied.
-_TRAITS = {f"disposition_{t}": t for t in ("skepticism", "literalism", "empathy")}
-APPLIED = {"reflect_mission", *_TRAITS}
-_KEY = re.compile(r"[a-z][a-z0-9_]{0,99}")
-
-
-def _key(raw: str) -> str:
-    """A setting's name as the reference's Python field (HINDSIGHT_API_X is also accepted)."""
-    key = raw.removeprefix("HINDSIGHT_API_").lower() if raw.startswith("HINDSIGHT_API_") else raw
-    if not _KEY.fullmatch(key):
-        raise InvalidArgument(f"updates: {raw[:120]!r} is not a setting name (lower_snake_case)", "updates")
-    return key
-
-
-def _check(key: str, value: Any) -> None:
-    if key == "reflect_mission" and not (isinstance(value, str) and len(value) <= 4_000):
-        raise InvalidArgument("updates.reflect_mission: expected text of at most 4,000 characters", "updates")
-    if key in _TRAITS and not (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 5):
-        raise InvalidArgument(f"updates.{key}: expected an integer from 1 to 5", "updates")
-
-
+# ---- config: the reference's per-bank settings (engine/banks/settings.py maps them) -------------
 def config_out(bank: Bank) -> M.BankConfig:
-    overrides = dict(bank.client_settings)
-    config: dict[str, Any] = {
-        "reflect_mission": bank.mission,
-        **{key: (bank.disposition or {}).get(trait, 3) for key, trait in _TRAITS.items()},
-        "document_chunk_size": bank.document_chunk_size,
-    }
     return M.BankConfig(
         bank_id=bank.bank_id,
-        config={**overrides, **config},
-        overrides=overrides,
-        not_applied=sorted(k for k in overrides if k not in APPLIED),
+        config=effective_settings(bank),
+        overrides=dict(bank.client_settings),
+        not_applied=not_applied(bank),
     )
-
-
-def config_update(updates: dict[str, Any], bank: Bank) -> dict[str, Any]:
-    """The BankUpdate fields a PATCH of the config sets on `bank`: every key kept as an override
-    (null removes one), the mission and disposition traits it names applied to the profile."""
-    kept = dict(bank.client_settings)
-    update: dict[str, Any] = {}
-    for raw, value in updates.items():
-        key = _key(raw)
-        if value is None:
-            kept.pop(key, None)
-            continue
-        _check(key, value)
-        kept[key] = value
-        if key == "reflect_mission":
-            update["mission"] = value
-        elif key in _TRAITS:
-            update.setdefault("disposition", dict(bank.disposition or {}))[_TRAITS[key]] = value
-    if len(kept) > 100:
-        raise InvalidArgument("updates: a bank keeps at most 100 overrides", "updates")
-    return {**update, "client_settings": kept}
 
 
 # ---- memories ---------------------------------------------------------------------------------------
@@ -518,6 +485,196 @@ def source(d: RetainedSource) -> M.DocumentOut:
         tags=d.tags,
         document_metadata=d.metadata,
     )
+
+
+# ---- the rest of the reference's surface (issue 52) ----------------------------------------------
+def disposition_update(body: M.UpdateDispositionIn, bank: Bank) -> dict[str, Any]:
+    """The traits of a PUT of the profile, merged into the bank's own disposition."""
+    return {"disposition": {**(bank.disposition or {}), **body.disposition.model_dump()}}
+
+
+def background_update(body: M.AddBackgroundIn, bank: Bank) -> dict[str, Any]:
+    """Background added to the mission (the reference's deprecated route now writes the mission):
+    appended as a paragraph of its own, unless the mission holds it already."""
+    mission, added = bank.mission or "", body.content.strip()
+    if added in mission:
+        return {}
+    merged = f"{mission}\n\n{added}" if mission else added
+    if len(merged) > 4_000:
+        raise InvalidArgument("content: the mission with this added would pass 4,000 characters", "content")
+    return {"mission": merged}
+
+
+def background_out(b: Bank) -> M.BackgroundOut:
+    return M.BackgroundOut(mission=b.mission or "", background=b.mission or "", disposition=disposition(b.disposition))
+
+
+def template_out(bank: Bank, setup: BankSetup) -> M.TemplateOut:
+    """A bank's setup as the reference's template manifest: the settings by its names (ours that
+    it has: the mission and traits; those kept for the bank as it was given them)."""
+    settings: dict[str, Any] = {**bank.client_settings, "reflect_mission": bank.mission}
+    for key, trait in TRAITS.items():
+        if trait in (bank.disposition or {}):
+            settings[key] = bank.disposition[trait]
+    return M.TemplateOut(
+        bank={k: v for k, v in settings.items() if v is not None},
+        mental_models=[
+            M.TemplateModelOut(
+                id=m.mental_model_id, name=m.name, source_query=m.source_query, tags=m.tags, max_tokens=m.max_tokens
+            )
+            for m in setup.mental_models or []
+        ],
+        directives=[
+            {"name": d.name, "content": d.content, "priority": d.priority, "is_active": d.is_active, "tags": d.tags}
+            for d in setup.directives or []
+        ],
+    )
+
+
+def template_in(body: M.TemplateIn) -> dict[str, Any]:
+    """The BankSetup a manifest asks for: its settings, mental models (by id) and directives (by
+    name)."""
+    if body.version.strip() != "1":
+        raise InvalidArgument(f'version: {body.version!r} is not a template version this server reads ("1")', "version")
+    setup: dict[str, Any] = {}
+    if body.name is not None:
+        setup["name"] = body.name
+    if body.bank is not None:
+        setup["settings"] = body.bank
+    if body.directives is not None:
+        setup["directives"] = [
+            {
+                "name": d.name,
+                "content": d.content,
+                "priority": d.priority if d.priority is not None else 0,
+                "is_active": d.is_active if d.is_active is not None else True,
+                "tags": as_list(d.tags),
+            }
+            for d in body.directives
+        ]
+    if body.mental_models is not None:
+        setup["mental_models"] = [
+            {
+                "mental_model_id": m.id,
+                "name": m.name,
+                "source_query": m.source_query,
+                "tags": as_list(m.tags),
+                "max_tokens": m.max_tokens if m.max_tokens is not None else 2048,
+                "content": m.content,
+            }
+            for m in body.mental_models
+        ]
+    return setup
+
+
+def template_imported(applied: SetupApplied) -> M.TemplateImported:
+    return M.TemplateImported(
+        bank_id=applied.bank_id,
+        config_applied=applied.settings_applied,
+        mental_models_created=applied.mental_models_created,
+        mental_models_updated=applied.mental_models_updated,
+        directives_created=applied.directives_created,
+        directives_updated=applied.directives_updated,
+        operation_ids=applied.operation_ids,
+        dry_run=applied.dry_run,
+    )
+
+
+def llm_health(h: LlmHealth) -> M.LlmHealthOut:
+    return M.LlmHealthOut(bank_id=h.bank_id, operations=[M.LlmOperationHealth(**p.model_dump()) for p in h.operations])
+
+
+def usage_out(usage: dict[str, int] | None) -> M.TokenUsage:
+    pt, ct = (usage or {}).get("prompt_tokens", 0), (usage or {}).get("completion_tokens", 0)
+    return M.TokenUsage(input_tokens=pt, output_tokens=ct, total_tokens=pt + ct)
+
+
+def dry_run_extract_in(body: M.DryRunExtractIn) -> dict[str, Any]:
+    item: dict[str, Any] = {"content": _text_of(body.content, "body")}
+    if body.context:
+        item["context"] = body.context
+    if body.timestamp is not None:
+        item["timestamp"] = body.timestamp
+    return item
+
+
+def dry_run_extract_out(p: ExtractionPreview) -> M.DryRunExtractOut:
+    return M.DryRunExtractOut(
+        facts=[
+            M.ExtractedFactOut(
+                text=f.text,
+                fact_type=f.type,
+                occurred_start=iso(f.occurred_start),
+                occurred_end=iso(f.occurred_end),
+                entities=f.entities,
+            )
+            for f in p.facts
+        ],
+        usage=usage_out(p.usage),
+    )
+
+
+def dry_run_refresh_out(p: RefreshPreview) -> M.DryRunRefreshOut:
+    """A refresh preview in the reference's shape. Every refresh here is a full one, so the mode
+    asked for and the one run are both `full`; what it read is the models's tags, all of them
+    (all_strict), up to when the preview started."""
+    m = p.mental_model
+    current = m.content or ""
+    diff = "".join(
+        difflib.unified_diff(
+            current.splitlines(keepends=True), p.content.splitlines(keepends=True), "current", "candidate"
+        )
+    )
+    outcome = "content_written" if p.content != current else "content_unchanged"
+    usage = usage_out(p.usage)
+    ms = int(p.seconds * 1000)
+    return M.DryRunRefreshOut(
+        mental_model_id=m.mental_model_id,
+        name=m.name,
+        outcome=outcome,
+        would_persist=p.content != current,
+        scope=M.RefreshScope(
+            tags=m.tags or None, tags_match="all_strict", exclude_mental_model_ids=[m.mental_model_id]
+        ),
+        window=M.RefreshWindow(created_before=p.as_of.isoformat(), watermark=p.as_of.isoformat()),
+        facts=M.FactCounts(retrieved=p.memory_types, used=p.memory_types),
+        based_on={k: [{"id": i} for i in v] for k, v in p.based_on.items() if isinstance(v, list)},
+        current_content=current,
+        candidate_content=p.content,
+        preview_content=p.content,
+        diff=diff,
+        trace=M.RefreshTrace(
+            recorded_at=p.as_of.isoformat(), effective_mode="full", outcome=outcome, usage=usage, duration_ms=ms
+        ),
+        usage=usage,
+        duration_ms=ms,
+    )
+
+
+def chunk_out(u: SourceUnit) -> M.Chunk:
+    return M.Chunk(
+        chunk_id=u.id,
+        document_id=u.document_id,
+        bank_id=u.bank_id,
+        chunk_index=u.index,
+        chunk_text=u.text,
+        created_at=u.created_at.isoformat(),
+    )
+
+
+def download_url(key: str) -> str:
+    return f"/v1/default/files/download/{key}"
+
+
+def file_metas(raw: str) -> list[dict[str, Any]]:
+    """The per-file metadata of a files/retain request (its `request` form field, JSON text)."""
+    try:
+        body = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        raise InvalidArgument("request: not JSON (a FileRetainRequest as JSON text)", "request") from None
+    if not isinstance(body, dict):
+        raise InvalidArgument("request: must be a JSON object", "request")
+    return list(parse(M.FilesRequest, body, "request.").files_metadata or [])
 
 
 # ---- directives ----------------------------------------------------------------------------------

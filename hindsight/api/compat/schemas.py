@@ -502,11 +502,11 @@ class Features(BaseModel):
     observations: bool = False
     mcp: bool = True
     worker: bool = True
-    bank_config_api: bool = False
-    bank_llm_health: bool = False
-    file_upload_api: bool = False
-    document_export_api: bool = False
-    document_import_api: bool = False
+    bank_config_api: bool = True
+    bank_llm_health: bool = True
+    file_upload_api: bool = True
+    document_export_api: bool = True
+    document_import_api: bool = True
     audit_log: bool = False
     llm_trace: bool = False
     store_document_text: bool = True
@@ -521,6 +521,244 @@ class Liveness(BaseModel):
     status: str = "ok"
     version: str
     uptime_seconds: float
+
+
+# ---- the rest of the reference's surface (issue 52) ----------------------------------------------
+class DispositionIn(Lenient):
+    skepticism: int = Field(ge=1, le=5)
+    literalism: int = Field(ge=1, le=5)
+    empathy: int = Field(ge=1, le=5)
+
+
+class UpdateDispositionIn(Lenient):
+    """PUT /banks/{bank_id}/profile: the three traits, all given."""
+
+    disposition: DispositionIn
+
+
+class AddBackgroundIn(Lenient):
+    """POST /banks/{bank_id}/background (deprecated there): text added to the mission."""
+
+    content: str = Field(min_length=1, max_length=4_000)
+    update_disposition: bool | None = True
+
+
+class BackgroundOut(BaseModel):
+    mission: str
+    background: str | None = None
+    disposition: Disposition | None = None
+
+
+class TemplateMentalModel(Lenient):
+    id: str
+    name: str
+    source_query: str
+    tags: list[str] | None = None
+    max_tokens: int | None = 2048
+    trigger: Trigger | dict[str, Any] | None = None
+    content: str | None = Field(
+        None, description="Ours: content already written; a new model starts with it instead of a refresh."
+    )
+
+
+class TemplateDirective(Lenient):
+    name: str
+    content: str
+    priority: int | None = 0
+    is_active: bool | None = True
+    tags: list[str] | None = None
+
+
+class TemplateIn(Lenient):
+    """A bank template manifest (the reference's BankTemplateManifest, version "1")."""
+
+    version: str
+    bank: dict[str, Any] | None = None
+    mental_models: list[TemplateMentalModel] | None = None
+    directives: list[TemplateDirective] | None = None
+    name: str | None = Field(None, description="Ours: the bank's display name.")
+
+
+class TemplateModelOut(BaseModel):
+    id: str
+    name: str
+    source_query: str
+    tags: list[str] = Field(default_factory=list)
+    max_tokens: int = 2048
+    trigger: dict[str, Any] = Field(default_factory=dict)
+
+
+class TemplateOut(BaseModel):
+    version: str = "1"
+    bank: dict[str, Any] | None = None
+    mental_models: list[TemplateModelOut] | None = None
+    directives: list[dict[str, Any]] | None = None
+
+
+class TemplateImported(BaseModel):
+    bank_id: str
+    config_applied: bool
+    mental_models_created: list[str] = Field(default_factory=list)
+    mental_models_updated: list[str] = Field(default_factory=list)
+    directives_created: list[str] = Field(default_factory=list)
+    directives_updated: list[str] = Field(default_factory=list)
+    operation_ids: list[str] = Field(default_factory=list)
+    dry_run: bool = False
+
+
+class LlmOperationHealth(BaseModel):
+    operation: str
+    ok: bool
+    status: str
+    latency_ms: float | None = None
+
+
+class LlmHealthOut(BaseModel):
+    bank_id: str
+    operations: list[LlmOperationHealth]
+
+
+class ObservationScope(BaseModel):
+    tags: list[str]
+    count: int
+
+
+class ObservationScopes(BaseModel):
+    scopes: list[ObservationScope]
+    total: int = 0
+    limit: int = 100
+    offset: int = 0
+
+
+class ConsolidationIn(Lenient):
+    observation_scopes: list[list[str]] | None = None
+
+
+class ConsolidationOut(BaseModel):
+    operation_id: str
+    deduplicated: bool = False
+
+
+class Recovered(BaseModel):
+    retried_count: int
+
+
+class ObservationsCleared(BaseModel):
+    deleted_count: int
+
+
+class DryRunExtractIn(Lenient):
+    """POST /memories/dry-run-extract. The reference's prompt settings to A/B (retain_mission,
+    extraction mode, chunk size, entity labels, output language) are accepted and not applied:
+    this server has one extraction prompt."""
+
+    content: str | list[dict[str, Any]]
+    context: str | None = ""
+    timestamp: str | None = None
+
+
+class ExtractedFactOut(BaseModel):
+    text: str
+    fact_type: str
+    occurred_start: str | None = None
+    occurred_end: str | None = None
+    entities: list[str] = Field(default_factory=list)
+
+
+class DryRunExtractOut(BaseModel):
+    facts: list[ExtractedFactOut]
+    usage: TokenUsage
+
+
+class RefreshScope(BaseModel):
+    tags: list[str] | None = None
+    tags_match: str
+    tag_groups: list[Any] | None = None
+    fact_types: list[str] | None = None
+    exclude_mental_models: bool = False
+    exclude_mental_model_ids: list[str] = Field(default_factory=list)
+
+
+class RefreshWindow(BaseModel):
+    created_after: str | None = None
+    created_before: str
+    watermark: str | None = None
+
+
+class FactCounts(BaseModel):
+    retrieved: dict[str, int] = Field(default_factory=dict)
+    used: dict[str, int] = Field(default_factory=dict)
+
+
+class RefreshTrace(BaseModel):
+    recorded_at: str | None = None
+    effective_mode: str
+    mode_fallback_reason: str | None = None
+    outcome: str
+    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    llm_calls: list[dict[str, Any]] = Field(default_factory=list)
+    usage: TokenUsage | None = None
+    duration_ms: int = 0
+    warnings: list[str] = Field(default_factory=list)
+
+
+class DryRunRefreshOut(BaseModel):
+    mental_model_id: str
+    name: str
+    requested_mode: str = "full"
+    effective_mode: str = "full"
+    mode_fallback_reason: str | None = None
+    outcome: str
+    would_persist: bool
+    scope: RefreshScope
+    window: RefreshWindow
+    facts: FactCounts
+    based_on: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    current_content: str
+    candidate_content: str
+    preview_content: str
+    diff: str
+    trace: RefreshTrace
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    duration_ms: int = 0
+    warnings: list[str] = Field(default_factory=list)
+
+
+class DocumentPatch(Lenient):
+    tags: list[str] | None = None
+
+
+class Succeeded(BaseModel):
+    success: bool = True
+
+
+class Reprocessed(BaseModel):
+    success: bool = True
+    operation_id: str
+    items_count: int
+
+
+class OperationDone(BaseModel):
+    success: bool
+    message: str
+    operation_id: str
+
+
+class Submitted202(BaseModel):
+    operation_id: str
+    status: str = "pending"
+
+
+class FilesRetained(BaseModel):
+    operation_ids: list[str]
+
+
+class FilesRequest(Lenient):
+    """The `request` field of POST /files/retain (a JSON string): per-file metadata. The
+    reference's parser choice is accepted and not applied (this server has one reader per type)."""
+
+    files_metadata: list[dict[str, Any]] | None = None
+    parser: str | list[str] | None = None
 
 
 # ---- directives ---------------------------------------------------------------------------------

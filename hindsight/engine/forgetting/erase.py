@@ -322,7 +322,10 @@ async def forget_retained_document(rt: Runtime, bank_id: str, req: ForgetRetaine
 
 
 async def clear_memories(rt: Runtime, bank_id: str, req: ClearMemories, actor: str) -> Forgotten:
-    """Every memory of the bank (or of one type); its settings, documents and models stay."""
+    """Every memory of the bank (or of one type); its settings, documents and models stay.
+    Hindsight's observations are none here: clearing them forgets nothing."""
+    if req.type == "observation":
+        return Forgotten(bank_id=bank_id, memories=0)
 
     async def batch(conn: asyncpg.Connection) -> list[uuid.UUID]:
         return [r[0] for r in await conn.fetch(Q.forget_all_memories, bank_id, req.type, BATCH)]

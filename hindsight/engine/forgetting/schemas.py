@@ -6,6 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from hindsight.engine.memory.records import BrowseType
 from hindsight.engine.memory.schemas import MemoryType
 from hindsight.engine.rules.text import Strict
 
@@ -135,4 +136,6 @@ class ClearMemories(Strict):
 
     model_config = ConfigDict(extra="forbid")
 
-    type: MemoryType | None = Field(None, description="Only memories of this type.")
+    type: BrowseType | None = Field(
+        None, description="Only memories of this type (observation: Hindsight's, none are kept here)."
+    )

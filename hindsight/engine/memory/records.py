@@ -4,7 +4,7 @@ engine/forgetting/erase.py."""
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import from_json
@@ -12,7 +12,7 @@ from pydantic_core import from_json
 from hindsight.db.binder import Binder
 from hindsight.db.sql import Q, fill
 from hindsight.engine.errors import NotFound, parse_uuid
-from hindsight.engine.memory.schemas import Memory, MemoryType
+from hindsight.engine.memory.schemas import Memory
 from hindsight.engine.rules.fields import Offset, clean_tags
 from hindsight.engine.rules.tags import TagsMatch, tag_condition
 from hindsight.engine.rules.text import Strict
@@ -109,6 +109,17 @@ class MemoryList(BaseModel):
     offset: int
 
 
+class MemoryRef(Strict):
+    model_config = ConfigDict(extra="forbid")
+
+    memory_id: str = Field(description="The memory's id (a UUID), as recall and list_memories give it.")
+
+
+# The types a client may name when browsing or clearing: ours, and Hindsight's observations
+# (consolidated summaries its server keeps beside the facts), of which this server keeps none.
+BrowseType = Literal["world", "experience", "observation"]
+
+
 class MemoryQuery(Strict):
     """Which stored memories to list (browsing, not ranking: that is recall)."""
 
@@ -117,7 +128,7 @@ class MemoryQuery(Strict):
     limit: int = Field(50, ge=0, le=1000)
     offset: int = Offset
     document_id: str | None = Field(None, max_length=256)
-    type: MemoryType | None = None
+    type: BrowseType | None = Field(None, description="world or experience (observation: none are kept here).")
     q: str | None = Field(None, max_length=500, description="Substring of the text or context (any case).")
     tags: list[str] | None = None
     tags_match: TagsMatch = "any"

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from hindsight.db.sql import Q
 from hindsight.engine.banks.registry import ensure_bank
-from hindsight.engine.errors import InvalidArgument
+from hindsight.engine.errors import InvalidArgument, NotFound
 from hindsight.engine.memory.ids import new_memory_id
 from hindsight.engine.memory.schemas import RetainItem, RetainResult
 from hindsight.engine.memory.sources import delete_sources, store_sources
@@ -368,6 +368,49 @@ async def retain_later(rt: Runtime, bank_id: str, items: list[RetainItem], actor
             op_id = await ops.enqueue_operation(conn, bank_id, RETAIN, payload, max_attempts=s.operation_max_attempts)
     rt.queue.poke()
     return RetainAccepted(bank_id=bank_id, items=len(items), operation_id=str(op_id))
+
+
+async def reprocess_source(rt: Runtime, bank_id: str, document_id: str, actor: str = "retain") -> RetainAccepted:
+    """Retain a document's text again, as it was retained (its tags, metadata, context and first
+    mention time), in the background: its memories are replaced by those this retain makes (with
+    an LLM, facts extracted as things are configured now). Text longer than one item may hold is
+    retained as several items, cut between paragraphs."""
+    async with rt.pool.acquire() as conn:
+        r = await conn.fetchrow(Q.source_reprocess_input, bank_id, document_id)
+    if r is None:
+        raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
+    base = {
+        "context": r["context"] or "general",
+        "timestamp": r["mentioned_at"] or "unset",
+        "tags": list(r["tags"]),
+        "metadata": json.loads(r["metadata"]),
+        "document_id": document_id,
+    }
+    pieces = _paragraph_pieces(r["original_text"], rt.settings.max_content_chars)
+    items = [RetainItem.model_validate({**base, "content": piece}) for piece in pieces]
+    return await retain_later(rt, bank_id, items, actor)
+
+
+def _paragraph_pieces(text: str, limit: int) -> list[str]:
+    """`text` in pieces of at most `limit` characters, cut between paragraphs where it can be."""
+    pieces: list[str] = []
+    cur = ""
+    for para in text.split("\n\n"):
+        while len(para) > limit:
+            if cur:
+                pieces.append(cur)
+                cur = ""
+            pieces.append(para[:limit])
+            para = para[limit:]
+        joined = f"{cur}\n\n{para}" if cur else para
+        if len(joined) > limit:
+            pieces.append(cur)
+            cur = para
+        else:
+            cur = joined
+    if cur.strip():
+        pieces.append(cur)
+    return [p for p in pieces if p.strip()] or [text[:limit]]
 
 
 async def run_retain(rt: Runtime, job: Job) -> dict:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import asyncpg
 
 from hindsight.db.sql import Q
-from hindsight.engine.errors import NotFound, parse_uuid
+from hindsight.engine.errors import Conflict, NotFound, parse_uuid
 from hindsight.engine.queue.schemas import TERMINAL, Operation, OperationList, OperationQuery
 
 if TYPE_CHECKING:
@@ -148,6 +148,48 @@ async def cancel_operation(rt: Runtime, bank_id: str, operation_id: str) -> Oper
             bank_id,
         )
     return await get_operation(rt, bank_id, operation_id)
+
+
+async def retry_operation(rt: Runtime, bank_id: str, operation_id: str) -> Operation:
+    """A failed operation queued again as new, under its id (its payload is what it had). Only a
+    failed one: queued or running work is under way, and finished work is done or was stopped."""
+    oid = parse_operation_id(operation_id)
+    async with rt.pool.acquire() as conn:
+        try:
+            retried = await conn.fetchval(Q.operation_retry, oid, bank_id)
+        except asyncpg.UniqueViolationError:
+            raise Conflict(
+                f"operation_id: a newer operation for the same work is already queued or running in bank {bank_id!r}",
+                "operation_id",
+            ) from None
+    if retried is None:
+        op = await get_operation(rt, bank_id, operation_id)  # NotFound when it is not the bank's
+        raise Conflict(
+            f"operation_id: operation {operation_id} is {op.status}; only a failed one is retried", "operation_id"
+        )
+    rt.queue.poke()
+    return await get_operation(rt, bank_id, operation_id)
+
+
+async def retry_failed_operations(rt: Runtime, bank_id: str, types: list[str]) -> int:
+    """The bank's failed operations of these types (those without a dedup key) queued again;
+    returns how many."""
+    async with rt.pool.acquire() as conn:
+        rows = await conn.fetch(Q.operation_retry_failed, bank_id, types)
+    if rows:
+        rt.queue.poke()
+    return len(rows)
+
+
+async def delete_operation(rt: Runtime, bank_id: str, operation_id: str) -> Operation:
+    """Forget a finished operation (what it did stays done); returns it as it was. Queued or
+    running work is cancelled first (cancel_operation), not deleted."""
+    op = await get_operation(rt, bank_id, operation_id)
+    async with rt.pool.acquire() as conn:
+        deleted = await conn.fetchval(Q.operation_delete, parse_operation_id(operation_id), bank_id)
+    if deleted is None:
+        raise Conflict(f"operation_id: operation {operation_id} is still {op.status}; cancel it first", "operation_id")
+    return op
 
 
 async def wait_for_operation(

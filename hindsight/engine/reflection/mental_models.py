@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
-from datetime import datetime
+from collections import Counter
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -28,6 +30,8 @@ from hindsight.db.binder import Binder
 from hindsight.db.sql import Q, fill
 from hindsight.engine.banks.registry import ensure_bank
 from hindsight.engine.errors import Conflict, HindsightError, InvalidArgument, NotFound
+from hindsight.engine.memory.records import get_memories
+from hindsight.engine.memory.retain import EXTRACT
 from hindsight.engine.notify import events
 from hindsight.engine.queue import operations as ops
 from hindsight.engine.reflection.reflect import ReflectRequest, reflect
@@ -43,6 +47,7 @@ if TYPE_CHECKING:
 MODEL_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
 _MODEL_ID = re.compile(MODEL_ID_PATTERN)
 REFRESH = "refresh_mental_model"
+CONSOLIDATE = "consolidate"
 DELETED = "mental model deleted"
 # After a failed refresh, the sweep leaves the model alone for this many debounce periods (at
 # least a minute) before it queues it again for the memories it could not take in.
@@ -147,6 +152,24 @@ class MentalModelList(BaseModel):
 class MentalModelDeleted(BaseModel):
     deleted: bool
     mental_model_id: str
+
+
+class RefreshPreview(BaseModel):
+    """What a refresh would write now, written nowhere."""
+
+    mental_model: MentalModel = Field(description="The model as it is.")
+    content: str = Field(description="The content a refresh would write.")
+    based_on: dict[str, Any]
+    memory_types: dict[str, int] = Field(description="The memories it drew from, by type.")
+    mode: str = Field(description="llm, or extractive (offline, as a refresh would be).")
+    usage: dict[str, int] | None = None
+    as_of: datetime = Field(description="The memories it read were those written up to this time.")
+    seconds: float
+
+
+class Consolidation(BaseModel):
+    operation_id: str
+    deduplicated: bool = Field(description="True when one was already queued or running: that one is returned.")
 
 
 class MentalModelVersion(BaseModel):
@@ -328,6 +351,115 @@ async def remove_mental_model(conn, bank_id: str, model_id: str) -> bool:
         return False
     await conn.execute(Q.mental_model_cancel_refreshes, bank_id, dedup_key(bank_id, model_id), DELETED)
     return True
+
+
+async def clear_mental_model(rt: Runtime, bank_id: str, model_id: str) -> MentalModel:
+    """Forget the model's content: it reads as pending, with no content, until its next refresh
+    (asked for, or queued by the sweep when memories it draws from arrive). Every refresh here is
+    a full one, so clearing is not needed to rebuild it; it is for content that should go now. The
+    versions it had stay in its history; a refresh under way is left to finish."""
+    check_model_id(model_id)
+    async with rt.writes.open(bank_id) as conn:
+        if await conn.fetchval(Q.mental_model_clear, bank_id, model_id) is None:
+            raise NotFound(f"mental model {model_id!r} does not exist in bank {bank_id!r}", "mental_model_id")
+    return await get_mental_model(rt, bank_id, model_id)
+
+
+async def create_with_content(rt: Runtime, bank_id: str, req: MentalModelCreate, content: str) -> MentalModel:
+    """A model whose content was written elsewhere (a bank's setup brought over): ready, current
+    as of now, its content its first version; no refresh is queued (the sweep refreshes it when
+    memories carrying its tags arrive, as any other)."""
+    model_id = check_model_id(req.mental_model_id or slug(req.name))
+    vec = await rt.embedder.query(req.source_query)
+    async with rt.writes.open(bank_id) as conn:
+        await ensure_bank(conn, bank_id)
+        inserted = await conn.fetchval(
+            Q.mental_model_create_with_content,
+            bank_id,
+            model_id,
+            req.name,
+            req.source_query,
+            req.tags,
+            req.max_tokens,
+            vec,
+            content,
+        )
+        if inserted is None:
+            raise Conflict(
+                f"mental_model_id: a mental model {model_id!r} already exists in bank {bank_id!r}", "mental_model_id"
+            )
+        await conn.fetchval(Q.mental_model_add_version, bank_id, model_id, content, "{}")
+    return await get_mental_model(rt, bank_id, model_id)
+
+
+async def preview_refresh(rt: Runtime, bank_id: str, model_id: str) -> RefreshPreview:
+    """A refresh run as the worker runs it, its content returned instead of written (the model,
+    its history and its watermark stay as they are). Calls the LLM as a refresh does."""
+    model = await get_mental_model(rt, bank_id, model_id)
+    started, as_of = time.perf_counter(), datetime.now(UTC)
+    result = await reflect(
+        rt,
+        bank_id,
+        ReflectRequest(
+            query=model.source_query,
+            tags=model.tags or None,
+            tags_match=MENTAL_MODEL_MATCH,
+            budget="high" if model.max_tokens > 4096 else "mid",
+            on_llm_failure="error",
+        ),
+        operation="mental_model_preview",
+        exclude_model=model_id,
+        max_answer_tokens=model.max_tokens,
+    )
+    drawn = await get_memories(rt, bank_id, result.based_on.memories)
+    return RefreshPreview(
+        mental_model=model,
+        content=result.answer,
+        based_on=result.based_on.model_dump(),
+        memory_types=dict(Counter(m.type for m in drawn)),
+        mode=result.mode,
+        usage=result.usage,
+        as_of=as_of,
+        seconds=round(time.perf_counter() - started, 3),
+    )
+
+
+async def consolidate(rt: Runtime, bank_id: str) -> Consolidation:
+    """Bring the bank's derived knowledge up to date now: an operation that queues a refresh of
+    every model whose content is behind its memories (what the scheduler's sweep does on its own
+    once a bank has been quiet). One per bank at a time: asked again meanwhile, the one under way
+    is returned."""
+    key = f"{CONSOLIDATE}:{bank_id}"
+    async with rt.pool.acquire() as conn, conn.transaction():
+        if not await conn.fetchval(Q.bank_exists, bank_id):
+            raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
+        pending = await conn.fetchval(Q.operation_pending_by_key, bank_id, key)
+        op_id = pending or await ops.enqueue_operation(
+            conn, bank_id, CONSOLIDATE, {}, max_attempts=rt.settings.operation_max_attempts, dedup_key=key
+        )
+    rt.queue.poke()
+    return Consolidation(operation_id=str(op_id), deduplicated=pending is not None)
+
+
+async def run_consolidate(rt: Runtime, job: Job) -> dict:
+    async with rt.pool.acquire() as conn, conn.transaction():
+        stale = [r[0] for r in await conn.fetch(Q.mental_model_stale_in_bank, job.bank_id)]
+        queued = [str(await _queue_refresh(rt, conn, job.bank_id, m, "consolidation")) for m in stale]
+    rt.queue.poke()
+    return {"mental_models": stale, "refresh_operation_ids": queued}
+
+
+async def recover_failed(rt: Runtime, bank_id: str) -> int:
+    """Derived knowledge that failed to come about, asked for again: the bank's failed fact
+    extractions queued again, and a refresh queued for each model whose last refresh failed.
+    Returns how many."""
+    retried = await ops.retry_failed_operations(rt, bank_id, [EXTRACT])
+    async with rt.pool.acquire() as conn:
+        failed = [r[0] for r in await conn.fetch(Q.mental_model_failed_in_bank, bank_id)]
+        for model_id in failed:
+            await _queue_refresh(rt, conn, bank_id, model_id, "recovery")
+    rt.queue.poke()
+    return retried + len(failed)
 
 
 async def refresh_mental_model(rt: Runtime, bank_id: str, model_id: str) -> MentalModelOperation:

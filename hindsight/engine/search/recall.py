@@ -32,7 +32,7 @@ from hindsight.engine.search.details import Words, read_memories, read_scores
 from hindsight.engine.search.fusion import candidates, rank, weights_for
 from hindsight.engine.search.schemas import RecallRequest, RecallResult
 from hindsight.engine.search.trace import recall_trace
-from hindsight.language.cjk import has_cjk
+from hindsight.language.cjk import has_cjk, has_cjk_beyond_han
 from hindsight.language.query_terms import content_words
 from hindsight.language.time_expressions import find_time_windows
 from hindsight.text import tokens_of_chars
@@ -77,7 +77,7 @@ async def recall(rt: Runtime, bank_id: str, req: RecallRequest) -> RecallResult:
     # In a fixed order: a memory's arms are listed the same way whichever arm finished first.
     ids, found_by = candidates({arm: found[arm] for arm in ("semantic", "keyword", "temporal") if arm in found})
 
-    weights = weights_for(req.mode, rt.embedder.reads_cjk or not has_cjk(req.query))
+    weights = weights_for(req.mode, reads(rt.embedder, req.query))
     scored = await read_scores(
         rt, bank_id, ids, f, req, qvec, weighed, windows[0] if windows else None, neighbours=weights.context
     )
@@ -103,3 +103,11 @@ async def recall(rt: Runtime, bank_id: str, req: RecallRequest) -> RecallResult:
         best = max((s.row.keyword for s in scored), default=0.0)
         trace = recall_trace(weights, [r for r, _, _ in kept if r.id in rows], found_by, best)
     return RecallResult(bank_id=bank_id, query=req.query, results=results, total_tokens=total, trace=trace)
+
+
+def reads(embedder, query: str) -> bool:
+    """Whether the embedding model reads `query`: any text when it reads CJK; Chinese when it reads
+    it through its gloss (engine/memory/vectors.py), but not kana or hangul."""
+    if embedder.reads_cjk or not has_cjk(query):
+        return True
+    return embedder.reads_han and not has_cjk_beyond_han(query)
