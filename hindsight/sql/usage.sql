@@ -3,9 +3,12 @@
 -- usage_record --
 -- One LLM call, answered or not, per bank and operation: its tokens and cost for GET
 -- /v1/banks/{bank}/usage, and its outcome, duration and (when kept) content for the request log.
+-- Nothing when the bank does not exist (a probe of a bank never made, or one deleted during the
+-- call): its log went with it.
 INSERT INTO llm_usage (bank_id, operation, operation_id, model, prompt_tokens, completion_tokens, cost_usd,
                        status, error, purpose, duration_ms, attempt, request, response)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14);
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14
+WHERE EXISTS (SELECT 1 FROM banks b WHERE b.id = $1);
 
 -- usage_by_bank --
 -- A bank's LLM use by operation and model: the calls the provider answered (those that failed

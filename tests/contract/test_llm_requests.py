@@ -108,3 +108,14 @@ async def test_prompts_and_answers_only_when_kept(content_db, stub, bank):
             ref = (await rest.get(f"/v1/default/banks/{bank}/llm-requests", params={"operation": "reflect"})).json()
             ref = ref["items"][0]
             assert ref["input"] == call["request"] and ref["output"] == call["response"]
+
+
+async def test_calls_for_a_bank_never_made_answer_and_log_nothing(plain_rest, bank):
+    """The LLM probe and the extraction preview of a bank that does not exist answer (they store
+    nothing of the bank's); their calls have no bank to be logged under, and make no bank."""
+    p = f"/v1/default/banks/{bank}_never"
+    probe = await plain_rest.post(f"{p}/health/llm", json={})
+    assert probe.status_code == 200 and probe.json()["operations"], probe.text
+    preview = await plain_rest.post(f"{p}/memories/dry-run-extract", json={"content": "Ana moved to Lisbon."})
+    assert preview.status_code == 200 and preview.json()["facts"], preview.text
+    assert (await plain_rest.get(f"/v1/banks/{bank}_never")).status_code == 404
