@@ -284,3 +284,19 @@ async def test_reads_by_id_alone_are_on_the_bank_record(keyed_app, admin, bank):
     # the chunk another key could not find names no bank: on the admins' log, not on this bank's
     unnamed = await _records(keyed_app, admin, None, action="get_chunk")
     assert ("not_found", stranger["key_id"]) in {(r["outcome"], r["principal"]) for r in unnamed}
+
+
+async def test_a_tool_that_finds_its_bank_records_that_bank(keyed_app, admin, bank):
+    """delete_document on the multi-bank endpoint without a bank finds the document's bank itself:
+    the deletion is on that bank's record, not on the default bank's."""
+    r = await admin.post(
+        f"/v1/banks/{bank}/documents",
+        params={"wait": True},
+        json={"files": [{"name": "m.txt", "text": "The Falcon router draws 12 watts."}]},
+    )
+    assert r.status_code == 202, r.text
+    doc = (await admin.get(f"/v1/banks/{bank}/documents")).json()["documents"][0]["document_id"]
+    done = await _mcp_call(keyed_app, "/mcp/", ADMIN_KEY, "delete_document", {"doc_id": doc, "confirm": True})
+    assert done["deleted"] is True and done["bank_id"] == bank
+    records = await _records(keyed_app, admin, bank, transport="mcp")
+    assert [(r["action"], r["outcome"]) for r in records] == [("delete_document", "ok")]
