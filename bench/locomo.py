@@ -370,8 +370,8 @@ async def link_entities(pg_url, bank, src_banks) -> int:
             src_banks,
         )
         await conn.execute(
-            "INSERT INTO memory_entities (entity_id, memory_id)"
-            " SELECT DISTINCT se.id, m.id FROM memories m"
+            "INSERT INTO memory_entities (entity_id, memory_id, bank_id)"
+            " SELECT DISTINCT se.id, m.id, $1 FROM memories m"
             " JOIN memories l ON l.bank_id = ANY($2::text[]) AND l.text = regexp_replace(m.text, ' \\(variant \\d+\\)$', '')"
             " JOIN memory_entities le ON le.memory_id = l.id JOIN entities e ON e.id = le.entity_id"
             " JOIN entities se ON se.bank_id = $1 AND se.canonical = e.canonical"

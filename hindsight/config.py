@@ -54,7 +54,39 @@ class Settings(BaseSettings):
         description="Folder of the embedded PostgreSQL (used when no database URL is set).",
     )
     database_url: str | None = Field(
-        None, description="PostgreSQL URL (with pgvector); unset means the embedded PostgreSQL."
+        None,
+        description="PostgreSQL URL (with pgvector); unset means the embedded PostgreSQL. Several hosts "
+        "(`postgresql://h1,h2/db?target_session_attrs=read-write`) fail over to the one that takes writes "
+        "(docs/scaling.md).",
+    )
+    read_database_url: str | None = Field(
+        None,
+        description="URLs of read replicas (streaming standbys of the database), separated by spaces: recall, "
+        "reflect's reading, listings and exports read from one that has replayed the bank's last write, "
+        "else from the primary (docs/scaling.md).",
+    )
+    read_max_lag: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="Seconds a read replica may lag behind the primary and still serve reads; one further "
+        "behind, or down, is skipped until it catches up.",
+    )
+    migration_database_url: str | None = Field(
+        None,
+        description="A direct PostgreSQL URL for migrations, the start-up checks and session advisory locks, "
+        "when HINDSIGHT_API_DATABASE_URL goes through a transaction pooler; unset: the database URL.",
+    )
+    db_pool_mode: Literal["session", "transaction"] = Field(
+        "session",
+        description="`transaction` when HINDSIGHT_API_DATABASE_URL (and the read URLs) go through a pooler in "
+        "transaction pooling mode (PgBouncer `pool_mode = transaction`): no prepared statements are kept and "
+        "no session settings are sent; the server sets them as the database's defaults instead (docs/scaling.md).",
+    )
+    role: Literal["all", "api", "worker"] = Field(
+        "all",
+        description="`api`: serve requests, claim no queued work, run no scheduler. `worker`: serve only the "
+        "health and metrics routes, run the queue and the scheduler. `all`: both (docs/scaling.md).",
     )
     embedded_db_cache_mb: int = Field(
         0,
@@ -442,6 +474,19 @@ class Settings(BaseSettings):
             raise ValueError(f"must be at least HINDSIGHT_API_DB_POOL_MIN ({low})")
         return v
 
+    @field_validator("read_database_url", "migration_database_url", "db_pool_mode")
+    @classmethod
+    def _needs_database_url(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if isinstance(v, str) and not v.strip():
+            v = None
+        if v is not None and v != "session" and not info.data.get("database_url"):
+            raise ValueError("needs HINDSIGHT_API_DATABASE_URL (the embedded PostgreSQL has no replicas or pooler)")
+        return v
+
+    @property
+    def read_database_urls(self) -> list[str]:
+        return (self.read_database_url or "").split()
+
     @field_validator("secrets_key")
     @classmethod
     def _secrets_key(cls, v: str | None) -> str | None:
@@ -456,7 +501,7 @@ class Settings(BaseSettings):
             raise ValueError("must be 0 (automatic) or at least 16 (MB)")
         return v
 
-    @field_validator("log_level", "log_format", mode="before")
+    @field_validator("log_level", "log_format", "role", "db_pool_mode", mode="before")
     @classmethod
     def _lower(cls, v: object) -> object:
         return v.lower() if isinstance(v, str) else v

@@ -6,8 +6,10 @@ run by CI) fails when a file differs from what the code says. Tables: `settings`
 HINDSIGHT_API_* variable, from config.Settings, in the README), `tools` (every MCP tool, from
 mcp.catalog.TOOLS: its surfaces, arguments with their defaults and limits, annotations and
 summary, in docs/mcp.md), `hindsight_tools` (each of Hindsight's MCP tool names and what serves
-it, in docs/mcp.md) and `hindsight_api` (each operation of Hindsight's API and the route that
-serves it, from api/compat/reference.py and the REST face's routes, in docs/clients.md).
+it, in docs/mcp.md), `hindsight_api` (each operation of Hindsight's API and the route that
+serves it, from api/compat/reference.py and the REST face's routes, in docs/clients.md), and
+`citus` and `citus_triggers` (how the schema lies on a Citus cluster, from db.distribution, in
+docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pydantic.fields import FieldInfo
 from hindsight.api.compat.reference import NOT_SERVED, OPERATIONS
 from hindsight.api.rest import build_rest
 from hindsight.config import env_table, load_settings
+from hindsight.db.distribution import citus_statements, triggers_table
 from hindsight.engine.facade import Engine
 from hindsight.mcp.catalog import HINDSIGHT_TOOLS, NOT_SERVED_TOOLS, TOOLS
 
@@ -155,6 +158,8 @@ TABLES = {
     "tools": tools_table,
     "hindsight_tools": hindsight_tools_table,
     "hindsight_api": hindsight_api_table,
+    "citus": citus_statements,
+    "citus_triggers": triggers_table,
 }
 
 

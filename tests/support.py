@@ -41,13 +41,14 @@ BANK_TABLES = {
     "oauth_codes",
     "oauth_tokens",
     "bank_turns",
+    "bank_positions",
     "bank_files",
     "directives",
     "webhooks",
     "knowledge_nodes",
     "audit_logs",
 }
-WITHOUT_BANK_COLUMN = {"memory_entities", "fact_sources", "document_uploads", "oauth_codes", "oauth_tokens"}
+WITHOUT_BANK_COLUMN = {"oauth_codes", "oauth_tokens"}
 
 
 def make_key(admin, **body):

@@ -127,8 +127,10 @@ class LLMUnavailable(HindsightError):
 # SQLSTATEs that say "no database to talk to" rather than "this statement is wrong": class 08
 # (connection exceptions, e.g. 08003 connection does not exist, 08006 connection failure),
 # 57P01-57P05 (shut down by an administrator or a crash, still starting up or recovering,
-# database dropped, idle session timeout) and 53300 (every connection slot taken).
-_UNREACHABLE_STATES = ("57P01", "57P02", "57P03", "57P04", "57P05", "53300")
+# database dropped, idle session timeout), 53300 (every connection slot taken) and 25006 (a write
+# on a server that takes none: a standby, met during a failover through a pooler that still calls
+# it the primary; docs/scaling.md).
+_UNREACHABLE_STATES = ("57P01", "57P02", "57P03", "57P04", "57P05", "53300", "25006")
 
 
 def unavailable(exc: BaseException) -> Unavailable | None:
@@ -152,6 +154,9 @@ def unavailable(exc: BaseException) -> Unavailable | None:
         if _lost_connection(exc):
             return Unavailable("the database connection was lost in the middle of an operation")
         return None
+    if isinstance(exc, asyncpg.TargetServerAttributeNotMatched):
+        # Every host of a multi-host URL answered and none takes writes: a failover under way.
+        return Unavailable("no database host takes writes now (a standby is being promoted?)")
     if isinstance(exc, asyncpg.InternalClientError) and _lost_connection(exc):
         return Unavailable("the database connection was lost in the middle of an operation")
     if isinstance(exc, OSError) and _through_asyncpg(exc):  # TimeoutError is an OSError

@@ -17,6 +17,7 @@ from hindsight.config import Settings
 from hindsight.engine.cpu_slots import CpuSlots
 
 if TYPE_CHECKING:
+    from hindsight.db.replicas import Reads
     from hindsight.db.vacuum import Vacuum
     from hindsight.embedding import Embedder
     from hindsight.engine.banks.gates import BankWrites, Gates
@@ -48,4 +49,5 @@ class Runtime:
     queue: Queue
     cpu_slots: CpuSlots  # CPU_SLOTS of them
     sizes: BankSizes  # each bank's memory count beside all banks', for recall's semantic and time arms
+    reads: Reads  # where a bank's reads run, and the record of its writes for them (db/replicas.py)
     vacuum: Vacuum  # the VACUUM that follows an erasure (db/vacuum.py)

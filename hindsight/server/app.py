@@ -8,6 +8,7 @@ outside in:
 - Starlette's CORSMiddleware, only for the web origins the operator allowed;
 - error_answers.ErrorAnswers: what the checks below and the faces raise, answered;
 - host_origin.HostOriginGuard: browsers held off (Host and Origin, the MCP specification's rule);
+- role_paths.WorkerPaths, in a `worker` process only: nothing but the probes and metrics;
 - url_text.UrlTextGuard: path and query held to the text rule;
 - auth_first.AuthBeforeBody: a request with a body authenticated before it is read;
 - body_limit.BodyLimit: the body's size and JSON weight bounded as it arrives;
@@ -43,6 +44,7 @@ from hindsight.server.error_answers import ErrorAnswers
 from hindsight.server.host_origin import HostOriginGuard, HostOriginRules
 from hindsight.server.request_id import RequestId
 from hindsight.server.request_metrics import RequestMetrics
+from hindsight.server.role_paths import WorkerPaths
 from hindsight.server.routing import Face, router
 from hindsight.server.url_text import UrlTextGuard
 from hindsight.web.scope import authorization
@@ -72,6 +74,8 @@ class App:
         app = BodyLimit(app, settings)
         app = AuthBeforeBody(app, settings, self.engine.authenticate, self.mcp_principal)
         app = UrlTextGuard(app)
+        if settings.role == "worker":
+            app = WorkerPaths(app)
         rules = HostOriginRules(settings)
         app = ErrorAnswers(HostOriginGuard(app, rules))
         if rules.origins or rules.any_origin:
@@ -110,7 +114,7 @@ class App:
                     external = IssuerTokens(settings)
                 self.guard = Guard(engine.rt, engine.authenticate, external)
             self.oauth = oauth_endpoints.Endpoints(engine.rt)
-            if settings.mcp_enabled:
+            if settings.mcp_enabled and settings.role != "worker":
                 single = http_session_manager(build_server(engine, False))
                 multi = http_session_manager(build_server(engine, True))
                 await stack.enter_async_context(single.run())

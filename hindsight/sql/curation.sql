@@ -33,8 +33,7 @@ ON CONFLICT (bank_id, lexeme) DO UPDATE SET n = bank_lexemes.n + 1;
 
 -- curation_unlink_entities --
 -- A memory's entity links, dropped before its new ones are written (mentions released first).
-DELETE FROM memory_entities me USING memories m
-WHERE me.memory_id = m.id AND m.bank_id = $1 AND m.id = $2;
+DELETE FROM memory_entities WHERE bank_id = $1 AND memory_id = $2;
 
 -- curation_entity_names --
 -- After its links changed: the memory keeps its entities' names again (migration 012).

@@ -134,7 +134,7 @@ SELECT gen_random_uuid(), bank_id, $2,
        jsonb_build_object('mental_model_id', id, 'reason', CASE WHEN changed THEN 'memories changed' ELSE 'new memories' END),
        $3, 'mental_model:' || bank_id || ':' || id
 FROM stale
-ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING
+ON CONFLICT (dedup_key, bank_id) WHERE dedup_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING
 RETURNING id;
 
 -- mental_models_near --

@@ -4,7 +4,7 @@
 -- Queue work in the caller's transaction; with a dedup key, nothing when one is already queued or running.
 INSERT INTO operations (id, bank_id, type, payload, max_attempts, dedup_key)
 VALUES ($1, $2, $3, $4::jsonb, $5, $6)
-ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING
+ON CONFLICT (dedup_key, bank_id) WHERE dedup_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING
 RETURNING id;
 
 -- operation_pending_by_key --
@@ -38,7 +38,9 @@ WHERE id = $1 AND bank_id = $2 AND status IN ('queued', 'running');
 
 -- operation_claim --
 -- A worker claims due work of the types it runs ($4; $5, the types it does not run), bank by bank
--- in turn (migration 016): work whose lease expired (its worker crashed) first; then the oldest
+-- in turn (migration 016): work whose lease expired (its worker crashed) first, never its own (a
+-- worker that is alive still runs what it holds: its heartbeat was held up, by a database that
+-- stopped committing while a synchronous standby was away, say); then the oldest
 -- due operation of each of the first banks in turn order with work it can start, then each
 -- one's second, and so on, a bank's own work in the order it was queued. The banks served go to
 -- the back (turn now). Of the first turns due, those with nothing queued leave the turns until
@@ -85,7 +87,7 @@ WITH probe AS (
 ), candidates AS (
     SELECT DISTINCT ON (id) id, rank, turn_at, created_at FROM (
         SELECT id, 0 AS rank, '-infinity'::timestamptz AS turn_at, created_at, 0 AS source FROM operations
-        WHERE status = 'running' AND lease_until < now() AND type = ANY($4::text[])
+        WHERE status = 'running' AND lease_until < now() AND locked_by IS DISTINCT FROM $1 AND type = ANY($4::text[])
         UNION ALL
         SELECT id, row_number() OVER (PARTITION BY bank_id ORDER BY created_at), turn_at, created_at, 1 FROM heads
         UNION ALL
@@ -96,7 +98,8 @@ WITH probe AS (
     ) every ORDER BY id, source
 ), c AS (
     SELECT o.id, o.bank_id FROM operations o JOIN candidates ON candidates.id = o.id
-    WHERE ((o.status = 'queued' AND o.run_after <= now()) OR (o.status = 'running' AND o.lease_until < now()))
+    WHERE ((o.status = 'queued' AND o.run_after <= now())
+           OR (o.status = 'running' AND o.lease_until < now() AND o.locked_by IS DISTINCT FROM $1))
     ORDER BY candidates.rank, candidates.turn_at, candidates.created_at
     LIMIT $2 FOR UPDATE OF o SKIP LOCKED
 ), moved AS (

@@ -429,6 +429,17 @@ def test_connections_are_listed_per_bank_and_scoped(oauth_server, anon, admin, b
         assert owner.get(f"/v1/banks/{bank}/connections").json()["connections"] == []
 
 
+def test_deleting_a_bank_ends_its_connections(oauth_server, anon, admin, bank):
+    """The OAuth tables refer to no bank's row (migration 021): deleting the bank deletes its
+    grants itself, and their tokens go with them."""
+    resource = f"{oauth_server.url}/mcp/{bank}"
+    _, tokens = connect(anon, key_for(admin, role="bank", banks=[bank]), resource)
+    assert rpc(anon, f"/mcp/{bank}/", tokens["access_token"]).status_code == 200
+    assert admin.delete(f"/v1/banks/{bank}").status_code == 200
+    assert rpc(anon, f"/mcp/{bank}/", tokens["access_token"]).status_code == 401
+    assert admin.get(f"/v1/banks/{bank}/connections").json()["connections"] == []
+
+
 def test_the_consent_decision_comes_from_this_server_only(oauth_server, anon, admin, bank):
     key = key_for(admin, role="bank", banks=[bank])
     client = register(anon)

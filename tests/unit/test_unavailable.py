@@ -56,6 +56,7 @@ def test_socket_errors_elsewhere_are_not():
         asyncpg.ConnectionDoesNotExistError("connection was closed in the middle of operation"),  # 08003
         asyncpg.ConnectionFailureError("connection failure"),  # 08006
         asyncpg.TooManyConnectionsError("sorry, too many clients already"),  # 53300
+        asyncpg.ReadOnlySQLTransactionError("cannot execute INSERT in a read-only transaction"),  # 25006
         asyncpg.InterfaceError("connection is closed"),
         asyncpg.InterfaceError("pool is closing"),
     ],
@@ -96,3 +97,10 @@ def test_known_keeps_the_engines_own_errors():
     mine = InvalidArgument("limit: too big", "limit")
     assert known(mine) is mine and mine.http_headers() == {}
     assert isinstance(known(asyncpg.AdminShutdownError("x")), Unavailable)
+
+
+def test_no_host_taking_writes_is_unavailable():
+    """A multi-host URL with target_session_attrs=read-write while every host is a standby (the
+    gap of a failover)."""
+    error = unavailable(asyncpg.TargetServerAttributeNotMatched("None of the hosts match"))
+    assert error is not None and error.status == 503 and "takes writes" in error.message

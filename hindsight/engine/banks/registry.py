@@ -195,6 +195,7 @@ async def delete_bank(rt: Runtime, bank_id: str) -> int:
         try:
             async with rt.writes.open(bank_id) as conn:
                 n = await conn.fetchval(Q.bank_memory_count, bank_id)
+                await conn.execute(Q.bank_delete_grants, bank_id)
                 deleted = await conn.fetchval(Q.bank_delete, bank_id)
             break
         except asyncpg.DeadlockDetectedError:

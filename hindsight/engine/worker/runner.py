@@ -70,8 +70,9 @@ class Worker:
 
     rt: Runtime
 
-    def __init__(self, s: Settings):
-        self.concurrency = s.worker_concurrency
+    def __init__(self, s: Settings, claims: bool = True):
+        # An `api` process claims nothing (HINDSIGHT_API_ROLE): its worker only waits for operations.
+        self.concurrency = s.worker_concurrency if claims else 0
         self.lease = s.operation_lease
         self.timeout = s.operation_timeout
         self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -168,11 +169,15 @@ class Worker:
                 raise RuntimeError(f"no handler for operation type {job.type!r}")
             with deadline(self.timeout):  # LLM waits and retries stay within the attempt's limit
                 result = await asyncio.wait_for(kind.run(self.rt, job), self.timeout)
+            # Where its writes are, recorded before anyone can see the operation finished: a
+            # caller that waited for it then reads them from any replica (db/replicas.py).
+            await self.rt.reads.wrote(job.bank_id)
             async with pool.acquire() as conn:
                 await ops.mark_succeeded(conn, job, result)
             self.poke()  # a finished job frees a slot
             return "succeeded", ""
         except ops.Cancelled as exc:
+            await self.rt.reads.wrote(job.bank_id)  # what it wrote before it stopped
             await ops.mark_cancelled(self.rt, job, str(exc))
             return "cancelled", str(exc)
         except ops.RetryLater as exc:
@@ -192,6 +197,7 @@ class Worker:
                 # Recording the failure needs the database too. Its lease runs out instead and a
                 # worker claims it again (as after a crash), once the database is back.
                 return "will retry", f"{down.message}; claimed again once its lease runs out"
+            await self.rt.reads.wrote(job.bank_id)  # what it wrote before it failed
             if (wait := rate_limited(exc, self.timeout)) is not None:
                 msg = f"{exc}; waiting {wait:g} s before trying again (not counted as an attempt)"
                 status = await ops.defer_operation(self.rt, job, msg, wait)
