@@ -52,6 +52,17 @@ class MigrateError(click.ClickException):
     pass
 
 
+# What reading an answer of the source raises when it is not in the shape of the source's API
+# (JSON of other types, fields missing): the source is trusted for nothing, so that is reported.
+OUT_OF_SHAPE = (KeyError, IndexError, TypeError, AttributeError, ValueError)
+
+
+def out_of_shape(exc: Exception) -> MigrateError:
+    return MigrateError(
+        f"the Hindsight server answered in a shape this command does not read ({type(exc).__name__}: {exc})"
+    )
+
+
 class Api:
     """One server's HTTP API, errors as sentences."""
 
@@ -75,7 +86,13 @@ class Api:
         return r
 
     def get(self, path: str, **params) -> Any:
-        return self.call("GET", path, params=params).json()
+        r = self.call("GET", path, params=params)
+        try:
+            return r.json()
+        except ValueError:
+            raise MigrateError(
+                f"{self.what}: GET {path}: answered in a shape this command does not read (not JSON)"
+            ) from None
 
     def pages(self, path: str, key: str = "items", **params) -> Any:
         """Every item of an offset-paged listing. Some of the reference's lists answer without
@@ -319,7 +336,12 @@ def migrate(
 ) -> list[BankSummary]:
     src, dst = Api(source, source_key, "the Hindsight server"), Api(target, target_key, "this server")
     if banks is None:
-        banks = [b["bank_id"] for b in src.pages("/v1/default/banks", key="banks")]
+        try:
+            banks = [b["bank_id"] for b in src.pages("/v1/default/banks", key="banks")]
+            if not all(isinstance(b, str) for b in banks):
+                raise TypeError("a bank_id is not a string")
+        except OUT_OF_SHAPE as exc:
+            raise out_of_shape(exc) from None
     paths = dst.get("/openapi.json").get("paths", {})
     dst_has_directives = "/v1/default/banks/{bank_id}/directives" in paths
     state = State(state_path)
@@ -354,9 +376,9 @@ def migrate(
             )
             st["done"] = True
             state.save()
-        except MigrateError as exc:
-            out.error = exc.message
-            echo(f"  {bank_id}: stopped: {exc.message}")
+        except (MigrateError, *OUT_OF_SHAPE) as exc:
+            out.error = (exc if isinstance(exc, MigrateError) else out_of_shape(exc)).message
+            echo(f"  {bank_id}: stopped: {out.error}")
     return summaries
 
 

@@ -246,7 +246,14 @@ def _handler(td: ToolDef, engine: Engine, multi: bool, resolver, local: bool = F
                 bank_id, source, named = _select_bank(td, multi, state, args, default)
                 if note is not None:
                     note.bank_id = bank_id or args.get("bank_id") or None  # create_bank names it in its request
-                call = Call(engine=engine, who=state.who, bank_id=bank_id, headers=state.end_user, bank_source=source)
+                call = Call(
+                    engine=engine,
+                    who=state.who,
+                    bank_id=bank_id,
+                    headers=state.end_user,
+                    bank_source=source,
+                    audit=note,
+                )
                 decode_json_arguments(args, encoded)
                 result = await td.fn(call, parse(td.request, args) if td.request is not None else None)
             except Exception as exc:

@@ -90,6 +90,7 @@ from hindsight.engine.reflection.mental_models import (
 )
 from hindsight.engine.reflection.reflect import ReflectRequest, ReflectResult
 from hindsight.engine.search.schemas import RecallRequest, RecallResult
+from hindsight.web.audit import AuditNote
 from hindsight.web.end_user import end_user
 
 if TYPE_CHECKING:
@@ -106,6 +107,8 @@ class Call:
     headers: dict = field(default_factory=dict)
     # where bank_id came from: url, argument, alias (collection_id), header or default
     bank_source: str = "url"
+    # the call's audit note (web/audit.py): a tool that finds its bank itself names it there
+    audit: AuditNote | None = None
 
     @property
     def end_user(self) -> EndUser:
@@ -483,6 +486,8 @@ async def delete_document(call: Call, req: DocumentDelete) -> DocumentDeleted:
     bank_id = call.bank_id
     if call.bank_source == "default":
         bank_id = await call.engine.find_document_bank(call.who, req.doc_id) or bank_id
+        if call.audit is not None:
+            call.audit.bank_id = bank_id
     return await call.engine.delete_document(call.who, bank_id, req.doc_id)
 
 

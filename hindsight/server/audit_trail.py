@@ -30,8 +30,17 @@ from hindsight.server.request_metrics import route_label
 from hindsight.web.audit import AUDIT, REQUEST_ID, AuditNote
 from hindsight.web.scope import PRINCIPAL
 
-# The REST routes on the record: a bank's, the banks', the keys', the audit log's, the consent page's.
-AUDITED_ROUTES = ("/v1/banks", "/v1/keys", "/v1/audit-logs", "/v1/oauth/", "/v1/default/banks")
+# The REST routes on the record: a bank's, the banks', the keys', the audit log's, the consent page's,
+# and those that read a bank by an id alone (a chunk, a file), whose route names the bank it found.
+AUDITED_ROUTES = (
+    "/v1/banks",
+    "/v1/keys",
+    "/v1/audit-logs",
+    "/v1/oauth/",
+    "/v1/default/banks",
+    "/v1/default/chunks",
+    "/v1/default/files/",
+)
 # An error's code by its HTTP status, for a refusal no face described.
 OUTCOMES = {
     400: "bad_request",

@@ -247,3 +247,56 @@ async def test_tool_calls_without_http_are_on_the_record(keyed_app, admin, bank)
         ("retain", "ok", "key_local", None),
         ("get_mental_model", "not_found", "key_local", None),
     }
+
+
+async def test_reads_by_id_alone_are_on_the_bank_record(keyed_app, admin, bank):
+    """A chunk read by its id alone and an export downloaded by its key name no bank in their path:
+    they read the bank all the same, and its owner's log shows who did, refused reads included."""
+    import asyncio
+
+    other = bank + "_other"
+    key = await _key(admin, bank)
+    stranger = await _key(admin, other)
+    r = await admin.post(f"/v1/banks/{bank}/memories", json={"content": f"Ines hides a {WORD}.", "document_id": "d1"})
+    assert r.status_code == 200, r.text
+    chunk = (await admin.get(f"/v1/default/banks/{bank}/documents/d1/chunks")).json()["items"][0]["chunk_id"]
+    async with _client(keyed_app, key["key"]) as owner, _client(keyed_app, stranger["key"]) as them:
+        assert (await owner.get(f"/v1/default/chunks/{chunk}")).status_code == 200
+        assert (await them.get(f"/v1/default/chunks/{chunk}")).status_code == 404
+        op = (await owner.post(f"/v1/default/banks/{bank}/document-transfer/export")).json()["operation_id"]
+        for _ in range(200):
+            status = (await owner.get(f"/v1/default/banks/{bank}/operations/{op}")).json()
+            if status["status"] == "completed":
+                break
+            await asyncio.sleep(0.05)
+        url = status["result_metadata"]["download_url"]
+        assert (await owner.get(url)).status_code == 200
+        assert (await them.get(url)).status_code == 403
+    records = await _records(keyed_app, admin, bank)
+    got = {
+        (r["action"], r["outcome"], r["principal"]) for r in records if r["action"] in ("get_chunk", "download_file")
+    }
+    assert got == {
+        ("get_chunk", "ok", key["key_id"]),
+        ("download_file", "ok", key["key_id"]),
+        ("download_file", "forbidden", stranger["key_id"]),
+    }
+    # the chunk another key could not find names no bank: on the admins' log, not on this bank's
+    unnamed = await _records(keyed_app, admin, None, action="get_chunk")
+    assert ("not_found", stranger["key_id"]) in {(r["outcome"], r["principal"]) for r in unnamed}
+
+
+async def test_a_tool_that_finds_its_bank_records_that_bank(keyed_app, admin, bank):
+    """delete_document on the multi-bank endpoint without a bank finds the document's bank itself:
+    the deletion is on that bank's record, not on the default bank's."""
+    r = await admin.post(
+        f"/v1/banks/{bank}/documents",
+        params={"wait": True},
+        json={"files": [{"name": "m.txt", "text": "The Falcon router draws 12 watts."}]},
+    )
+    assert r.status_code == 202, r.text
+    doc = (await admin.get(f"/v1/banks/{bank}/documents")).json()["documents"][0]["document_id"]
+    done = await _mcp_call(keyed_app, "/mcp/", ADMIN_KEY, "delete_document", {"doc_id": doc, "confirm": True})
+    assert done["deleted"] is True and done["bank_id"] == bank
+    records = await _records(keyed_app, admin, bank, transport="mcp")
+    assert [(r["action"], r["outcome"]) for r in records] == [("delete_document", "ok")]

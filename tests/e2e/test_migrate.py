@@ -162,3 +162,36 @@ def test_usage_errors_are_plain(tmp_path):
     state = str(tmp_path / "s.json")
     gone = subprocess.run([*base, "--bank", "a", "--state", state], capture_output=True, text=True, timeout=60)
     assert gone.returncode != 0 and "cannot reach" in gone.stderr + gone.stdout and "Traceback" not in gone.stderr
+
+
+def test_a_source_that_answers_out_of_shape_is_reported_not_a_traceback(ours, tmp_path):
+    """The source is another server, trusted for nothing: an answer that is not JSON, or JSON of
+    another shape, stops with a sentence naming the source, never a traceback."""
+
+    def listing(body) -> dict:
+        return {
+            "method": "GET",
+            "path": "/v1/default/banks",
+            "query": "limit=100&offset=0",
+            "status": 200,
+            "body": body,
+        }
+
+    def profile(body) -> dict:
+        return {"method": "GET", "path": "/v1/default/banks/zz/profile", "query": "", "status": 200, "body": body}
+
+    for exchanges, args in (
+        ([listing({"banks": [{"name": "no id"}]})], ["--all"]),
+        ([listing({"banks": "abc"})], ["--all"]),
+        ([listing({"banks": [{"bank_id": {"a": 1}}]})], ["--all"]),
+        ([listing("<html>")], ["--all"]),
+        ([profile([1])], ["--bank", "zz"]),
+    ):
+        replay = Replay({"exchanges": exchanges}).start()
+        try:
+            p = run(replay.url, ours, tmp_path / f"state-{len(args)}.json", *args)
+        finally:
+            replay.stop()
+        out = p.stdout + p.stderr
+        assert p.returncode == 1 and "Traceback" not in out, out
+        assert "the Hindsight server" in out and "shape" in out, out

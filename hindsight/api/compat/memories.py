@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, File, Form, Query, Response, UploadFile
+from fastapi import APIRouter, File, Form, Query, Request, Response, UploadFile
 
 from hindsight.api.compat import convert
 from hindsight.api.compat import schemas as M
@@ -24,6 +24,7 @@ from hindsight.engine.rules.fields import MAX_OFFSET
 from hindsight.engine.rules.tags import TagsMatch
 from hindsight.engine.rules.validation import parse
 from hindsight.engine.search.schemas import RecallRequest
+from hindsight.web.audit import about_bank
 from hindsight.web.errors import LLM_ERROR_RESPONSES
 
 router = APIRouter(prefix="/v1/default/banks/{bank_id}", tags=["Hindsight-compatible: memories"])
@@ -280,5 +281,7 @@ chunks = APIRouter(prefix="/v1/default/chunks", tags=["Hindsight-compatible: mem
     response_model=M.Chunk,
     summary="One unit of a retained document by its id (ids are unique across banks), among those the key may read",
 )
-async def get_chunk(chunk_id: str, who: PrincipalDep, eng: EngineDep):
-    return convert.chunk_out(await eng.get_chunk(who, chunk_id))
+async def get_chunk(chunk_id: str, request: Request, who: PrincipalDep, eng: EngineDep):
+    unit = await eng.get_chunk(who, chunk_id)
+    about_bank(request.scope, unit.bank_id)  # its path names no bank: the bank's audit log shows the read
+    return convert.chunk_out(unit)

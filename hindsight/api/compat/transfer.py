@@ -8,12 +8,14 @@ asynchronous one."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, File, Query, UploadFile
+from fastapi import APIRouter, File, Query, Request, UploadFile
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from hindsight.api.compat import schemas as M
 from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
+from hindsight.engine.banks.files import bank_of_key
 from hindsight.engine.errors import InvalidArgument, NotFound
+from hindsight.web.audit import about_bank
 
 router = APIRouter(tags=["Hindsight-compatible: document transfer"])
 BANK = "/v1/default/banks/{bank_id}/document-transfer"
@@ -76,7 +78,11 @@ async def import_documents(
     summary="A file kept for a bank (an export's archive), by the key in its operation's result",
     responses={200: {"content": {"application/zip": {}}, "description": "The file"}},
 )
-async def download_file(key: str, who: PrincipalDep, eng: EngineDep):
+async def download_file(key: str, request: Request, who: PrincipalDep, eng: EngineDep):
+    try:  # the bank the key names, on the audit record whether or not the download is allowed
+        about_bank(request.scope, bank_of_key(key))
+    except NotFound:
+        pass
     f = await eng.bank_file(who, key)
     name = f.name.replace('"', "")
 
