@@ -102,11 +102,12 @@ async def test_prompts_and_answers_only_when_kept(content_db, stub, bank):
             r = await rest.post(f"/v1/banks/{bank}/reflect", json={"query": "What does Lena paint?"})
             assert r.status_code == 200, r.text
             log = await rest.get(f"/v1/banks/{bank}/llm-requests", params={"operation": "reflect"})
-            (call,) = log.json()["requests"]
+            # the answered call (on a loaded machine an attempt may time out and be retried)
+            call = next(c for c in log.json()["requests"] if c["status"] == "ok")
             assert any("What does Lena paint?" in m["content"] for m in call["request"])
             assert "murals" in call["response"]
             ref = (await rest.get(f"/v1/default/banks/{bank}/llm-requests", params={"operation": "reflect"})).json()
-            ref = ref["items"][0]
+            ref = next(i for i in ref["items"] if i["status"] == "success")
             assert ref["input"] == call["request"] and ref["output"] == call["response"]
 
 
