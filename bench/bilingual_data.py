@@ -8,7 +8,8 @@ talk about what they did (day by day: where they went, with whom, what they boug
 watched), about themselves (job, pet, favourite food, home town) and chat in between; several
 people do similar things, so a question has to find the right person and day. Questions ask
 about places, companions, names, and days, both absolute ("on May 4") and relative ("the day
-before yesterday", "last Wednesday") to the time they are asked.
+before yesterday", "last Wednesday") to the time they are asked. Beside them, a small set written
+by hand (PARAPHRASE_LINES): questions that ask in other words than their answer's.
 """
 
 from __future__ import annotations
@@ -325,3 +326,132 @@ def build(seed: int = 7) -> tuple[list[Turn], list[Question]]:
     for i, q in enumerate(chosen, 1):
         q.qid = f"Q{i:03d}"
     return turns, chosen
+
+
+# Paraphrases: eight people's lines and questions that ask about them in other words, most sharing
+# no content word with their answer ("林雪养宠物吗?" for "I adopted a kitten from the animal
+# shelter"). Written by hand, unlike the templates above, to measure recall by meaning rather than
+# by shared words; bench/bilingual.py retains them beside the turns above (distractors) and
+# reports recall@1/3/10. Each line is (English name, Chinese name, English, Chinese); each
+# question (its line's index, English, Chinese).
+PARAPHRASE_LINES = [
+    ("Chen Hao", "陈浩", "I just got promoted to head of the sales department.", "我刚升职当了销售部经理。"),
+    ("Chen Hao", "陈浩", "My wife is expecting our second child in October.", "我老婆十月份要生二胎了。"),
+    ("Chen Hao", "陈浩", "I sprained my ankle playing basketball on Saturday.", "我周六打篮球的时候把脚踝扭伤了。"),
+    (
+        "Chen Hao",
+        "陈浩",
+        "We are thinking about selling the car and buying an electric one.",
+        "我们在考虑把车卖了，换一辆电动车。",
+    ),
+    ("Chen Hao", "陈浩", "The weather is nice today.", "今天天气不错。"),
+    ("Lin Xue", "林雪", "I adopted a kitten from the animal shelter last week.", "我上周从动物收容所领养了一只小猫。"),
+    ("Lin Xue", "林雪", "My thesis defense is scheduled for next Thursday.", "我的论文答辩安排在下周四。"),
+    ("Lin Xue", "林雪", "I have been learning to bake bread on weekends.", "我周末一直在学做面包。"),
+    ("Lin Xue", "林雪", "My parents are flying in from Harbin to visit me.", "我爸妈要从哈尔滨坐飞机来看我。"),
+    ("Lin Xue", "林雪", "Haha, that is so funny.", "哈哈，太好笑了。"),
+    (
+        "Guo Peng",
+        "郭鹏",
+        "I quit smoking three months ago and feel much healthier.",
+        "我三个月前戒烟了，感觉身体好多了。",
+    ),
+    ("Guo Peng", "郭鹏", "My daughter won first prize in the piano competition.", "我女儿在钢琴比赛中得了一等奖。"),
+    ("Guo Peng", "郭鹏", "I am renovating the kitchen, it is a total mess.", "我家厨房正在装修，乱得一塌糊涂。"),
+    ("Guo Peng", "郭鹏", "I lost my wallet on the subway yesterday.", "我昨天在地铁上把钱包弄丢了。"),
+    ("Guo Peng", "郭鹏", "See you tomorrow.", "明天见。"),
+    ("Song Jia", "宋佳", "I am allergic to peanuts, so I never eat satay.", "我对花生过敏，所以从来不吃沙爹。"),
+    (
+        "Song Jia",
+        "宋佳",
+        "I started running every morning to prepare for a marathon.",
+        "我每天早上开始跑步，为马拉松做准备。",
+    ),
+    (
+        "Song Jia",
+        "宋佳",
+        "My grandfather was a fisherman in a small village by the sea.",
+        "我爷爷以前是海边一个小渔村的渔民。",
+    ),
+    (
+        "Song Jia",
+        "宋佳",
+        "I am reading a novel about the history of the Silk Road.",
+        "我在看一本关于丝绸之路历史的小说。",
+    ),
+    ("Song Jia", "宋佳", "I'm so sleepy.", "我好困啊。"),
+    ("Deng Kai", "邓凯", "I moved to a new apartment near the river.", "我搬到了河边的一套新公寓。"),
+    ("Deng Kai", "邓凯", "My doctor told me my blood pressure is too high.", "医生说我的血压太高了。"),
+    ("Deng Kai", "邓凯", "I teach math at a middle school.", "我在一所中学教数学。"),
+    ("Deng Kai", "邓凯", "I bought tickets for a concert in December.", "我买了十二月一场音乐会的票。"),
+    ("Deng Kai", "邓凯", "Let's have dinner sometime.", "改天一起吃饭吧。"),
+    ("Xie Lan", "谢兰", "I broke up with my boyfriend after five years.", "我和男朋友谈了五年，还是分手了。"),
+    ("Xie Lan", "谢兰", "I am saving money to study abroad in Germany.", "我在攒钱准备去德国留学。"),
+    ("Xie Lan", "谢兰", "My phone screen cracked when I dropped it.", "我手机掉地上，屏幕摔碎了。"),
+    ("Xie Lan", "谢兰", "I volunteer at a library on Sundays.", "我每个星期天在图书馆做志愿者。"),
+    ("Xie Lan", "谢兰", "Sounds good to me.", "我觉得挺好的。"),
+    ("Fang Tao", "方涛", "I caught a cold and have a fever.", "我感冒了，还发烧。"),
+    ("Fang Tao", "方涛", "Our company is moving its office to Shenzhen.", "我们公司要把办公室搬到深圳。"),
+    ("Fang Tao", "方涛", "I planted tomatoes and cucumbers on my balcony.", "我在阳台上种了西红柿和黄瓜。"),
+    ("Fang Tao", "方涛", "My son is learning to swim this summer.", "我儿子今年夏天在学游泳。"),
+    ("Fang Tao", "方涛", "Really? I didn't know that.", "真的吗？我都不知道。"),
+    ("He Min", "何敏", "I got my driving license on the first try.", "我驾照一次就考过了。"),
+    ("He Min", "何敏", "My brother is getting married in spring.", "我哥哥春天要结婚了。"),
+    ("He Min", "何敏", "I work night shifts at the hospital as a nurse.", "我在医院当护士，上夜班。"),
+    ("He Min", "何敏", "I dyed my hair red for the first time.", "我第一次把头发染成了红色。"),
+    ("He Min", "何敏", "Good night everyone.", "大家晚安。"),
+]
+PARAPHRASE_QUESTIONS = [
+    (0, "What new position did Chen Hao get at work?", "陈浩在公司得到了什么新职位？"),
+    (1, "Is Chen Hao's family going to grow?", "陈浩家里要添孩子了吗？"),
+    (2, "How did Chen Hao get injured?", "陈浩是怎么受伤的？"),
+    (3, "What kind of vehicle does Chen Hao want next?", "陈浩下一辆想买什么样的汽车？"),
+    (5, "Does Lin Xue have a pet?", "林雪养宠物吗？"),
+    (6, "When does Lin Xue have to present her research?", "林雪什么时候要汇报她的研究？"),
+    (7, "What hobby does Lin Xue have in her free time?", "林雪空闲时间有什么爱好？"),
+    (8, "Who is coming to see Lin Xue?", "谁要来探望林雪？"),
+    (10, "What unhealthy habit did Guo Peng give up?", "郭鹏戒掉了什么坏习惯？"),
+    (11, "What did Guo Peng's child achieve in music?", "郭鹏的孩子在音乐方面取得了什么成绩？"),
+    (12, "Which room of Guo Peng's home is being redone?", "郭鹏家哪个房间在翻新？"),
+    (13, "What did Guo Peng misplace on public transport?", "郭鹏在公共交通上丢了什么东西？"),
+    (15, "What food must Song Jia avoid?", "宋佳不能吃什么食物？"),
+    (16, "What race is Song Jia training for?", "宋佳在为什么比赛训练？"),
+    (17, "What did Song Jia's grandpa do for a living?", "宋佳的祖父是做什么的？"),
+    (18, "What book is Song Jia reading?", "宋佳最近在读什么书？"),
+    (20, "Where does Deng Kai live now?", "邓凯现在住在哪里？"),
+    (21, "What health problem does Deng Kai have?", "邓凯有什么健康问题？"),
+    (22, "What is Deng Kai's profession?", "邓凯的职业是什么？"),
+    (23, "What event will Deng Kai attend at the end of the year?", "邓凯年底要去参加什么活动？"),
+    (25, "Is Xie Lan still in a relationship?", "谢兰还在谈恋爱吗？"),
+    (26, "Where does Xie Lan plan to go to university?", "谢兰打算去哪个国家读大学？"),
+    (27, "What happened to Xie Lan's mobile?", "谢兰的手机怎么了？"),
+    (28, "What does Xie Lan do on weekends to help others?", "谢兰周末做什么公益活动？"),
+    (30, "Is Fang Tao sick?", "方涛生病了吗？"),
+    (31, "Where is Fang Tao's employer relocating?", "方涛的单位要迁到哪座城市？"),
+    (32, "What vegetables is Fang Tao growing?", "方涛种了什么蔬菜？"),
+    (33, "What sport is Fang Tao's kid picking up?", "方涛的孩子在学什么运动？"),
+    (35, "Did He Min pass her driving test?", "何敏的驾驶考试通过了吗？"),
+    (36, "Whose wedding is coming up for He Min?", "何敏家里谁要办婚礼？"),
+    (37, "What is He Min's job?", "何敏是干什么工作的？"),
+    (38, "What did He Min change about her appearance?", "何敏的外表有什么变化？"),
+]
+
+
+def paraphrases() -> tuple[list[Turn], list[Question]]:
+    """The paraphrase lines as turns (said on the fourth day, turn ids P00-P39) and their
+    questions (asked on the tenth)."""
+    turns = [
+        Turn(
+            f"P{i:02d}",
+            (en_name, zh_name),
+            START + timedelta(days=3, minutes=i),
+            {"en": f"{en_name}: {en}", "zh": f"{zh_name}：{zh}"},
+        )
+        for i, (en_name, zh_name, en, zh) in enumerate(PARAPHRASE_LINES)
+    ]
+    asked = START + timedelta(days=9, hours=3)
+    questions = [
+        Question(f"P{n:02d}", "paraphrase", asked, {"en": en, "zh": zh}, [f"P{i:02d}"])
+        for n, (i, en, zh) in enumerate(PARAPHRASE_QUESTIONS)
+    ]
+    return turns, questions

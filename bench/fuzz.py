@@ -27,6 +27,7 @@ from hindsight.stub_llm import StubLLM  # noqa: E402
 from hindsight.testing import Server, machine  # noqa: E402
 
 ADMIN = "fuzz-admin-key-0123456789"
+SECRETS = {"HINDSIGHT_API_SECRETS_KEY": "fuzz-secrets-key-0123456789-abcdefgh"}  # so that webhooks can be made
 
 
 def run_setup(name: str, env: dict, examples: int, seed: int, headers: dict, bank: str) -> dict:
@@ -66,12 +67,13 @@ def main(args) -> dict:
     out: dict = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), "examples": args.examples, "setups": []}
     try:
         setups = {
-            "open": ({"HINDSIGHT_API_DATABASE_URL": url}, {}),
+            "open": ({"HINDSIGHT_API_DATABASE_URL": url, **SECRETS}, {}),
             "keys": (
                 {
                     "HINDSIGHT_API_DATABASE_URL": url,
                     "HINDSIGHT_API_TENANT_EXTENSION": "hindsight.extensions.builtin.tenant:ApiKeyTenantExtension",
                     "HINDSIGHT_API_TENANT_API_KEY": ADMIN,
+                    **SECRETS,
                 },
                 {"Authorization": f"Bearer {ADMIN}"},
             ),
@@ -81,6 +83,7 @@ def main(args) -> dict:
                     "HINDSIGHT_API_LLM_MODEL": "openai/stub-model",
                     "HINDSIGHT_API_LLM_BASE_URL": stub.base_url,
                     "HINDSIGHT_API_LLM_API_KEY": "stub",
+                    **SECRETS,
                 },
                 {},
             ),

@@ -232,6 +232,17 @@ class Steal:
         return round(100 * d[7] / max(1, sum(d)), 1)
 
 
+def _cpu(procs) -> float:
+    total = 0.0
+    for pr in procs:
+        try:
+            t = pr.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
 class CpuSplit:
     """CPU seconds spent since the last read by this process (the benchmark's driver), the
     server's processes (it and its workers) and PostgreSQL's, so a figure can be read as whose
@@ -242,22 +253,12 @@ class CpuSplit:
         self.last = self._read()
 
     def _read(self) -> dict:
-        def cpu(procs) -> float:
-            total = 0.0
-            for pr in procs:
-                try:
-                    t = pr.cpu_times()
-                    total += t.user + t.system
-                except psutil.Error:
-                    pass
-            return total
-
         postgres = [pr for pr in psutil.process_iter(["name"]) if (pr.info["name"] or "").startswith("postgres")]
         try:
             server = [self.server, *self.server.children(recursive=True)]
         except psutil.Error:
             server = []
-        return {"driver": cpu([psutil.Process()]), "server": cpu(server), "postgres": cpu(postgres)}
+        return {"driver": _cpu([psutil.Process()]), "server": _cpu(server), "postgres": _cpu(postgres)}
 
     def per_call(self, calls: int) -> dict:
         """Milliseconds of CPU per call since the last read, by process group."""
@@ -369,8 +370,8 @@ async def link_entities(pg_url, bank, src_banks) -> int:
             src_banks,
         )
         await conn.execute(
-            "INSERT INTO memory_entities (entity_id, memory_id)"
-            " SELECT DISTINCT se.id, m.id FROM memories m"
+            "INSERT INTO memory_entities (entity_id, memory_id, bank_id)"
+            " SELECT DISTINCT se.id, m.id, $1 FROM memories m"
             " JOIN memories l ON l.bank_id = ANY($2::text[]) AND l.text = regexp_replace(m.text, ' \\(variant \\d+\\)$', '')"
             " JOIN memory_entities le ON le.memory_id = l.id JOIN entities e ON e.id = le.entity_id"
             " JOIN entities se ON se.bank_id = $1 AND se.canonical = e.canonical"
@@ -536,6 +537,9 @@ async def main(args):
                 }
             if qv := await FRESH.since(client, mark):  # every recall should have embedded its query
                 out["query_vectors"] = qv
+            if args.audit_rounds:
+                print("recall with the audit log on and off ...", flush=True)
+                out["audit_log"] = await audit_cost(env, pg_url, jobs, args.audit_rounds)
         out["server_peak_rss_mb"] = round(rss.peak / 2**20)
         out["cpu_steal_percent"] = steal.percent()
     finally:
@@ -545,6 +549,100 @@ async def main(args):
         out["model"] = args.model
     report(out)
     save(out, result_name(args))
+
+
+class OwnCpu:
+    """CPU seconds of one server process and of the PostgreSQL backends serving its connections
+    (found by the application_name its database URL gives them), read around a phase: on a
+    machine others share, throughput swings with their load, while the CPU a recall costs these
+    processes barely does. PostgreSQL's background processes (WAL writer, autovacuum) are left out:
+    they are shared, and one exiting mid-phase would take its CPU out of the sum."""
+
+    def __init__(self, server_pid: int, pg_url: str, application: str):
+        self.server, self.pg_url, self.application = psutil.Process(server_pid), pg_url, application
+
+    async def read(self) -> tuple[float, float]:
+        conn = await asyncpg.connect(self.pg_url)
+        try:
+            rows = await conn.fetch("SELECT pid FROM pg_stat_activity WHERE application_name = $1", self.application)
+            pids = [r[0] for r in rows]
+        finally:
+            await conn.close()
+        backends = []
+        for pid in pids:
+            try:
+                backends.append(psutil.Process(pid))
+            except psutil.Error:
+                pass
+        return _cpu([self.server]), _cpu(backends)
+
+
+async def audit_cost(env: dict, pg_url: str, jobs: list, rounds: int) -> dict:
+    """Recall with the audit log on and off: two servers started for this on the benchmark's
+    database, the same in all but HINDSIGHT_API_AUDIT_ENABLED (neither runs a worker, whose
+    claims every second cost the benchmark's server CPU the other would not spend; a process that
+    retained the run's turns differs from a fresh one too), 16 clients each. The questions are
+    cut into chunks of about 128; each chunk runs on one server and then the other (which goes
+    first alternates), `rounds` times over: a pair meets the same load from the rest of the
+    machine, so the median of the pairs' throughput ratios holds where a whole phase on each would
+    not on a shared machine. The CPU a recall costs each server process and PostgreSQL is summed
+    over all chunks of each."""
+    common = {**env, "HINDSIGHT_API_WORKER_CONCURRENCY": "0"}
+    url = {name: f"{pg_url}&application_name=bench_audit_{name}" for name in ("on", "off")}
+    servers = {
+        "on": Server({**common, "HINDSIGHT_API_AUDIT_ENABLED": "true", "HINDSIGHT_API_DATABASE_URL": url["on"]}),
+        "off": Server({**common, "HINDSIGHT_API_AUDIT_ENABLED": "false", "HINDSIGHT_API_DATABASE_URL": url["off"]}),
+    }
+    chunks = [jobs[i :: max(1, len(jobs) // 128)] for i in range(max(1, len(jobs) // 128))]
+    ratios: list[float] = []
+    per_s: dict[str, list[float]] = {"on": [], "off": []}
+    cpu = {"on": [0.0, 0.0], "off": [0.0, 0.0]}
+    calls = {"on": 0, "off": 0}
+    try:
+        for server in servers.values():
+            server.start(timeout=180)
+        async with Client(servers["on"].url) as on, Client(servers["off"].url) as off:
+            sides = {
+                "on": (on, OwnCpu(servers["on"].proc.pid, pg_url, "bench_audit_on")),
+                "off": (off, OwnCpu(servers["off"].proc.pid, pg_url, "bench_audit_off")),
+            }
+            for client, _ in sides.values():
+                await concurrent(client, jobs[:200], 16)
+            for r in range(rounds):
+                for k, chunk in enumerate(chunks):
+                    pair = {}
+                    for name in ("on", "off") if (r + k) % 2 == 0 else ("off", "on"):
+                        client, own = sides[name]
+                        before = await own.read()
+                        qps, lat = await concurrent(client, chunk, 16)
+                        after = await own.read()
+                        cpu[name][0] += after[0] - before[0]
+                        cpu[name][1] += after[1] - before[1]
+                        calls[name] += len(lat)
+                        per_s[name].append(qps)
+                        pair[name] = qps
+                    ratios.append(pair["on"] / pair["off"])
+                print(f"  round {r + 1}: median on/off so far {statistics.median(ratios):.3f}", flush=True)
+    finally:
+        for server in servers.values():
+            if server.proc is not None:
+                server.stop()
+
+    def ms(name: str, i: int) -> float:
+        return round(cpu[name][i] * 1000 / max(1, calls[name]), 3)
+
+    on_cpu, off_cpu = ms("on", 0) + ms("on", 1), ms("off", 0) + ms("off", 1)
+    return {
+        "rounds": rounds,
+        "pairs": len(ratios),
+        "median_on_per_s": round(statistics.median(per_s["on"]), 1),
+        "median_off_per_s": round(statistics.median(per_s["off"]), 1),
+        "median_pair_ratio": round(statistics.median(ratios), 4),
+        "throughput_cost_percent": round(100 * (1 - statistics.median(ratios)), 1),
+        "server_cpu_ms": {"on": ms("on", 0), "off": ms("off", 0)},
+        "postgres_cpu_ms": {"on": ms("on", 1), "off": ms("off", 1)},
+        "cpu_cost_percent": round(100 * (on_cpu - off_cpu) / off_cpu, 1) if off_cpu else None,
+    }
 
 
 async def huge_pages_status(pg_url: str) -> str:
@@ -609,6 +707,14 @@ def report(out):
             )
     if "query_vectors" in out:
         print(Fresh.line(out["query_vectors"]))
+    if "audit_log" in out:
+        a = out["audit_log"]
+        print(
+            f"recall, 16 clients, audit log on / off ({a['pairs']} paired chunks): median {a['median_on_per_s']} / "
+            f"{a['median_off_per_s']} per s, median pair ratio {a['median_pair_ratio']} "
+            f"(cost {a['throughput_cost_percent']}%); CPU a recall, server {a['server_cpu_ms']} ms, "
+            f"PostgreSQL {a['postgres_cpu_ms']} ms (cost {a['cpu_cost_percent']}%)"
+        )
     print(f"server peak RSS (the largest server process): {out['server_peak_rss_mb']} MB")
     if out.get("cpu_steal_percent") is not None:
         print(f"CPU time taken by the hypervisor during the run (steal): {out['cpu_steal_percent']}%")
@@ -622,6 +728,12 @@ if __name__ == "__main__":
     ap.add_argument("--workers", type=int, default=1, help="HINDSIGHT_API_WORKERS of the server")
     ap.add_argument(
         "--entity-links", action="store_true", help="give the 100k bank's memories their turns' entity links"
+    )
+    ap.add_argument(
+        "--audit-rounds",
+        type=int,
+        default=3,
+        help="rounds over the questions with the audit log on and off, paired chunk by chunk (0: skip)",
     )
     cpumask.add_argument(ap)
     asyncio.run(main(ap.parse_args()))

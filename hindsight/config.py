@@ -54,7 +54,39 @@ class Settings(BaseSettings):
         description="Folder of the embedded PostgreSQL (used when no database URL is set).",
     )
     database_url: str | None = Field(
-        None, description="PostgreSQL URL (with pgvector); unset means the embedded PostgreSQL."
+        None,
+        description="PostgreSQL URL (with pgvector); unset means the embedded PostgreSQL. Several hosts "
+        "(`postgresql://h1,h2/db?target_session_attrs=read-write`) fail over to the one that takes writes "
+        "(docs/scaling.md).",
+    )
+    read_database_url: str | None = Field(
+        None,
+        description="URLs of read replicas (streaming standbys of the database), separated by spaces: recall, "
+        "reflect's reading, listings and exports read from one that has replayed the bank's last write, "
+        "else from the primary (docs/scaling.md).",
+    )
+    read_max_lag: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="Seconds a read replica may lag behind the primary and still serve reads; one further "
+        "behind, or down, is skipped until it catches up.",
+    )
+    migration_database_url: str | None = Field(
+        None,
+        description="A direct PostgreSQL URL for migrations, the start-up checks and session advisory locks, "
+        "when HINDSIGHT_API_DATABASE_URL goes through a transaction pooler; unset: the database URL.",
+    )
+    db_pool_mode: Literal["session", "transaction"] = Field(
+        "session",
+        description="`transaction` when HINDSIGHT_API_DATABASE_URL (and the read URLs) go through a pooler in "
+        "transaction pooling mode (PgBouncer `pool_mode = transaction`): no prepared statements are kept and "
+        "no session settings are sent; the server sets them as the database's defaults instead (docs/scaling.md).",
+    )
+    role: Literal["all", "api", "worker"] = Field(
+        "all",
+        description="`api`: serve requests, claim no queued work, run no scheduler. `worker`: serve only the "
+        "health and metrics routes, run the queue and the scheduler. `all`: both (docs/scaling.md).",
     )
     embedded_db_cache_mb: int = Field(
         0,
@@ -196,6 +228,13 @@ class Settings(BaseSettings):
         "cached): ~3x less CPU a text with AVX-512 VNNI, ~1.4x with AVX2 only; vectors within cosine ~0.99. "
         "Changing it re-embeds everything stored.",
     )
+    embedding_chinese_gloss: bool = Field(
+        True,
+        description="With a model that reads English only (the default): Chinese is embedded as its English "
+        "words from the CC-CEDICT dictionary (names as pinyin), so that a Chinese question finds the memory that "
+        "answers it in other words; the text stored is unchanged. Read at the first Chinese text (~2 s, ~27 MB). "
+        "Changing it re-embeds the stored texts holding Chinese at the next start.",
+    )
     max_content_chars: int = Field(
         100_000, ge=100, le=10_000_000, description="Largest `content` of one retained item."
     )
@@ -301,6 +340,12 @@ class Settings(BaseSettings):
         description="Retries of a failed or unusable LLM call: after the provider's Retry-After, else exponential "
         "backoff; an unusable answer is re-asked at once with the reason.",
     )
+    llm_log_content: bool = Field(
+        False,
+        description="Keep each LLM call's prompt and answer (up to 32,768 characters a message) in the bank's LLM "
+        "request log (`GET /v1/banks/{bank}/llm-requests`). Off: the log holds each call's operation, model, "
+        "outcome (its failure's cause), tokens and duration only.",
+    )
     reflect_on_llm_failure: Literal["error", "extractive"] = Field(
         "error",
         description="What reflect answers when the LLM fails (after its retries): `error` (502/503/504 naming the "
@@ -338,6 +383,24 @@ class Settings(BaseSettings):
         le=1_000_000_000_000,
         description="Largest bank export file one import accepts (compressed).",
     )
+    # ---- webhooks ------------------------------------------------------------------------------
+    secrets_key: str | None = Field(
+        None,
+        description="Key (at least 32 characters, e.g. `openssl rand -base64 32`) that encrypts the secrets kept in the "
+        "database: webhooks' signing secrets. Unset: with the embedded database, a key made once in "
+        "`secrets.key` of the data folder; with an external database webhooks cannot be created until it is set "
+        "(every server process must have the same key). See docs/webhooks.md.",
+    )
+    webhook_max_attempts: int = Field(
+        8, ge=1, le=50, description="Attempts to deliver one webhook event before it is marked failed."
+    )
+    webhook_retry_base: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="Seconds before a failed webhook delivery is tried again; each next wait is four times longer, "
+        "six hours at most.",
+    )
     # ---- operations and the scheduler ----------------------------------------------------------
     worker_concurrency: int = Field(
         2, ge=0, le=64, description="Operations run at once per process; 0 disables the worker."
@@ -359,6 +422,49 @@ class Settings(BaseSettings):
         30.0, ge=0, le=86_400, description="Quiet seconds after new memories before a stale mental model is refreshed."
     )
     mental_model_history: int = Field(10, ge=1, le=1000, description="Content versions kept per mental model.")
+    # ---- forgetting and the audit log (docs/privacy.md) ------------------------------------------
+    erasure_vacuum: bool = Field(
+        True,
+        description="After an erasure (a memory, a person, a purge, a retained document, a bank, a retention sweep "
+        "forgotten), VACUUM the tables it touched, so that the database's own copies (dead rows, their index entries, "
+        "sampled statistics) go within HINDSIGHT_API_ERASURE_VACUUM_DELAY seconds instead of whenever autovacuum "
+        "comes; false leaves it to autovacuum.",
+    )
+    erasure_vacuum_delay: float = Field(
+        60.0,
+        ge=0,
+        le=86_400,
+        description="Seconds from an erasure to the VACUUM that follows it; the erasures of that time share one run, "
+        "so the tables are vacuumed at most once this often.",
+    )
+    erasure_vacuum_full: bool = Field(
+        False,
+        description="Make that VACUUM a VACUUM FULL: each touched table and its indexes are rewritten, so that not even "
+        "the data files keep a forgotten row's bytes (plain VACUUM leaves them in free space until written over). "
+        "Each table is locked against every reader and writer while it is rewritten: for small deployments.",
+    )
+    retention_interval: float = Field(
+        3600.0,
+        ge=1,
+        le=86_400,
+        description="Seconds between the scheduler's retention sweeps: memories past their bank's retention "
+        "(retention_days, retention_by_tag) are forgotten, and audit records past HINDSIGHT_API_AUDIT_RETENTION_DAYS.",
+    )
+    audit_enabled: bool = Field(
+        True,
+        description="Record every request that reads or changes a bank (its memories, settings, keys, connected apps) "
+        "in the audit log: when, who, which bank, what operation, the outcome, the request id; never content.",
+    )
+    audit_retention_days: int = Field(
+        90, ge=1, le=36_500, description="Days an audit record is kept; older ones are removed by the scheduler."
+    )
+    audit_flush_seconds: float = Field(
+        1.0,
+        gt=0,
+        le=60,
+        description="Seconds between writes of the audit log (records wait in memory, then one COPY writes them): a "
+        "process that crashes loses at most this much of its log; a clean stop loses nothing.",
+    )
 
     @field_validator("db_pool_max")
     @classmethod
@@ -368,6 +474,26 @@ class Settings(BaseSettings):
             raise ValueError(f"must be at least HINDSIGHT_API_DB_POOL_MIN ({low})")
         return v
 
+    @field_validator("read_database_url", "migration_database_url", "db_pool_mode")
+    @classmethod
+    def _needs_database_url(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if isinstance(v, str) and not v.strip():
+            v = None
+        if v is not None and v != "session" and not info.data.get("database_url"):
+            raise ValueError("needs HINDSIGHT_API_DATABASE_URL (the embedded PostgreSQL has no replicas or pooler)")
+        return v
+
+    @property
+    def read_database_urls(self) -> list[str]:
+        return (self.read_database_url or "").split()
+
+    @field_validator("secrets_key")
+    @classmethod
+    def _secrets_key(cls, v: str | None) -> str | None:
+        if v is not None and len(v.strip()) < 32:
+            raise ValueError("must be at least 32 characters (e.g. the output of `openssl rand -base64 32`)")
+        return v.strip() if v is not None else None
+
     @field_validator("embedded_db_cache_mb")
     @classmethod
     def _cache_floor(cls, v: int) -> int:
@@ -375,7 +501,7 @@ class Settings(BaseSettings):
             raise ValueError("must be 0 (automatic) or at least 16 (MB)")
         return v
 
-    @field_validator("log_level", "log_format", mode="before")
+    @field_validator("log_level", "log_format", "role", "db_pool_mode", mode="before")
     @classmethod
     def _lower(cls, v: object) -> object:
         return v.lower() if isinstance(v, str) else v

@@ -3,9 +3,13 @@
 `hindsight docs` rewrites the text between `<!-- generated:NAME -->` and
 `<!-- /generated:NAME -->` markers in README.md and docs/*.md; `--check` (and tests/e2e/test_docs.py,
 run by CI) fails when a file differs from what the code says. Tables: `settings` (every
-HINDSIGHT_API_* variable, from config.Settings, in the README) and `tools` (every MCP tool, from
+HINDSIGHT_API_* variable, from config.Settings, in the README), `tools` (every MCP tool, from
 mcp.catalog.TOOLS: its surfaces, arguments with their defaults and limits, annotations and
-summary, in docs/mcp.md).
+summary, in docs/mcp.md), `hindsight_tools` (each of Hindsight's MCP tool names and what serves
+it, in docs/mcp.md), `hindsight_api` (each operation of Hindsight's API and the route that
+serves it, from api/compat/reference.py and the REST face's routes, in docs/clients.md), and
+`citus` and `citus_triggers` (how the schema lies on a Citus cluster, from db.distribution, in
+docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -18,8 +22,12 @@ from typing import Any
 
 from pydantic.fields import FieldInfo
 
-from hindsight.config import env_table
-from hindsight.mcp.catalog import TOOLS
+from hindsight.api.compat.reference import NOT_SERVED, OPERATIONS
+from hindsight.api.rest import build_rest
+from hindsight.config import env_table, load_settings
+from hindsight.db.distribution import citus_statements, triggers_table
+from hindsight.engine.facade import Engine
+from hindsight.mcp.catalog import HINDSIGHT_TOOLS, NOT_SERVED_TOOLS, TOOLS
 
 _MARKERS = re.compile(r"(<!-- generated:(\w+) -->\n)(.*?)(<!-- /generated:\2 -->)", re.S)
 
@@ -104,7 +112,55 @@ def tools_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-TABLES = {"settings": settings_table, "tools": tools_table}
+def hindsight_tools_table() -> str:
+    """Hindsight's MCP tool names, each with the tool serving it here or why none does."""
+    ours = {td.name: td for td in TOOLS}
+    rows = ["| Hindsight's tool | Here |", "|---|---|"]
+    for name in HINDSIGHT_TOOLS:
+        td = ours.get(name)
+        if td is None:
+            rows.append(f"| `{name}` | {NOT_SERVED_TOOLS.get(name, 'not served')} |")
+        else:
+            surface = "both surfaces" if td.scope == "bank" else "multi-bank"
+            rows.append(f"| `{name}` | `{name}` ({surface}) |")
+    return "\n".join(rows) + "\n"
+
+
+def served_operations() -> dict[tuple[str, str], str]:
+    """The REST face's operations, (method, path with its parameters unnamed) -> summary."""
+    spec = build_rest(Engine(load_settings({}))).openapi()
+    return {
+        (method.upper(), unnamed(path)): op.get("summary") or ""
+        for path, ops in spec["paths"].items()
+        for method, op in ops.items()
+    }
+
+
+def unnamed(path: str) -> str:
+    """`/banks/{bank_id}/x/{key:path}` as `/banks/{}/x/{}`: a path of the reference and ours compare."""
+    return re.sub(r"\{[^}]+\}", "{}", path)
+
+
+def hindsight_api_table() -> str:
+    """Each operation of Hindsight's API: what serves it here, or why nothing does."""
+    served = served_operations()
+    rows = ["| Operation | Method and path | Here |", "|---|---|---|"]
+    for method, path, op in OPERATIONS:
+        summary = served.get((method, unnamed(path)))
+        here = summary if summary is not None else f"**not served**: {NOT_SERVED.get(op, 'not served')}"
+        cell = here.replace("|", "\\|")
+        rows.append(f"| `{op}` | `{method} {path}` | {cell} |")
+    return "\n".join(rows) + "\n"
+
+
+TABLES = {
+    "settings": settings_table,
+    "tools": tools_table,
+    "hindsight_tools": hindsight_tools_table,
+    "hindsight_api": hindsight_api_table,
+    "citus": citus_statements,
+    "citus_triggers": triggers_table,
+}
 
 
 def update(text: str) -> str:

@@ -6,9 +6,12 @@ Why: every tool's arguments are published as a JSON schema, so arguments that fi
 that almost fit it and hostile values (NUL, lone surrogates, dates off the calendar, numbers past
 64 bits, JSON text where a list belongs) can be drawn for every tool without writing a case by
 hand. Each call goes over real HTTP to a running server, as a client's would. A call passes when
-the server answers a result that matches the tool's output schema, or a JSON-RPC error of the
-kinds a client may cause (-32602 bad argument, -32001 not allowed); anything else (an HTTP 5xx, a
-reset connection, an internal error, a tool result flagged as an error) is a failure.
+the server answers a result that matches the tool's output schema, or a tool error (SEP-1303: a
+result flagged `isError`) of the kinds a client may cause (an invalid argument, something not
+found, not allowed, too large, in conflict), its message as text and its body as structured
+content; a JSON-RPC error only for what is not a tool call at all (arguments that are not an
+object). Anything else (an HTTP 5xx, a reset connection, a tool error the server caused, a bad
+argument answered as a protocol error) is a failure.
 """
 
 from __future__ import annotations
@@ -21,7 +24,11 @@ from urllib.parse import urlencode
 
 import httpx
 
-CLIENT_ERRORS = {-32602, -32001, -32600, -32700}
+# The tool errors a client may cause (engine/errors.py codes); not internal, database_unavailable,
+# llm_unavailable, unavailable: those are the server's.
+CLIENT_ERRORS = {"bad_request", "invalid_argument", "not_found", "unauthorized", "forbidden", "too_large", "conflict"}
+# JSON-RPC errors for a malformed tools/call (its arguments not an object): invalid params or request.
+PROTOCOL_ERRORS = {-32602, -32600}
 MAX_URL_BYTES = 32 * 1024
 HOSTILE_STRINGS = [
     "",
@@ -144,16 +151,31 @@ def call_problem(http: httpx.Client, path: str, tool: dict, args: Any) -> str | 
         return None if answer.get("error") else f"{tool['name']}: HTTP {r.status_code} {answer!r:.300}"
     if "error" in answer:
         code = answer["error"].get("code")
-        return None if code in CLIENT_ERRORS else f"{tool['name']}: JSON-RPC {code} {answer['error']!r:.300}"
+        if code in PROTOCOL_ERRORS and not isinstance(args, dict):
+            return None
+        return f"{tool['name']}: JSON-RPC {code} {answer['error']!r:.300} for {args!r:.300}"
     result = answer.get("result", {})
     if result.get("isError"):
-        return f"{tool['name']}: tool error {result.get('content')!r:.300} for {args!r:.300}"
+        return _tool_error_problem(tool["name"], result, args)
     schema, structured = tool.get("outputSchema"), result.get("structuredContent")
     if schema and structured is not None:
         try:
             jsonschema.validate(structured, schema)
         except jsonschema.ValidationError as exc:
             return f"{tool['name']}: result does not match its output schema: {exc.message:.300}"
+    return None
+
+
+def _tool_error_problem(name: str, result: dict, args: Any) -> str | None:
+    """What is wrong with a tool error, or None: it must be one a client may cause, its message the
+    text a model reads and its body the structured content a program reads."""
+    body = result.get("structuredContent")
+    if not isinstance(body, dict) or not isinstance(body.get("message"), str):
+        return f"{name}: tool error without its body {result!r:.300}"
+    if body.get("error") not in CLIENT_ERRORS:
+        return f"{name}: tool error {body.get('error')!r}: {body['message']:.300} for {args!r:.300}"
+    if [c.get("text") for c in result.get("content") or []] != [body["message"]]:
+        return f"{name}: tool error whose text is not its message {result!r:.300}"
     return None
 
 

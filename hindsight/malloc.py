@@ -6,12 +6,11 @@ that embeds a 1,000-item batch in a worker thread keeps that batch's peak for go
 set; the cost is a few microseconds per trim. Elsewhere than glibc these calls do nothing.
 
 glibc also raises its mmap threshold (from 128 KB up to 32 MB) each time a large block is freed:
-after the model's temporary buffers at start-up, blocks of megabytes came from the heap, and
-what was freed there between long-lived objects stayed resident. The threshold is fixed at 128
-KB during start-up, so those buffers are mapped and leave when freed (idle RSS 183 -> 179 MB),
-then at 1 MB while serving, so a request's or an embedding run's blocks are reused from the heap
-(fixed at 128 KB throughout, retain was ~5% slower); bench/README.md, "Heap: a fixed mmap
-threshold".
+after the model's temporary buffers at start-up, blocks of megabytes would come from the heap,
+and what was freed there between long-lived objects would stay resident. The threshold is fixed
+at 128 KB during start-up, so those buffers are mapped and leave when freed, then at 1 MB while
+serving, so a request's or an embedding run's blocks are reused from the heap (a 128 KB threshold
+throughout makes retain slower); bench/README.md, "Heap: a fixed mmap threshold".
 """
 
 from __future__ import annotations

@@ -88,6 +88,35 @@ OPERATIONS = Gauge(
 POOL = Gauge(
     "hindsight_db_pool_connections", "Database pool connections: open, idle, max.", ["state"], registry=REGISTRY
 )
+AUDIT_RECORDS = Counter(
+    "hindsight_audit_records",
+    "Audit log records, by what became of them: written (copied to the database) or dropped (the buffer was "
+    "full while the database could not be written; docs/privacy.md).",
+    ["outcome"],
+    registry=REGISTRY,
+)
+
+READS = Counter(
+    "hindsight_db_reads",
+    "Reads of a bank (recall, reflect's reading, listings, exports), by the server they ran on: primary, "
+    "or replica-N (HINDSIGHT_API_READ_DATABASE_URL, in order).",
+    ["target"],
+    registry=REGISTRY,
+)
+READ_FALLBACKS = Counter(
+    "hindsight_db_read_fallbacks",
+    "Reads that could have used a replica but went to the primary, by why: behind (no replica had "
+    "replayed the bank's last write), lagging, down, promoted (no longer a standby), failed (a replica failed "
+    "during the read).",
+    ["reason"],
+    registry=REGISTRY,
+)
+REPLICA_LAG = Gauge(
+    "hindsight_db_replica_lag_seconds",
+    "How far each read replica's replay is behind the primary, seconds (NaN while unknown or down).",
+    ["replica"],
+    registry=REGISTRY,
+)
 
 
 def exposition() -> tuple[bytes, str]:

@@ -15,6 +15,15 @@ model. It recognises hindsight's prompts by their `TASK:` line and answers them 
 - `TASK: structured_output`: a value built from the JSON Schema in the prompt, its strings
   holding the answer (`[[structured-invalid]]` makes it answer `[]`, which no object schema takes).
 
+It also plays an agent's model for Claude Code (`POST /v1/messages`, Anthropic's Messages API,
+streamed or not): a user turn holding `[[call:TOOL {json arguments}]]` is answered with that one
+tool call (the offered tool whose name ends with `__TOOL`, as Claude Code names MCP tools), and
+the turn that brings the tool's result back is answered with a line quoting it; `tool_results`
+records each result as the model saw it (is_error and text), so a test sees what a model would.
+And it embeds (`POST /v1/embeddings`): a vector made from the text's words by hashing, the same
+for the same words, so that another server that takes an OpenAI-compatible embedder (the
+reference Hindsight, in bench/migrate_hindsight.py) runs without a model.
+
 Markers in the text steer failures: `[[malformed-once]]` (the first answer for that text is not
 JSON), `[[malformed-always]]`, `[[error-once]]` (HTTP 500 once), `[[slow]]` / `[[slow-once]]` (sleep 30 s
 before answering), `[[sleep:N]]` (sleep N seconds, e.g. to act while a refresh is in flight),
@@ -31,7 +40,9 @@ was answered with, and when.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import math
 import re
 import threading
 import time
@@ -44,11 +55,12 @@ from typing import NamedTuple
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from hindsight.testing import free_port
 
+_CALL = re.compile(r"\[\[call:([a-z_]+) (\{.*?\})\]\]", re.S)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _NAME = re.compile(r"\b[A-Z][a-z]+\b")
 _NOT_NAMES = {
@@ -156,6 +168,7 @@ class StubLLM:
         self.requests: list[dict] = []
         self.faults: list[Fault] = []
         self.events: list[Event] = []
+        self.tool_results: list[dict] = []  # what an agent's model was shown of each tool call (/v1/messages)
         self._faults_lock = threading.Lock()
         self.port = 0
         self._server: uvicorn.Server | None = None
@@ -252,6 +265,8 @@ class StubLLM:
             return self.reflect(prompt)
         if task == "structured_output":
             return self.structured(prompt)
+        if task == "health":
+            return '{"ok": true}'
         return "ok"
 
     def _once(self, key: str) -> bool:
@@ -352,6 +367,76 @@ class StubLLM:
             }
         )
 
+    # ---- an agent's model, for Claude Code (Anthropic's Messages API) ---------------------------
+    async def messages(self, request: Request):
+        body = await request.json()
+        turns = [m for m in body.get("messages") or [] if m.get("role") == "user"]
+        last = turns[-1] if turns else {}
+        said_raw = last.get("content")
+        blocks: list = said_raw if isinstance(said_raw, list) else [{"type": "text", "text": said_raw or ""}]
+        results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+        content: list[dict]
+        if results:
+            for r in results:
+                text = r.get("content")
+                if isinstance(text, list):
+                    text = "\n".join(c.get("text", "") for c in text if isinstance(c, dict))
+                self.tool_results.append({"is_error": bool(r.get("is_error")), "text": text or ""})
+            seen = self.tool_results[-1]
+            content = [
+                {"type": "text", "text": f"tool {'error' if seen['is_error'] else 'result'}: {seen['text'][:500]}"}
+            ]
+            stop = "end_turn"
+        else:
+            said = "\n".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+            wanted = _CALL.search(said)
+            names = [t.get("name", "") for t in body.get("tools") or []]
+            tool = next((n for n in names if wanted and n.endswith("__" + wanted.group(1))), None)
+            if wanted and tool:
+                content = [
+                    {
+                        "type": "tool_use",
+                        "id": f"toolu_stub{len(self.tool_results)}",
+                        "name": tool,
+                        "input": json.loads(wanted.group(2)),
+                    }
+                ]
+                stop = "tool_use"
+            else:
+                content = [{"type": "text", "text": "ok"}]
+                stop = "end_turn"
+        message = {
+            "id": "msg_stub",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "stub"),
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 10},
+        }
+        if not body.get("stream"):
+            return JSONResponse(message)
+        return Response(_anthropic_stream(message), media_type="text/event-stream")
+
+    async def embeddings(self, request: Request):
+        body = await request.json()
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else list(texts or [])
+        dim = int(body.get("dimensions") or 384)
+        data = [
+            {"object": "embedding", "index": i, "embedding": _hashed_vector(str(t), dim)} for i, t in enumerate(texts)
+        ]
+        tokens = sum(max(1, len(str(t)) // 4) for t in texts)
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model", "stub"),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
+
     async def stats(self, request: Request):
         return JSONResponse(
             {
@@ -378,6 +463,9 @@ class StubLLM:
             routes=[
                 Route("/v1/chat/completions", self.chat, methods=["POST"]),
                 Route("/chat/completions", self.chat, methods=["POST"]),
+                Route("/v1/messages", self.messages, methods=["POST"]),
+                Route("/v1/embeddings", self.embeddings, methods=["POST"]),
+                Route("/embeddings", self.embeddings, methods=["POST"]),
                 Route("/stats", self.stats),
                 Route("/faults", self.script, methods=["POST", "DELETE"]),
             ]
@@ -397,6 +485,43 @@ class StubLLM:
         if self._server and self._thread:
             self._server.should_exit = True
             self._thread.join(10)
+
+
+def _hashed_vector(text: str, dim: int) -> list[float]:
+    """A unit vector of the text's words, each word adding to a few hashed components."""
+    vec = [0.0] * dim
+    for word in re.findall(r"\w+", text.lower()) or [text]:
+        h = hashlib.blake2b(word.encode(), digest_size=16).digest()
+        for k in range(4):
+            vec[int.from_bytes(h[4 * k : 4 * k + 4], "little") % dim] += 1.0 if h[k] & 1 else -1.0
+    norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+    return [v / norm for v in vec]
+
+
+def _anthropic_stream(message: dict) -> str:
+    """A Messages API answer as the server-sent events a streaming client reads."""
+
+    def event(kind: str, data: dict) -> str:
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n"
+
+    out = [event("message_start", {"message": {**message, "content": [], "stop_reason": None}})]
+    for i, block in enumerate(message["content"]):
+        if block["type"] == "tool_use":
+            out.append(event("content_block_start", {"index": i, "content_block": {**block, "input": {}}}))
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        else:
+            out.append(event("content_block_start", {"index": i, "content_block": {"type": "text", "text": ""}}))
+            delta = {"type": "text_delta", "text": block["text"]}
+        out.append(event("content_block_delta", {"index": i, "delta": delta}))
+        out.append(event("content_block_stop", {"index": i}))
+    out.append(
+        event(
+            "message_delta",
+            {"delta": {"stop_reason": message["stop_reason"], "stop_sequence": None}, "usage": {"output_tokens": 10}},
+        )
+    )
+    out.append(event("message_stop", {}))
+    return "".join(out)
 
 
 def _updated(fact: dict, known: list[dict]) -> list[str]:

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
+import http.server
 import io
+import json
 import secrets
+import threading
 from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -37,8 +41,14 @@ BANK_TABLES = {
     "oauth_codes",
     "oauth_tokens",
     "bank_turns",
+    "bank_positions",
+    "bank_files",
+    "directives",
+    "webhooks",
+    "knowledge_nodes",
+    "audit_logs",
 }
-WITHOUT_BANK_COLUMN = {"memory_entities", "fact_sources", "document_uploads", "oauth_codes", "oauth_tokens"}
+WITHOUT_BANK_COLUMN = {"oauth_codes", "oauth_tokens"}
 
 
 def make_key(admin, **body):
@@ -251,3 +261,63 @@ class Runs:
 
     def __exit__(self, *exc):
         del self.emb._run
+
+
+def tool_error(result) -> dict:
+    """The error an MCP tool answered as its result (flagged `isError`, the message as its text,
+    the REST error body as structured content); fails when the result is not an error. Takes the
+    SDK client's CallToolResult or a JSON-RPC answer's `result` object."""
+    if isinstance(result, dict):
+        assert result.get("isError") is True, result
+        body = result["structuredContent"]
+        assert [c["text"] for c in result["content"]] == [body["message"]], result
+    else:
+        assert result.is_error, result
+        body = result.structured_content
+        assert [c.text for c in result.content] == [body["message"]], result
+    assert isinstance(body.get("error"), str) and isinstance(body.get("message"), str), body
+    return body
+
+
+class Receiver:
+    """A webhook receiver on 127.0.0.1: records every request (path, headers, body) and answers
+    with the statuses `answers` holds, in turn (then 200s); `verify(secret)` checks each
+    signature. Started in a thread; `stop()` ends it."""
+
+    def __init__(self, answers: list[int] | None = None):
+        self.requests: list[tuple[str, dict[str, str], bytes]] = []
+        self.answers = list(answers or [])
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                receiver.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                status = receiver.answers.pop(0) if receiver.answers else 200
+                self.send_response(status)
+                self.send_header("content-type", "text/plain")
+                self.end_headers()
+                self.wfile.write(b"ok" if status < 300 else b"not now")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def events(self, name: str | None = None) -> list[dict]:
+        found = [json.loads(body) for _, _, body in self.requests]
+        return [e for e in found if name is None or e["event"] == name]
+
+    def verify(self, secret: str) -> int:
+        """How many requests carry a valid signature of their body with `secret` (all must)."""
+        for _, headers, body in self.requests:
+            expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+            assert hmac.compare_digest(headers["x-hindsight-signature"], expected), headers
+        return len(self.requests)
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

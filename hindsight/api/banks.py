@@ -9,6 +9,7 @@ from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
 from hindsight.engine.banks.schemas import Bank, BankCreate, BankDeleted, BankList, BankQuery, BankUpdate
 from hindsight.engine.errors import InvalidArgument
 from hindsight.engine.transfer.portable import ImportResult, OnConflict
+from hindsight.web.audit import about_bank
 
 router = APIRouter(prefix="/v1/banks", tags=["banks"])
 
@@ -24,7 +25,8 @@ async def list_banks(who: PrincipalDep, eng: EngineDep, query: BankQuery = Query
     summary="Create a bank (returns the existing one with 200)",
     responses={200: {"model": Bank, "description": "The bank already existed: returned unchanged"}},
 )
-async def create_bank(req: BankCreate, response: Response, who: PrincipalDep, eng: EngineDep) -> Bank:
+async def create_bank(req: BankCreate, request: Request, response: Response, who: PrincipalDep, eng: EngineDep) -> Bank:
+    about_bank(request.scope, req.bank_id)
     created = await eng.create_bank(who, req)
     if not created.created:
         response.status_code = 200

@@ -24,7 +24,9 @@ async def principal(request: Request) -> Principal:
     known = request.scope.get(PRINCIPAL)
     if known is not None:
         return known
-    return await request.app.state.engine.authenticate(request.headers.get("authorization"))
+    who = await request.app.state.engine.authenticate(request.headers.get("authorization"))
+    request.scope[PRINCIPAL] = who  # the request's audit record names it (server/audit_trail.py)
+    return who
 
 
 # FastAPI's `Annotated` aliases, so a route says `bank_id: BankPath, who: PrincipalDep,

@@ -6,9 +6,20 @@ from fastapi import APIRouter, Body, Query, Response
 
 from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
 from hindsight.engine.errors import InvalidArgument
+from hindsight.engine.forgetting.schemas import (
+    ForgetEntity,
+    ForgetMemory,
+    ForgetMemoryResult,
+    ForgetRetainedDocument,
+    Forgotten,
+    PurgeMemories,
+)
 from hindsight.engine.memory.curation import MemoryHistory, MemoryInvalidation, MemoryUpdate, MemoryUpdated
-from hindsight.engine.memory.records import EntityList, EntityQuery, Lineage, MemoryDeleted, MemoryList, MemoryQuery
+from hindsight.engine.memory.graph import EntityDetail, EntityGraph, EntityGraphQuery, MemoryGraph, MemoryGraphQuery
+from hindsight.engine.memory.records import EntityList, EntityQuery, Lineage, MemoryList, MemoryQuery
 from hindsight.engine.memory.schemas import Memory, RetainBatchRequest, RetainItem, RetainResult
+from hindsight.engine.memory.tags import TagList, TagQuery
+from hindsight.engine.memory.timeseries import MemoriesTimeseries, TimeseriesQuery
 from hindsight.engine.rules.validation import inline_defs, parse
 from hindsight.engine.search.schemas import RecallRequest, RecallResult
 
@@ -102,6 +113,74 @@ async def list_entities(
     return await eng.list_entities(who, bank_id, query)
 
 
-@router.delete("/memories/{memory_id}", summary="Delete one memory")
-async def delete_memory(memory_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> MemoryDeleted:
-    return await eng.delete_memory(who, bank_id, memory_id)
+@router.get("/entities/graph", summary="The most mentioned entities and which of them memories name together")
+async def entity_graph(
+    bank_id: BankPath, who: PrincipalDep, eng: EngineDep, query: EntityGraphQuery = Query()
+) -> EntityGraph:
+    return await eng.entity_graph(who, bank_id, query)
+
+
+@router.get("/entities/{entity_id}", summary="One entity, with the memories that mention it, newest first")
+async def get_entity(entity_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> EntityDetail:
+    return await eng.get_entity(who, bank_id, entity_id)
+
+
+@router.get("/graph", summary="The newest memories, linked where they share an entity or one came from another")
+async def memory_graph(
+    bank_id: BankPath, who: PrincipalDep, eng: EngineDep, query: MemoryGraphQuery = Query()
+) -> MemoryGraph:
+    return await eng.memory_graph(who, bank_id, query)
+
+
+@router.get("/tags", summary="The tags of the bank's memories (or mental models), most used first")
+async def list_tags(bank_id: BankPath, who: PrincipalDep, eng: EngineDep, query: TagQuery = Query()) -> TagList:
+    return await eng.list_tags(who, bank_id, query)
+
+
+@router.get("/stats/memories-timeseries", summary="Memories taken in over a period, by type, in time buckets")
+async def memories_timeseries(
+    bank_id: BankPath, who: PrincipalDep, eng: EngineDep, query: TimeseriesQuery = Query()
+) -> MemoriesTimeseries:
+    return await eng.memories_timeseries(who, bank_id, query)
+
+
+@router.delete(
+    "/memories/{memory_id}",
+    summary="Forget one memory: it, the facts extracted from it, its history, and its traces (docs/privacy.md)",
+)
+async def delete_memory(
+    memory_id: str,
+    bank_id: BankPath,
+    who: PrincipalDep,
+    eng: EngineDep,
+    include_sources: bool = Query(False, description=ForgetMemory.model_fields["include_sources"].description),
+    dry_run: bool = Query(False, description=ForgetMemory.model_fields["dry_run"].description),
+) -> ForgetMemoryResult:
+    req = parse(ForgetMemory, {"memory_id": memory_id, "include_sources": include_sources, "dry_run": dry_run})
+    return await eng.forget_memory(who, bank_id, req)
+
+
+@router.post(
+    "/memories/purge",
+    summary="Forget, for good, memories that are no longer true (invalidated, superseded)",
+)
+async def purge_memories(req: PurgeMemories, bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> Forgotten:
+    return await eng.purge_memories(who, bank_id, req)
+
+
+@router.post(
+    "/memories/forget-document",
+    summary="Forget everything retained under a document_id (a conversation, a document) and drawn from it",
+)
+async def forget_retained_document(
+    req: ForgetRetainedDocument, bank_id: BankPath, who: PrincipalDep, eng: EngineDep
+) -> Forgotten:
+    return await eng.forget_retained_document(who, bank_id, req)
+
+
+@router.post(
+    "/entities/forget",
+    summary="Forget everything about a person (or any entity): every memory linked to it or naming it",
+)
+async def forget_entity(req: ForgetEntity, bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> Forgotten:
+    return await eng.forget_entity(who, bank_id, req)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 
 from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
+from hindsight.engine.banks.usage import LLMRequestList, LLMRequestQuery, LLMStats, LLMStatsQuery
 from hindsight.engine.queue.schemas import Operation, OperationList, OperationQuery
 from hindsight.engine.reflection.mental_models import (
     MentalModel,
@@ -114,3 +115,21 @@ async def cancel_operation(operation_id: str, bank_id: BankPath, who: PrincipalD
 @router.get("/usage", tags=["operations"], summary="LLM calls, tokens and cost, by operation and model")
 async def usage(bank_id: BankPath, who: PrincipalDep, eng: EngineDep) -> dict:
     return await eng.usage(who, bank_id)
+
+
+@router.get(
+    "/llm-requests",
+    tags=["operations"],
+    summary="Every LLM call of the bank, newest first: outcome (the cause of a failure), tokens, duration",
+)
+async def llm_requests(
+    bank_id: BankPath, who: PrincipalDep, eng: EngineDep, query: LLMRequestQuery = Query()
+) -> LLMRequestList:
+    return await eng.list_llm_requests(who, bank_id, query)
+
+
+@router.get("/llm-requests/stats", tags=["operations"], summary="LLM calls and tokens by outcome over a period")
+async def llm_request_stats(
+    bank_id: BankPath, who: PrincipalDep, eng: EngineDep, query: LLMStatsQuery = Query()
+) -> LLMStats:
+    return await eng.llm_request_stats(who, bank_id, query)

@@ -26,6 +26,7 @@ from hindsight.oauth.consent import (
     ConsentRequest,
     Disconnected,
 )
+from hindsight.web.audit import about_bank, acted_as
 
 router = APIRouter(tags=["oauth"])
 
@@ -58,7 +59,10 @@ async def decide(d: ConsentDecision, request: Request, eng: EngineDep) -> Consen
     if not d.approve and not authorization:
         return await consent.decide(eng.rt, OPEN, d)  # who refuses does not matter
     who = await eng.authenticate(authorization)
-    return await consent.decide(eng.rt, who, d)
+    acted_as(request.scope, who)
+    answer = await consent.decide(eng.rt, who, d)
+    about_bank(request.scope, answer.bank_id)
+    return answer
 
 
 @router.get("/v1/banks/{bank_id}/connections", summary="Applications connected to a bank through OAuth")

@@ -8,7 +8,21 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from hindsight import __version__
-from hindsight.api import banks, compat, documents, errors, keys, memories, mental_models, oauth, system
+from hindsight.api import (
+    audit,
+    banks,
+    compat,
+    directives,
+    documents,
+    errors,
+    keys,
+    knowledge,
+    memories,
+    mental_models,
+    oauth,
+    system,
+    webhooks,
+)
 from hindsight.api.console import console
 from hindsight.engine.facade import Engine
 from hindsight.web.errors import ERROR_RESPONSES
@@ -23,8 +37,27 @@ def build_rest(engine: Engine) -> FastAPI:
     )
     api.state.engine = engine
     errors.install(api)
-    for module in (system, banks, memories, mental_models, documents, keys, oauth):
-        api.include_router(module.router)
+    routers = [
+        m.router
+        for m in (
+            system,
+            banks,
+            memories,
+            mental_models,
+            directives,
+            webhooks,
+            knowledge,
+            documents,
+            keys,
+            oauth,
+            audit,
+        )
+    ]
+    for router in routers:
+        api.include_router(router)
     compat.install(api)
+    # Every route as declared (full paths), for what must name a request's route without routing
+    # it: the audit record of a request refused before it was routed (server/audit_trail.py).
+    api.state.routes = [route for router in (*routers, *compat.ROUTERS) for route in router.routes]
     api.mount("/ui", console(), name="ui")
     return api

@@ -23,7 +23,9 @@ async def health(eng: EngineDep) -> dict:
     return {
         "status": "ok",
         "version": __version__,
+        "role": s.role,
         "database": "external" if s.database_url else "embedded",
+        "read_replicas": len(s.read_database_urls),
         "embedding_model": rt.embedder.name if rt else None,
         "mcp": s.mcp_enabled,
         "auth": s.auth_enabled,

@@ -10,11 +10,15 @@ import sys
 
 import click
 
+from hindsight.cli.audit_commands import register as register_audit_commands
 from hindsight.cli.client import DEFAULT_URL, Client, make_group, pass_client
 from hindsight.cli.client import out as _out
+from hindsight.cli.directive_commands import register as register_directive_commands
 from hindsight.cli.document_commands import register as register_document_commands
+from hindsight.cli.forget_commands import register as register_forget_commands
 from hindsight.cli.llm_commands import register as register_llm_commands
 from hindsight.cli.memory_commands import register as register_memory_commands
+from hindsight.cli.migrate import register as register_migrate
 from hindsight.cli.options import body, fields
 from hindsight.engine.banks.schemas import BankCreate, BankUpdate
 from hindsight.engine.memory.schemas import RetainItem
@@ -123,10 +127,28 @@ def banks_get(c: Client, bank_id):
 
 @banks.command("update")
 @click.argument("bank_id")
-@fields(BankUpdate, "name", "mission", document_chunk_size="--chunk-size")
+@fields(BankUpdate, "name", "mission", "retention_days", document_chunk_size="--chunk-size")
+@click.option(
+    "--retention-tag",
+    "retention_tags",
+    multiple=True,
+    metavar="TAG=DAYS",
+    help="Days memories with TAG are kept (repeatable; replaces the tags set before). See docs/privacy.md.",
+)
+@click.option("--no-retention-tags", is_flag=True, help="Clear the retention set by tag.")
 @pass_client
-def banks_update(c: Client, bank_id, **values):
-    _out(c.call("PATCH", f"/v1/banks/{bank_id}", json=body(values)))
+def banks_update(c: Client, bank_id, retention_tags, no_retention_tags, **values):
+    """Update a bank's name, mission, chunk size or retention (0 days: keep forever)."""
+    req = body(values)
+    if retention_tags or no_retention_tags:
+        by_tag = {}
+        for given in retention_tags:
+            tag, _, days = given.rpartition("=")
+            if not tag or not days.isdigit():
+                raise click.UsageError(f"--retention-tag {given!r}: give TAG=DAYS, e.g. chat=30")
+            by_tag[tag] = int(days)
+        req["retention_by_tag"] = by_tag
+    _out(c.call("PATCH", f"/v1/banks/{bank_id}", json=req))
 
 
 @banks.command("delete")
@@ -297,6 +319,10 @@ def docs(paths: tuple[str, ...], check: bool) -> None:
 register_llm_commands(cli)
 register_document_commands(cli)
 register_memory_commands(cli)
+register_migrate(cli)
+register_directive_commands(cli)
+register_forget_commands(cli)
+register_audit_commands(cli)
 
 
 def main() -> None:

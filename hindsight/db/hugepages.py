@@ -3,9 +3,8 @@
 A recall on a large bank touches ~1,000 pages of the buffer cache at random (the keyword arm's
 candidate rows, the vector index's neighbours, the details), and on regular pages nearly each touch
 is a TLB miss as well as a cache miss; in a virtual machine a TLB miss walks two page tables. With
-the buffer cache on 2 MB pages PostgreSQL spent 7-9% less CPU a recall on a 100,000-memory bank,
-and one server process served ~4% more recalls a second (bench/README.md, "Huge pages for the
-buffer cache").
+the buffer cache on 2 MB pages PostgreSQL spends less CPU a recall on a large bank (measured in
+bench/README.md, "Huge pages for the buffer cache").
 
 PostgreSQL uses them by itself (`huge_pages = try`, its default) when the kernel has enough
 reserved, which takes root (`sysctl vm.nr_hugepages`), so the server cannot and does not do it:

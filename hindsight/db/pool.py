@@ -125,19 +125,33 @@ _PLANNED = _SETTINGS | {"plan_cache_mode": "force_custom_plan", "hnsw.max_scan_t
 _PLANNED_STATEMENTS = 24
 
 
-def _connect_args(planned: bool) -> dict:
+def _connect_args(planned: bool, pooled: bool = False) -> dict:
+    """`pooled`: through a transaction pooler (HINDSIGHT_API_DB_POOL_MODE=transaction). PgBouncer
+    refuses session settings in the startup packet, and a statement prepared on one of its server
+    connections is not there on the next transaction's: no settings are sent (the database has
+    them as its defaults, `pooled_defaults`) and no statement is kept prepared, so each is planned
+    for its own parameters, as the planned pool's are anyway."""
+    if pooled:
+        return {"statement_cache_size": 0}
     if planned:
         return {"server_settings": _PLANNED, "statement_cache_size": _PLANNED_STATEMENTS}
     return {"server_settings": _SETTINGS}
 
 
 async def create_pool(
-    url: str, min_size: int, max_size: int, planned: bool = False, backend_nice: int = 0
+    url: str,
+    min_size: int,
+    max_size: int,
+    planned: bool = False,
+    backend_nice: int = 0,
+    pooled: bool = False,
+    connect_timeout: float = 60.0,
 ) -> asyncpg.Pool:
     """A pool of connections opened with our session settings; `planned`: they plan every
     statement for its own parameters (the statements on other connections keep PostgreSQL's
     choice, a generic plan once it is as good, which saves planning them every call).
-    `backend_nice`: the priority a local backend yields to the server at (db/priority.py)."""
+    `backend_nice`: the priority a local backend yields to the server at (db/priority.py);
+    `pooled`: through a transaction pooler (_connect_args)."""
     logging.getLogger("asyncpg.pool").addFilter(_one_line)
     return await asyncpg.create_pool(
         url,
@@ -145,8 +159,48 @@ async def create_pool(
         max_size=max_size,
         init=_connection_setup(backend_nice),
         reset=_no_reset,
-        **_connect_args(planned),
+        timeout=connect_timeout,
+        **_connect_args(planned, pooled),
     )
+
+
+async def pooled_defaults(direct_url: str, pooled_url: str) -> bool:
+    """The session settings of `_SETTINGS` made defaults of the database (`ALTER DATABASE ...
+    SET`) over `direct_url`, for connections through a transaction pooler, which cannot carry
+    them; True when they were changed. The pooler's server connections opened before a change
+    keep the old values, so the settings are then read back through `pooled_url`: a mismatch
+    stops the start with what to do, rather than serve recalls without them."""
+    conn = await asyncpg.connect(direct_url, server_settings=_SETTINGS)
+    try:
+        # pgvector's settings are known to a session once its library is loaded; a default for a
+        # setting the session does not know would need more than the database's ownership.
+        await conn.execute(Q.vector_library_load)
+        current = {r["name"]: r["value"] for r in await conn.fetch(Q.database_defaults)}
+        changed = any(current.get(name) != value for name, value in _SETTINGS.items())
+        if changed:
+            try:
+                await conn.execute(Q.database_defaults_from_session)
+            except asyncpg.InsufficientPrivilegeError as exc:
+                statements = "; ".join(f"ALTER DATABASE <name> SET {k} = '{v}'" for k, v in _SETTINGS.items())
+                raise DatabaseError(
+                    f"cannot give the database the session settings that connections through the pooler "
+                    f"need ({exc}); have its owner run: {statements}"
+                ) from None
+    finally:
+        await conn.close()
+    conn = await asyncpg.connect(pooled_url, statement_cache_size=0)
+    try:
+        seen = await conn.fetchval(Q.session_settings, list(_SETTINGS))
+    finally:
+        await conn.close()
+    wrong = [f"{name}={value!r}" for name, value in zip(_SETTINGS, seen) if value != _SETTINGS[name]]
+    if wrong:
+        raise DatabaseError(
+            "connections through the pooler lack the session settings the database has as defaults ("
+            + ", ".join(wrong)
+            + "): its server connections predate them; have the pooler open new ones (PgBouncer: RECONNECT)"
+        )
+    return changed
 
 
 def sizes(min_size: int, max_size: int) -> tuple[int, int, int, int]:
@@ -156,6 +210,8 @@ def sizes(min_size: int, max_size: int) -> tuple[int, int, int, int]:
     more), at least one of each kind, so a maximum of 1 still opens 2. The minimum is the two
     pools' together; a planned connection is kept open from a minimum of 2."""
     planned_max = max(1, max_size // 3)
+    if min_size == 0:  # a read replica's pools: nothing opened until a read needs it
+        return 0, max(1, max_size - planned_max), 0, planned_max
     shared_max = max(1, max_size - planned_max)
     planned_min = 1 if min_size >= 2 else 0
     shared_min = min(max(1, min_size - planned_min), shared_max)
@@ -170,16 +226,26 @@ class Pools:
     shared: asyncpg.Pool
     planned: asyncpg.Pool
 
+    pooled: bool = False  # through a transaction pooler (_connect_args)
+
     @classmethod
-    async def open(cls, url: str, min_size: int, max_size: int, backend_nice: int = 0) -> Pools:
+    async def open(
+        cls,
+        url: str,
+        min_size: int,
+        max_size: int,
+        backend_nice: int = 0,
+        pooled: bool = False,
+        connect_timeout: float = 60.0,
+    ) -> Pools:
         shared_min, shared_max, planned_min, planned_max = sizes(min_size, max_size)
-        shared = await create_pool(url, shared_min, shared_max, backend_nice=backend_nice)
+        shared = await create_pool(url, shared_min, shared_max, False, backend_nice, pooled, connect_timeout)
         try:
-            planned = await create_pool(url, planned_min, planned_max, planned=True, backend_nice=backend_nice)
+            planned = await create_pool(url, planned_min, planned_max, True, backend_nice, pooled, connect_timeout)
         except BaseException:
             await shared.close()
             raise
-        return cls(shared, planned)
+        return cls(shared, planned, pooled)
 
     def __iter__(self) -> Iterator[asyncpg.Pool]:
         return iter((self.shared, self.planned))
@@ -188,8 +254,8 @@ class Pools:
         """Open the pools' next connections to `url` (a restarted embedded PostgreSQL on another
         socket; the caller expires the current ones). This rather than new pools: whatever holds
         them (the engine, the LLM client, the tenant extension) follows."""
-        self.shared.set_connect_args(url, **_connect_args(False))
-        self.planned.set_connect_args(url, **_connect_args(True))
+        self.shared.set_connect_args(url, **_connect_args(False, self.pooled))
+        self.planned.set_connect_args(url, **_connect_args(True, self.pooled))
 
     async def expire_connections(self) -> None:
         for pool in self:

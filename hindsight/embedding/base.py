@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -25,6 +25,12 @@ class BaseEmbedder:
     # Whether the model was trained on Chinese, Japanese and Korean text: recall counts its
     # similarities less for a query in those scripts when it was not (engine/search/fusion.py).
     reads_cjk: bool = True
+    # The form in which a text is given to the model (None: as written), the same for every text
+    # it embeds, stored or asked: engine/lifecycle.py sets it to the Chinese gloss
+    # (language/gloss.py) for a model that cannot read Chinese, and then `reads_han`, since the
+    # model reads Han text through it.
+    prepare: Callable[[str], str] | None = None
+    reads_han: bool = False
 
     def start(self, workers: int, batch: int) -> None:
         """Ready to embed: `workers` runs at once (one core each), `batch` texts a run."""
@@ -63,7 +69,11 @@ class BaseEmbedder:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
         EMBED_TEXTS.labels("batch").inc(len(texts))
         with EMBED_SECONDS.labels("batch").time():
-            return self._embed(texts, spread)
+            return self._embed(self._prepared(texts), spread)
+
+    def _prepared(self, texts: Sequence[str]) -> list[str]:
+        prepare = self.prepare
+        return list(texts) if prepare is None else [prepare(t) for t in texts]
 
     def _embed(self, texts: list[str], spread: bool = True) -> np.ndarray:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -102,6 +112,12 @@ class BaseEmbedder:
                 self._cache.move_to_end(text)
             return hit
 
+    def forget_queries(self) -> None:
+        """Drop every cached query: after an erasure, a query that named what was forgotten is
+        not kept in this process either (the model call it saves costs a few milliseconds)."""
+        with self._lock:
+            self._cache.clear()
+
     def embed_query(self, text: str) -> np.ndarray:
         """Queries repeat (agents re-ask); a small LRU saves the model call."""
         hit = self._cached(text)
@@ -109,7 +125,7 @@ class BaseEmbedder:
             return hit
         EMBED_TEXTS.labels("query").inc()
         with EMBED_SECONDS.labels("query").time():
-            vec = self._run([text])[0].astype(np.float32)
+            vec = self._run(self._prepared([text]))[0].astype(np.float32)
         with self._lock:
             self._cache[text] = vec
             if len(self._cache) > 1024:

@@ -20,9 +20,9 @@ vectors for a padded probe batch; another BERT-style model (HINDSIGHT_API_EMBEDD
 graph matches nothing, or matches wrongly, is quantised as it is.
 
 Apart from these, `int8_tables` keeps a word-vector table in int8 when it is exactly int8 times a
-scale per row, as the shipped model's is: folding had turned it into 45 MB of float32 that every
-server held (of a 56 MB model), where a lookup of the int8 rows, then the scaling, computes the
-very same floats from 12 MB (bench/README.md, "Embedder: the word table stays int8"). It checks
+scale per row, as the shipped model's is: folded, it would be float32, four times the bytes every
+server holds, where a lookup of the int8 rows, then the scaling, computes the very same floats
+(bench/README.md, "Embedder: the word table stays int8"). It checks
 that exactness itself, so it needs no probe.
 """
 

@@ -1,11 +1,11 @@
 """Errors the engine raises on purpose, each with its message written once and the code every
-face reports it with: an HTTP status and a JSON body on REST (which the CLI prints), a JSON-RPC
-error code on MCP.
+face reports it with: an HTTP status and a JSON body on REST (which the CLI prints), a tool result
+flagged `isError` carrying the same body on MCP (mcp/servers.py).
 
 Two more kinds are not raised on purpose. A database that cannot be reached (stopped, restarting,
 out of connections): `unavailable` maps those asyncpg and socket errors to `Unavailable` here,
-once, so that every face answers it like the others (503 with Retry-After, a JSON-RPC error)
-instead of a 500 and a traceback. And an LLM that failed (llm.LLMError): `LLMUnavailable`, a
+once, so that every face answers it like the others (503 with Retry-After, a tool error with
+`retry_after`) instead of a 500 and a traceback. And an LLM that failed (llm.LLMError): `LLMUnavailable`, a
 502, 503 or 504 naming the cause. `known` maps both and passes the engine's own errors through."""
 
 from __future__ import annotations
@@ -16,14 +16,6 @@ import asyncpg
 
 from hindsight.llm import LLMError
 
-INVALID_PARAMS = -32602
-# JSON-RPC leaves -32000..-32099 to implementations; -32001 is authentication and authorisation
-# (a bank the key may not reach), -32003 a database that cannot be reached right now, both
-# documented in docs/mcp.md, and -32004 an LLM that failed. (MCP itself uses -32002 for a
-# resource that does not exist.)
-ACCESS_DENIED = -32001
-DATABASE_UNAVAILABLE = -32003
-LLM_FAILED = -32004  # the LLM failed (data.cause names how; data.retry_after for a rate limit)
 # Seconds a client should wait before retrying while the database is away: the watchdog restarts
 # an embedded PostgreSQL within a few seconds (db/watchdog.py).
 RETRY_AFTER = 5
@@ -32,7 +24,6 @@ RETRY_AFTER = 5
 class HindsightError(Exception):
     status = 400
     code = "bad_request"
-    jsonrpc_code = INVALID_PARAMS
     retry_after: int | None = None  # seconds, for errors that go away by themselves
 
     def __init__(self, message: str, field: str | None = None):
@@ -47,8 +38,8 @@ class HindsightError(Exception):
         return {**out, **self.details()}
 
     def details(self) -> dict:
-        """Fields beyond the message that a client may act on: in the REST body, and in the
-        JSON-RPC error's `data` (as `retry_after` is)."""
+        """Fields beyond the message that a client may act on, in the REST body and an MCP tool
+        error's structured content."""
         return {}
 
     def http_headers(self) -> dict[str, str]:
@@ -77,13 +68,11 @@ class NotFound(HindsightError):
 class Unauthorized(HindsightError):
     status = 401
     code = "unauthorized"
-    jsonrpc_code = ACCESS_DENIED
 
 
 class Forbidden(HindsightError):
     status = 403
     code = "forbidden"
-    jsonrpc_code = ACCESS_DENIED
 
 
 class TooLarge(HindsightError):
@@ -101,7 +90,6 @@ class Unavailable(HindsightError):
 
     status = 503
     code = "database_unavailable"
-    jsonrpc_code = DATABASE_UNAVAILABLE
     retry_after = RETRY_AFTER
 
     def __init__(self, cause: str):
@@ -113,10 +101,9 @@ class LLMUnavailable(HindsightError):
     """The LLM failed to give a usable answer (llm.LLMError), after the retries its settings
     allow. Not the client's fault and not a bug: a 502 (the provider failed, or its answer was
     malformed, cut off, empty or too long), 503 with Retry-After (it is rate-limiting), or 504 (it
-    did not answer in time), with `cause` in the body; -32004 on MCP, `cause` in `data`."""
+    did not answer in time), with `cause` in the body (and in an MCP tool error's)."""
 
     code = "llm_unavailable"
-    jsonrpc_code = LLM_FAILED
     STATUS = {"rate_limit": 503, "timeout": 504}  # every other cause: 502
 
     def __init__(self, cause: str, message: str, retry_after: float | None = None):
@@ -140,8 +127,10 @@ class LLMUnavailable(HindsightError):
 # SQLSTATEs that say "no database to talk to" rather than "this statement is wrong": class 08
 # (connection exceptions, e.g. 08003 connection does not exist, 08006 connection failure),
 # 57P01-57P05 (shut down by an administrator or a crash, still starting up or recovering,
-# database dropped, idle session timeout) and 53300 (every connection slot taken).
-_UNREACHABLE_STATES = ("57P01", "57P02", "57P03", "57P04", "57P05", "53300")
+# database dropped, idle session timeout), 53300 (every connection slot taken) and 25006 (a write
+# on a server that takes none: a standby, met during a failover through a pooler that still calls
+# it the primary; docs/scaling.md).
+_UNREACHABLE_STATES = ("57P01", "57P02", "57P03", "57P04", "57P05", "53300", "25006")
 
 
 def unavailable(exc: BaseException) -> Unavailable | None:
@@ -165,6 +154,9 @@ def unavailable(exc: BaseException) -> Unavailable | None:
         if _lost_connection(exc):
             return Unavailable("the database connection was lost in the middle of an operation")
         return None
+    if isinstance(exc, asyncpg.TargetServerAttributeNotMatched):
+        # Every host of a multi-host URL answered and none takes writes: a failover under way.
+        return Unavailable("no database host takes writes now (a standby is being promoted?)")
     if isinstance(exc, asyncpg.InternalClientError) and _lost_connection(exc):
         return Unavailable("the database connection was lost in the middle of an operation")
     if isinstance(exc, OSError) and _through_asyncpg(exc):  # TimeoutError is an OSError

@@ -1,9 +1,7 @@
 """What the concept modules run on: one small handle, built once by the engine when it starts.
 
-Why one handle: concept functions used to take the whole Engine, a pool, or a connection, each
-by its author's habit, so the same kind of work had three call shapes and a function could reach
-anything the engine held (its own operations included). The rule now (CONTRIBUTING.md): a
-concept function takes `rt: Runtime` when it opens its own connections or uses the embedder, the
+Why one handle: the same kind of work has one call shape, and a function reaches only what it
+needs, never the whole engine. The rule (CONTRIBUTING.md): a concept function takes `rt: Runtime` when it opens its own connections or uses the embedder, the
 LLM, the settings or the operation queue, and `conn` when it is one step of a caller's
 transaction. Nothing below the engine's own methods sees the Engine.
 """
@@ -19,6 +17,8 @@ from hindsight.config import Settings
 from hindsight.engine.cpu_slots import CpuSlots
 
 if TYPE_CHECKING:
+    from hindsight.db.replicas import Reads
+    from hindsight.db.vacuum import Vacuum
     from hindsight.embedding import Embedder
     from hindsight.engine.banks.gates import BankWrites, Gates
     from hindsight.engine.banks.sizes import BankSizes
@@ -49,3 +49,5 @@ class Runtime:
     queue: Queue
     cpu_slots: CpuSlots  # CPU_SLOTS of them
     sizes: BankSizes  # each bank's memory count beside all banks', for recall's semantic and time arms
+    reads: Reads  # where a bank's reads run, and the record of its writes for them (db/replicas.py)
+    vacuum: Vacuum  # the VACUUM that follows an erasure (db/vacuum.py)

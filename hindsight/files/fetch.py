@@ -1,4 +1,5 @@
-"""Fetching a document from a URL a client named, without letting the client reach our network.
+"""Fetching a document from a URL a client named, and sending a webhook to one, without letting
+the client reach our network.
 
 A server that fetches URLs for its callers is an SSRF risk: by default every request, the first
 and each redirect hop, must go to a public address. Redirects are followed here, not by httpx,
@@ -11,7 +12,10 @@ with a public address and connects to a private one. So each hop's name is looke
 the connection goes to an address that lookup returned and the check passed. The name still goes
 in the Host header and, for https, as SNI and as the name the certificate must be valid for, so
 pinning the address does not weaken TLS. Proxies from the environment are not used: a proxy
-would look the name up again. The body is streamed and cut at the document size limit."""
+would look the name up again. The body is streamed and cut at the document size limit.
+
+`send` (webhook deliveries) makes one request under the same rules and follows no redirect: a
+receiver that answers 3xx has not received the event."""
 
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ import ipaddress
 import socket
 import ssl
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import httpx
 
@@ -134,4 +139,92 @@ async def _open(client: httpx.AsyncClient, at: httpx.URL, addresses: list[str]) 
         except httpx.ConnectError:
             if i == len(addresses) - 1:
                 raise
+    raise AssertionError("unreachable: addresses is never empty")
+
+
+class Refused(Exception):
+    """A destination this server does not send to (a private address without
+    HINDSIGHT_API_ALLOW_PRIVATE_URLS, a URL that is not http(s)): sending again cannot help."""
+
+
+class Unreachable(Exception):
+    """A destination that could not be reached this time (its name did not resolve, the
+    connection failed, no answer in time): sending again later may work."""
+
+
+@dataclass
+class Sent:
+    status: int
+    body: str  # its first SENT_BODY_CHARS characters
+
+
+SENT_BODY_CHARS = 1_000
+
+
+async def send(
+    url: str,
+    *,
+    content: bytes,
+    headers: dict[str, str],
+    params: dict[str, str],
+    timeout: float,
+    allow_private: bool,
+    resolver: Resolver = resolve,
+    is_public: Callable[[str], bool] = public_address,
+    ssl_context: ssl.SSLContext | None = None,
+) -> Sent:
+    """POST `content` to `url` (with `params` added to its query), to an address its name resolved
+    to and that passed the check, as fetch() connects. Raises Refused or Unreachable."""
+    verify = httpx.create_ssl_context() if ssl_context is None else ssl_context
+    try:
+        at = httpx.URL(url)
+        if params:
+            at = at.copy_merge_params(params)
+    except (httpx.InvalidURL, TypeError) as exc:
+        raise Refused(f"{url}: not a URL ({exc})") from None
+    if at.scheme not in ("http", "https") or not at.raw_host:
+        raise Refused(f"{url}: not an http(s) URL")
+    host = at.raw_host.decode("ascii")
+    try:
+        addresses = await asyncio.wait_for(asyncio.to_thread(resolver, host), timeout)
+    except TimeoutError:
+        raise Unreachable(f"{host} did not resolve in {timeout:g} s") from None
+    except (OSError, UnicodeError) as exc:
+        raise Unreachable(f"{host} does not resolve ({exc})") from None
+    if not addresses:
+        raise Unreachable(f"{host} does not resolve")
+    if not allow_private and not all(is_public(a) for a in addresses):
+        raise Refused(
+            f"{host}: private, loopback and link-local addresses are refused "
+            "(HINDSIGHT_API_ALLOW_PRIVATE_URLS=true allows them)"
+        )
+    extensions = {"sni_hostname": host} if at.scheme == "https" else {}
+    async with httpx.AsyncClient(verify=verify, timeout=timeout, trust_env=False) as client:
+        for i, address in enumerate(addresses):
+            request = client.build_request(
+                "POST",
+                at.copy_with(host=address),
+                content=content,
+                headers={**headers, "Host": at.netloc.decode("ascii")},
+                extensions=extensions,
+            )
+            try:
+                r = await client.send(request, stream=True)
+            except httpx.ConnectError as exc:
+                if i == len(addresses) - 1:
+                    raise Unreachable(f"{host}: {type(exc).__name__}: {exc}") from None
+                continue
+            except httpx.HTTPError as exc:
+                raise Unreachable(f"{host}: {type(exc).__name__}: {exc}") from None
+            try:
+                body = bytearray()
+                async for chunk in r.aiter_bytes():
+                    body += chunk
+                    if len(body) >= SENT_BODY_CHARS * 4:
+                        break
+                return Sent(r.status_code, body.decode("utf-8", "replace")[:SENT_BODY_CHARS])
+            except httpx.HTTPError as exc:
+                raise Unreachable(f"{host}: {type(exc).__name__} while reading the answer: {exc}") from None
+            finally:
+                await r.aclose()
     raise AssertionError("unreachable: addresses is never empty")

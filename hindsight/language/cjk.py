@@ -18,6 +18,7 @@ import re
 # syllables: the same ranges as migration 010's cjk_grams.
 CJK_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
 HAN_RUN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+KANA = re.compile("[\u3040-\u30ff]")
 # Character pairs that ask rather than say: never worth matching in a memory. Any pair holding a
 # question character (what, who, the question particles), and these.
 QUESTION_CHARS = frozenset("什么谁吗呢")
@@ -26,6 +27,11 @@ QUESTION_GRAMS = frozenset("哪里 哪儿 哪个 哪些 哪部 哪家 哪天 怎
 
 def has_cjk(text: str) -> bool:
     return CJK_RUN.search(text) is not None
+
+
+def has_cjk_beyond_han(text: str) -> bool:
+    """Whether `text` holds kana or hangul (CJK that is not Han characters)."""
+    return has_cjk(HAN_RUN.sub("", text))
 
 
 def query_grams(text: str) -> list[str]:

@@ -112,6 +112,23 @@ class Usage:
 
 
 @dataclass
+class Call:
+    """One call to the provider, as the request log records it."""
+
+    purpose: str
+    model: str
+    bank_id: str | None
+    operation: str
+    operation_id: Any
+    attempt: int
+    duration_ms: int
+    status: str  # "ok", or the failure's cause (CAUSES)
+    error: str | None
+    messages: list[dict]
+    answer: str | None
+
+
+@dataclass
 class Failure:
     """One failed call: its cause, what a client may be told, what the log adds, whether trying
     again can help, and the wait the provider asked for."""
@@ -365,6 +382,8 @@ class LLM:
         failure = Failure("timeout", "no time left for a call")
         for attempt in range(1, attempts + 1):
             call_timeout = max(MIN_CALL_SECONDS, min(self.settings.llm_timeout, until - loop.time()))
+            started = loop.time()
+            text, parsed, resp, ok = None, None, None, False
             try:
                 async with self.slots:
                     with LLM_SECONDS.labels(operation).time():
@@ -384,7 +403,6 @@ class LLM:
                 if failure.cause == "timeout":
                     failure.reason = f"no answer within {call_timeout:.0f} s"
             else:
-                await self._record(lib, resp, model, bank_id, operation, operation_id, usage)
                 choice = resp.choices[0]
                 text = choice.message.content or ""
                 try:
@@ -393,20 +411,36 @@ class LLM:
                     if not text.strip():
                         raise Rejected("empty", "no content")
                     parsed = parse(text)
+                    ok = True
                 except (ValueError, ValidationError) as exc:
                     failure = rejection(exc)
-                    messages = base + [
-                        {"role": "assistant", "content": text[:4000]},
-                        {
-                            "role": "user",
-                            "content": f"That answer was rejected: {failure.reason}. "
-                            + ("Answer more briefly. " if failure.cause in ("truncated", "too_long") else "")
-                            + "Reply with only a JSON object that follows the schema.",
-                        },
-                    ]
-                else:
-                    LLM_CALLS.labels(operation, model, "ok").inc()
-                    return parsed
+            call = Call(
+                purpose=purpose,
+                model=model,
+                bank_id=bank_id,
+                operation=operation,
+                operation_id=operation_id,
+                attempt=attempt,
+                duration_ms=round((loop.time() - started) * 1000),
+                status="ok" if ok else failure.cause,
+                error=None if ok else failure.reason,
+                messages=messages,
+                answer=text,
+            )
+            await self._record(lib, resp, call, usage)
+            if ok:
+                LLM_CALLS.labels(operation, model, "ok").inc()
+                return parsed
+            if text is not None:  # an answer that cannot be used: asked again with the reason
+                messages = base + [
+                    {"role": "assistant", "content": text[:4000]},
+                    {
+                        "role": "user",
+                        "content": f"That answer was rejected: {failure.reason}. "
+                        + ("Answer more briefly. " if failure.cause in ("truncated", "too_long") else "")
+                        + "Reply with only a JSON object that follows the schema.",
+                    },
+                ]
             LLM_CALLS.labels(operation, model, failure.cause).inc()
             wait = self._next_wait(failure, attempt, attempts, until - loop.time(), in_operation)
             self._log_failure(failure, where, attempt, attempts, wait)
@@ -468,30 +502,57 @@ class LLM:
             },
         )
 
-    async def _record(self, lib, resp, model, bank_id, operation, operation_id, usage: Usage | None) -> None:
+    async def _record(self, lib, resp, call: Call, usage: Usage | None) -> None:
+        """One row of the LLM request log for every call, answered or not (its tokens and cost
+        when the provider answered); the prompt and the answer only when
+        HINDSIGHT_API_LLM_LOG_CONTENT is on."""
         u = getattr(resp, "usage", None)
         prompt = int(getattr(u, "prompt_tokens", 0) or 0)
         completion = int(getattr(u, "completion_tokens", 0) or 0)
-        try:
-            cost = float(lib.completion_cost(completion_response=resp))
-        except Exception:  # models without a known price (local, self-hosted)
-            cost = None
-        if usage is not None:
-            usage.calls += 1
-            usage.prompt_tokens += prompt
-            usage.completion_tokens += completion
-        LLM_TOKENS.labels(operation, model, "prompt").inc(prompt)
-        LLM_TOKENS.labels(operation, model, "completion").inc(completion)
+        cost = None
+        if resp is not None:
+            try:
+                cost = float(lib.completion_cost(completion_response=resp))
+            except Exception:  # models without a known price (local, self-hosted)
+                cost = None
+            if usage is not None:
+                usage.calls += 1
+                usage.prompt_tokens += prompt
+                usage.completion_tokens += completion
+        LLM_TOKENS.labels(call.operation, call.model, "prompt").inc(prompt)
+        LLM_TOKENS.labels(call.operation, call.model, "completion").inc(completion)
         if cost:
-            LLM_COST.labels(operation, model).inc(cost)
+            LLM_COST.labels(call.operation, call.model).inc(cost)
+        request = response = None
+        if self.settings.llm_log_content:
+            request = json.dumps([_clipped_message(m) for m in call.messages])
+            response = call.answer[:LOGGED_CHARS] if call.answer is not None else None
         async with self.pool.acquire() as conn:
             await conn.execute(
                 Q.usage_record,
-                bank_id,
-                operation,
-                operation_id,
-                model,
+                call.bank_id,
+                call.operation,
+                call.operation_id,
+                call.model,
                 prompt,
                 completion,
                 cost,
+                call.status,
+                call.error,
+                call.purpose,
+                call.duration_ms,
+                call.attempt,
+                request,
+                response,
             )
+
+
+# The most characters of one message or answer kept in the request log (when content is kept).
+LOGGED_CHARS = 32_768
+
+
+def _clipped_message(m: dict) -> dict:
+    content = m.get("content")
+    if isinstance(content, str) and len(content) > LOGGED_CHARS:
+        content = content[:LOGGED_CHARS] + f" [... {len(content) - LOGGED_CHARS} more characters]"
+    return {"role": m.get("role"), "content": content}

@@ -19,6 +19,7 @@ from hindsight.engine.errors import known
 from hindsight.mcp.servers import SCOPE_KEY, RequestState
 from hindsight.mcp.single_exchange import SingleExchange
 from hindsight.oauth.resource import endpoint_bank
+from hindsight.web.audit import note_of
 from hindsight.web.errors import InvalidHeader, MethodNotAllowed, send_error
 from hindsight.web.scope import PRINCIPAL, header
 
@@ -43,6 +44,7 @@ class MCPRouter:
         self.authenticate = authenticate
 
     async def __call__(self, scope, receive, send):
+        note = note_of(scope)
         try:
             who, bank_id, header_bank = await self._admit(scope)
         except Exception as exc:  # authenticating reads the keys from the database
@@ -50,6 +52,8 @@ class MCPRouter:
             if error is None:
                 raise
             return await send_error(error, scope, receive, send)
+        if note is not None:
+            note.who = who
         headers = [(k, v) for k, v in scope["headers"] if k != b"accept"]
         accept = header(scope, b"accept")
         if not accept or accept.strip() in ("*/*", "application/*"):
@@ -64,6 +68,7 @@ class MCPRouter:
             header_bank=header_bank,
             # what RAG callers send about the end user (rag_search filters on them)
             end_user={"x-user-id": header(scope, b"x-user-id"), "x-session-tags": header(scope, b"x-session-tags")},
+            audit=note,
         )
         await (self.single if bank_id is not None else self.multi)(scope, receive, send)
 

@@ -3,12 +3,18 @@ public surfaces only.
 
 Each tool's MCP arguments are its request model's fields, each published with the field's own
 JSON schema but typed `Any` for the SDK, so the SDK checks only that required arguments are
-present and the request model validates them once (its errors name the argument, -32602). The
-caller (principal, bank from the URL or header, end-user headers) reaches the tool through the
-SDK's dependency injection (`Resolve`), from the state the router put in the ASGI scope after
-authenticating the HTTP request. A server middleware turns unknown tools into -32602 and, for the
-tools RAG clients read that way (rag_search, verify_document_access), copies the structured
-result's fields to the top of the JSON-RPC result.
+present and the request model validates them once. The caller (principal, bank from the URL or
+header, end-user headers) reaches the tool through the SDK's dependency injection (`Resolve`),
+from the state the router put in the ASGI scope after authenticating the HTTP request. A server
+middleware turns unknown tools into -32602 and, for the tools RAG clients read that way
+(rag_search, verify_document_access), copies the structured result's fields to the top of the
+JSON-RPC result.
+
+Errors follow the MCP specification (2025-11-25, SEP-1303): whatever goes wrong in a tool's own
+work or with its arguments (a missing or invalid argument, a bank or memory that does not exist,
+a key that may not do it, a limit, the LLM or the database failing) is the tool's result, flagged
+`isError`, so that the model reads what went wrong and can correct itself (`tool_error`).
+Protocol faults (an unknown tool or method, a malformed request) stay JSON-RPC errors.
 
 Both servers are stateless with JSON responses: any process can answer any request.
 """
@@ -17,7 +23,10 @@ from __future__ import annotations
 
 import inspect
 import json
-from dataclasses import dataclass, field
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from mcp.server.mcpserver import Context, MCPServer, Resolve
@@ -25,20 +34,23 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ValidationError, WithJsonSchema
 
+from hindsight.bank_ids import valid_bank_id
 from hindsight.engine.access.keys import Principal
-from hindsight.engine.errors import Forbidden, HindsightError, InvalidArgument, known
+from hindsight.engine.errors import HindsightError, InvalidArgument, known
 from hindsight.engine.rules.validation import inline_defs, invalid, parse
 from hindsight.mcp.catalog import TOOLS
-from hindsight.mcp.output_schema import cheap_to_validate
+from hindsight.mcp.output_schema import cheap_to_validate, with_tool_error
 from hindsight.mcp.tools import Call, ToolDef
 from hindsight.metrics import MCP_CALLS, MCP_SECONDS
+from hindsight.web.audit import AuditNote
 
 if TYPE_CHECKING:
     from hindsight.engine.facade import Engine
 
+log = logging.getLogger("hindsight.mcp")
 
 SCOPE_KEY = "hindsight"
 
@@ -51,6 +63,7 @@ class RequestState:
     bank_id: str | None = None  # from the URL: the single-bank surface
     header_bank: str | None = None  # X-Bank-Id
     end_user: dict = field(default_factory=dict)  # x-user-id / x-session-tags, for document access
+    audit: AuditNote | None = None  # the request's audit note (web/audit.py): the tool and its bank
 
 
 async def _from_scope(ctx: Context) -> RequestState:
@@ -58,15 +71,15 @@ async def _from_scope(ctx: Context) -> RequestState:
     a hop there and back on every tool call (~0.3 ms of CPU a call under load)."""
     request = ctx.request_context.request
     state = (getattr(request, "scope", None) or {}).get(SCOPE_KEY)
-    if state is None:
-        raise jsonrpc_error(Forbidden("request did not pass through the hindsight MCP router"))
+    if state is None:  # a server wired without the router: ours to fix, not the caller's
+        raise MCPError(INTERNAL_ERROR, "request did not pass through the hindsight MCP router")
     return state
 
 
 class ContractTool(Tool):
-    """A tool whose missing required arguments are a protocol error (-32602 naming them), as the
-    MCP spec asks for invalid arguments, instead of the SDK's default tool result flagged isError.
-    Every other check is the request model's, inside the tool."""
+    """A tool whose missing required arguments are a tool error in the words the request models
+    use for every other argument error (naming each one), not the SDK's text. Every other check
+    is the request model's, inside the tool."""
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         try:
@@ -74,7 +87,8 @@ class ContractTool(Tool):
         except ToolError as exc:
             # UnexpectedToolError: the SDK's check of our result failed, not the caller's arguments
             if isinstance(exc.__cause__, ValidationError) and not isinstance(exc, UnexpectedToolError):
-                raise jsonrpc_error(invalid(exc.__cause__)) from None
+                MCP_CALLS.labels(self.name, "error").inc()
+                return tool_error(invalid(exc.__cause__))
             raise
 
 
@@ -166,41 +180,91 @@ def _select_bank(td: ToolDef, multi: bool, state: RequestState, args: dict, defa
     return default, "default", "bank_id"
 
 
-def jsonrpc_error(exc: HindsightError, named: str = "bank_id") -> MCPError:
-    """The one JSON-RPC answer for an error, wherever a call failed (arguments, the bank, the
-    operation). The engine names a bad bank `bank_id`; `named` is what the client called it. An
-    error that goes away by itself (the database restarting, an LLM rate limit) says when to
-    retry, as Retry-After does on REST; `data` carries the fields the REST body adds to the
-    message (an LLM failure's `cause`)."""
-    message = exc.message
+def tool_error(exc: HindsightError, named: str = "bank_id") -> CallToolResult:
+    """A tool's failure as its result (SEP-1303): `isError`, the message as text for the model,
+    and the body REST answers for the same error as structured content for a program (`error`:
+    the code, `message`, `field`, an LLM failure's `cause`), with `retry_after` (seconds) for an
+    error that goes away by itself (the database restarting, an LLM rate limit), as Retry-After
+    says on REST. The engine names a bad bank `bank_id`; `named` is what the client called it."""
+    body = exc.to_dict()
     if exc.field == "bank_id" and named != "bank_id":
-        message = message.replace("bank_id:", f"{named}:", 1)
-    data = exc.details()
+        body["message"] = body["message"].replace("bank_id:", f"{named}:", 1)
+        body["field"] = named
     if exc.retry_after is not None:
-        data["retry_after"] = exc.retry_after
-    return MCPError(exc.jsonrpc_code, message, data or None)
+        body["retry_after"] = exc.retry_after
+    return CallToolResult(
+        content=[TextContent(type="text", text=body["message"])], structured_content=body, is_error=True
+    )
 
 
-def _handler(td: ToolDef, engine: Engine, multi: bool, resolver):
+class Internal(HindsightError):
+    """A bug in a tool: the caller learns that much, the log gets the traceback."""
+
+    status = 500
+    code = "internal"
+
+    def __init__(self) -> None:
+        super().__init__("internal error in the tool (logged on the server); this call did not complete")
+
+
+def protocol_error(message: str) -> MCPError:
+    """A JSON-RPC error, for protocol faults only: a tool or prompt this server does not have."""
+    return MCPError(INVALID_PARAMS, message)
+
+
+def _handler(td: ToolDef, engine: Engine, multi: bool, resolver, local: bool = False):
+    """`local`: a transport without HTTP (stdio), whose calls the handler puts on the audit log
+    itself (over HTTP the server shell does, from the note the router put in the request)."""
     params = arguments(td.request) + _bank_arguments(td, multi)
     encoded = json_encoded(td.request)
 
     async def handler(**args: Any) -> Any:
         state: RequestState = args.pop(STATE_PARAM)
+        if not local:
+            return await served(state, args)
+        note, started, t0 = AuditNote(transport="mcp"), time.time(), time.perf_counter()
+        try:
+            return await served(replace(state, audit=note), args)
+        except BaseException:
+            note.outcome = note.outcome or "internal"
+            raise
+        finally:
+            bank = note.bank_id if isinstance(note.bank_id, str) and valid_bank_id(note.bank_id) else None
+            seconds = time.perf_counter() - t0
+            outcome = note.outcome or "ok"
+            who = state.who.key_id or "stdio"  # `hindsight mcp` acts for whoever started it
+            engine.audit.record(bank, "mcp", td.name, None, None, 200, outcome, who, uuid.uuid4().hex, started, seconds)
+
+    async def served(state: RequestState, args: dict[str, Any]) -> Any:
         named = "bank_id"
+        note = state.audit
+        if note is not None:
+            note.action = td.name
         with MCP_SECONDS.labels(td.name).time():
             try:
                 default = state.who.default_bank or engine.settings.mcp_bank_id
                 bank_id, source, named = _select_bank(td, multi, state, args, default)
-                call = Call(engine=engine, who=state.who, bank_id=bank_id, headers=state.end_user, bank_source=source)
+                if note is not None:
+                    note.bank_id = bank_id or args.get("bank_id") or None  # create_bank names it in its request
+                call = Call(
+                    engine=engine,
+                    who=state.who,
+                    bank_id=bank_id,
+                    headers=state.end_user,
+                    bank_source=source,
+                    audit=note,
+                )
                 decode_json_arguments(args, encoded)
                 result = await td.fn(call, parse(td.request, args) if td.request is not None else None)
             except Exception as exc:
                 error = known(exc)
                 if error is None:
-                    raise
+                    log.exception("MCP tool %s failed", td.name)
+                    error = Internal()
                 MCP_CALLS.labels(td.name, "error").inc()
-                raise jsonrpc_error(error, named) from None
+                if note is not None:
+                    note.outcome = error.code
+                return tool_error(error, named)
         MCP_CALLS.labels(td.name, "ok").inc()
         return lean(result) if td.lean_result else result
 
@@ -243,20 +307,26 @@ def _middleware(accepted: dict[str, set[str]], top_level: set[str], multi: bool)
             # This server has no prompts. The SDK takes a name it does not know for its own fault
             # (an error logged with its traceback, -32603) where it is the caller's, as an
             # unknown resource is (-32602).
-            raise jsonrpc_error(InvalidArgument(f"unknown prompt {params.get('name')!r}", "name"))
+            raise protocol_error(f"unknown prompt {params.get('name')!r}")
         if ctx.method != "tools/call":
             return await call_next(ctx)
         name = params.get("name")
         if not isinstance(name, str) or name not in accepted:
-            raise jsonrpc_error(InvalidArgument(f"unknown tool {name!r}", "name"))
+            raise protocol_error(f"unknown tool {name!r}")
         args = params.get("arguments")
         for word in sorted(BANK_WORDS & set(args or ()) - accepted[name]) if isinstance(args, dict) else ():
             where = "the multi-bank endpoint /mcp/ takes `bank_id`" if not multi else "use `bank_id`"
-            raise jsonrpc_error(
+            MCP_CALLS.labels(name, "error").inc()
+            return tool_error(
                 InvalidArgument(f"{word}: {name} does not take it here (the bank is chosen elsewhere: {where})", word)
             )
         result = await call_next(ctx)
-        if name in top_level and isinstance(result, dict) and isinstance(result.get("structuredContent"), dict):
+        if (
+            name in top_level
+            and isinstance(result, dict)
+            and not result.get("isError")
+            and isinstance(result.get("structuredContent"), dict)
+        ):
             # RAG-over-MCP clients read `status`/`segments` (or `has_access`) at the top of the result.
             result = {**result["structuredContent"], **result}
         return result
@@ -294,16 +364,16 @@ def build_server(engine: Engine, multi: bool, local_state: RequestState | None =
             )
         ),
         log_level=cast(Any, engine.settings.log_level.upper()),
-        tools=[_tool(td, engine, multi, resolver) for td in tools],
+        tools=[_tool(td, engine, multi, resolver, local_state is not None) for td in tools],
     )
     accepted = {td.name: {p.name for p in arguments(td.request) + _bank_arguments(td, multi)} for td in tools}
     server.middleware.append(_middleware(accepted, {td.name for td in tools if td.top_level_result}, multi))
     return server
 
 
-def _tool(td: ToolDef, engine: Engine, multi: bool, resolver) -> Tool:
+def _tool(td: ToolDef, engine: Engine, multi: bool, resolver, local: bool = False) -> Tool:
     tool = ContractTool.from_function(
-        _handler(td, engine, multi, resolver),
+        _handler(td, engine, multi, resolver, local),
         name=td.name,
         description=_description(td, multi),
         annotations=ToolAnnotations(
@@ -315,7 +385,7 @@ def _tool(td: ToolDef, engine: Engine, multi: bool, resolver) -> Tool:
         ),
     )
     # read live by the SDK (FuncMetadata), so the published schema is this one
-    tool.fn_metadata.output_schema = cheap_to_validate(tool.fn_metadata.output_schema)
+    tool.fn_metadata.output_schema = with_tool_error(cheap_to_validate(tool.fn_metadata.output_schema))
     if td.lean_result:
         # A lean result is the dump of the tool's own response model, so the SDK's check of it
         # against that model on the way out can only pass: ~0.3 ms of the event loop a recall of

@@ -3,9 +3,9 @@
 Claude Code, MCP Inspector, hosted connectors and curl speak the handshake-era protocol
 (2024-11-05 to 2025-11-25). On our stateless, JSON-response servers the SDK answers each such
 POST by building a transport with four memory streams and a message-router task, a JSON-RPC
-dispatcher, a server task in its task group and a task for the request, then tearing them down:
-~0.25-0.35 ms of the event loop a call, five times a `ping`'s own cost (bench/README.md, "MCP:
-one exchange for the handshake era"). None of it carries anything here: the answer is one
+dispatcher, a server task in its task group and a task for the request, then tearing them down,
+several times a `ping`'s own cost in event-loop time (bench/README.md, "MCP: one exchange for the
+handshake era"). None of it carries anything here: the answer is one
 JSON body and a stateless server has no session to route to. So a well-formed request (one
 JSON-RPC request other than `initialize`, JSON in and out) goes through the SDK's own
 single-exchange driver (`serve_one`, what the SDK runs for a 2026-07-28 request) and is answered

@@ -68,6 +68,7 @@ class ConsentDecision(Strict):
 class ConsentAnswer(BaseModel):
     redirect_to: str = Field(description="Where to send the browser: the application, with a code or an error.")
     access: Access | None = Field(None, description="What was granted (none when refused).")
+    bank_id: str | None = Field(None, description="The bank the application may now use (none when refused).")
 
 
 class ConnectedApp(BaseModel):
@@ -168,7 +169,7 @@ async def decide(rt: Runtime, who: Principal, d: ConsentDecision) -> ConsentAnsw
     if code is None:
         raise NotFound("this application was deleted meanwhile (or its registration expired); start again from it")
     url = construct_redirect_uri(taken.redirect_uri, code=code, state=taken.state, iss=taken.issuer)
-    return ConsentAnswer(redirect_to=url, access=access)
+    return ConsentAnswer(redirect_to=url, access=access, bank_id=bank_id)
 
 
 async def list_connections(rt: Runtime, bank_id: str, approvers: bool) -> ConnectedAppList:

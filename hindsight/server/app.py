@@ -2,10 +2,13 @@
 outside in:
 
 - request_metrics.RequestMetrics: every request counted and timed, refusals included;
+- request_id.RequestId: every request's id (the client's X-Request-Id, or one made), answered;
+- audit_trail.AuditTrailMiddleware: every request that reads or changes a bank on the record;
 - drain.Drain: requests refused, and those in flight finished, while the server stops;
 - Starlette's CORSMiddleware, only for the web origins the operator allowed;
 - error_answers.ErrorAnswers: what the checks below and the faces raise, answered;
 - host_origin.HostOriginGuard: browsers held off (Host and Origin, the MCP specification's rule);
+- role_paths.WorkerPaths, in a `worker` process only: nothing but the probes and metrics;
 - url_text.UrlTextGuard: path and query held to the text rule;
 - auth_first.AuthBeforeBody: a request with a body authenticated before it is read;
 - body_limit.BodyLimit: the body's size and JSON weight bounded as it arrives;
@@ -33,12 +36,15 @@ from hindsight.mcp.routing import MCPRouter
 from hindsight.mcp.servers import build_server, http_session_manager
 from hindsight.oauth import endpoints as oauth_endpoints
 from hindsight.oauth.resource import Guard, endpoint_bank
+from hindsight.server.audit_trail import AuditTrailMiddleware
 from hindsight.server.auth_first import AuthBeforeBody, is_mcp
 from hindsight.server.body_limit import BodyLimit
 from hindsight.server.drain import Drain
 from hindsight.server.error_answers import ErrorAnswers
 from hindsight.server.host_origin import HostOriginGuard, HostOriginRules
+from hindsight.server.request_id import RequestId
 from hindsight.server.request_metrics import RequestMetrics
+from hindsight.server.role_paths import WorkerPaths
 from hindsight.server.routing import Face, router
 from hindsight.server.url_text import UrlTextGuard
 from hindsight.web.scope import authorization
@@ -68,6 +74,8 @@ class App:
         app = BodyLimit(app, settings)
         app = AuthBeforeBody(app, settings, self.engine.authenticate, self.mcp_principal)
         app = UrlTextGuard(app)
+        if settings.role == "worker":
+            app = WorkerPaths(app)
         rules = HostOriginRules(settings)
         app = ErrorAnswers(HostOriginGuard(app, rules))
         if rules.origins or rules.any_origin:
@@ -78,10 +86,11 @@ class App:
                 allow_origins=["*"] if rules.any_origin else sorted(rules.origins),
                 allow_methods=["*"],
                 allow_headers=["*"],
-                expose_headers=["mcp-session-id", "www-authenticate"],
+                expose_headers=["mcp-session-id", "www-authenticate", "x-request-id"],
             )
         self.drainer = Drain(app)
-        self.app = RequestMetrics(self.drainer)
+        audited = AuditTrailMiddleware(self.drainer, lambda: self.engine.audit, self.api.state.routes)
+        self.app = RequestMetrics(RequestId(audited))
 
     async def __call__(self, scope, receive, send):
         await self.app(scope, receive, send)
@@ -105,7 +114,7 @@ class App:
                     external = IssuerTokens(settings)
                 self.guard = Guard(engine.rt, engine.authenticate, external)
             self.oauth = oauth_endpoints.Endpoints(engine.rt)
-            if settings.mcp_enabled:
+            if settings.mcp_enabled and settings.role != "worker":
                 single = http_session_manager(build_server(engine, False))
                 multi = http_session_manager(build_server(engine, True))
                 await stack.enter_async_context(single.run())

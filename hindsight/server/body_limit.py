@@ -2,8 +2,9 @@
 HINDSIGHT_API_MAX_REQUEST_BYTES is refused at once when Content-Length says so, else as soon as
 that much has arrived (a chunked body), so a huge body is never held in memory; and its JSON is
 weighed as it arrives (body_weight.py), refused as soon as no rest of the body could make up for
-what parsing it would allocate. A bank import file is the one body that is neither JSON nor held
-in memory: it streams to disk under its own limit (api/banks.py)."""
+what parsing it would allocate (a multipart upload is not JSON: its size alone is bounded). A bank
+import file is the one body that is neither JSON nor held in memory: it streams to disk under its
+own limit (api/banks.py)."""
 
 from __future__ import annotations
 
@@ -35,13 +36,18 @@ class BodyLimit:
                 raise too_large
         weight = JsonWeight()
         hopeless = max(FREE, PER_BYTE * limit)
+        # A multipart form (an upload) is not JSON, and its parser streams file parts to disk:
+        # only its size is bounded.
+        json_body = not _multipart(scope)
 
         async def bounded():
             message = await receive()
             weight.feed(message.get("body", b""))
             if weight.size > limit:
                 raise too_large
-            if weight.weight() > hopeless or (not message.get("more_body", False) and weight.too_heavy()):
+            if json_body and (
+                weight.weight() > hopeless or (not message.get("more_body", False) and weight.too_heavy())
+            ):
                 raise TooLarge(
                     f"body: its JSON would take ~{weight.weight() // 2**20} MiB of memory to parse, more than "
                     f"{FREE // 2**20} MiB and {PER_BYTE} bytes for each byte of the body "
@@ -51,3 +57,10 @@ class BodyLimit:
             return message
 
         await self.app(scope, bounded, send)
+
+
+def _multipart(scope) -> bool:
+    for k, v in scope.get("headers", []):
+        if k == b"content-type":
+            return v.split(b";", 1)[0].strip().lower() == b"multipart/form-data"
+    return False

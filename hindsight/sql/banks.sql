@@ -83,6 +83,11 @@ RETURNING id, name, mission, disposition, config, created_at, updated_at;
 -- How many memories a bank holds, reported when it is deleted.
 SELECT count(*) FROM memories WHERE bank_id = $1;
 
+-- bank_delete_grants --
+-- The bank's OAuth connections go with it (their tokens by cascade): the OAuth tables refer to no
+-- bank's row, as a reference table under Citus may not (migration 021).
+DELETE FROM oauth_grants WHERE bank_id = $1;
+
 -- bank_delete --
 -- Delete a bank; its rows go by cascade.
 DELETE FROM banks WHERE id = $1 RETURNING id;

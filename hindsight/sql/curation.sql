@@ -12,10 +12,17 @@ FROM memories m WHERE m.bank_id = $1 AND m.id = $2 FOR UPDATE;
 UPDATE memories m SET changed_at = now() /*set*/ WHERE m.bank_id = $1 AND m.id = $2;
 
 -- curation_lexemes_remove --
--- Before an edit of its text: the memory's lexemes leave the bank's counts (migration 004), as on delete.
+-- Before an edit of its text: the memory's lexemes leave the bank's counts (migration 004), as on
+-- delete; a word no other memory holds leaves them whole (migration 017), so that the text an edit
+-- replaced keeps no trace there.
+WITH words AS (
+    SELECT DISTINCT l FROM memories m, unnest(tsvector_to_array(m.tsv)) l WHERE m.bank_id = $1 AND m.id = $2
+), gone AS (
+    DELETE FROM bank_lexemes b USING words w WHERE b.bank_id = $1 AND b.lexeme = w.l AND b.n <= 1 RETURNING b.lexeme
+)
 UPDATE bank_lexemes b SET n = b.n - 1
-FROM (SELECT DISTINCT l FROM memories m, unnest(tsvector_to_array(m.tsv)) l WHERE m.bank_id = $1 AND m.id = $2) x
-WHERE b.bank_id = $1 AND b.lexeme = x.l;
+FROM words w
+WHERE b.bank_id = $1 AND b.lexeme = w.l AND b.n > 1;
 
 -- curation_lexemes_add --
 -- After an edit of its text: the memory's new lexemes join the bank's counts, as on insert.
@@ -26,8 +33,7 @@ ON CONFLICT (bank_id, lexeme) DO UPDATE SET n = bank_lexemes.n + 1;
 
 -- curation_unlink_entities --
 -- A memory's entity links, dropped before its new ones are written (mentions released first).
-DELETE FROM memory_entities me USING memories m
-WHERE me.memory_id = m.id AND m.bank_id = $1 AND m.id = $2;
+DELETE FROM memory_entities WHERE bank_id = $1 AND memory_id = $2;
 
 -- curation_entity_names --
 -- After its links changed: the memory keeps its entities' names again (migration 012).

@@ -70,3 +70,27 @@ SELECT current_setting('huge_pages_status', true) AS status,
        current_setting('huge_pages', true) AS setting,
        current_setting('shared_memory_size_in_huge_pages', true) AS needed,
        current_setting('shared_memory_size', true) AS size;
+
+-- vector_library_load --
+-- Load pgvector's library into the session, so that its settings (hnsw.*) are known to it.
+SELECT '[1]'::vector;
+
+-- database_defaults --
+-- The settings this database gives every new session (ALTER DATABASE ... SET), as name and value.
+SELECT split_part(c, '=', 1) AS name, substr(c, strpos(c, '=') + 1) AS value
+FROM pg_db_role_setting s, unnest(s.setconfig) AS c
+WHERE s.setrole = 0 AND s.setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database());
+
+-- database_defaults_from_session --
+-- Behind a transaction pooler sessions cannot be given settings when they open: the session
+-- settings of db/pool.py (_SETTINGS, set on this connection) become the database's defaults.
+DO $$
+BEGIN
+    EXECUTE format('ALTER DATABASE %I SET hnsw.iterative_scan FROM CURRENT', current_database());
+    EXECUTE format('ALTER DATABASE %I SET hnsw.ef_search FROM CURRENT', current_database());
+    EXECUTE format('ALTER DATABASE %I SET jit FROM CURRENT', current_database());
+END $$;
+
+-- session_settings --
+-- The values of the named settings in this session, in the order named (checked through a pooler).
+SELECT array_agg(current_setting(n, true) ORDER BY o) AS values FROM unnest($1::text[]) WITH ORDINALITY AS t(n, o);

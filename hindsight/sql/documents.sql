@@ -2,8 +2,8 @@
 
 -- document_upload_add --
 -- Uploaded bytes are kept with their import operation (of bank $5), so the import survives a restart.
-INSERT INTO document_uploads (id, operation_id, name, data)
-SELECT $1, o.id, $3, $4 FROM operations o WHERE o.id = $2 AND o.bank_id = $5;
+INSERT INTO document_uploads (id, operation_id, name, data, bank_id)
+SELECT $1, o.id, $3, $4, o.bank_id FROM operations o WHERE o.id = $2 AND o.bank_id = $5;
 
 -- document_by_name --
 -- The document a source name already holds in the bank, to tell an unchanged re-import from a new version.
@@ -58,8 +58,7 @@ WHERE o.bank_id = $1 AND u.id = $2;
 
 -- document_uploads_drop --
 -- A finished import's uploads are no longer needed.
-DELETE FROM document_uploads u USING operations o
-WHERE o.id = u.operation_id AND o.bank_id = $1 AND u.operation_id = $2;
+DELETE FROM document_uploads WHERE bank_id = $1 AND operation_id = $2;
 
 -- document_list --
 -- A page of the bank's documents, by name.

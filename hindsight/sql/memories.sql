@@ -38,26 +38,16 @@ SELECT /*columns*/ FROM memories m WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[
 -- Whether a memory is in the bank.
 SELECT true FROM memories WHERE bank_id = $1 AND id = $2;
 
--- memory_orphan_facts --
--- The bank's facts extracted only from this raw unit, which go with it (facts shared with other units stay).
-SELECT f.fact_id FROM fact_sources f JOIN memories m ON m.id = f.fact_id
-WHERE m.bank_id = $1 AND f.raw_id = $2
-  AND NOT EXISTS (SELECT 1 FROM fact_sources g WHERE g.fact_id = f.fact_id AND g.raw_id <> $2);
-
 -- memory_release_entities --
--- The entities of the bank's memories about to be deleted lose those mentions.
+-- The entities of the bank's memories about to be deleted (or relinked) lose those mentions.
 UPDATE entities e SET mention_count = greatest(0, e.mention_count - x.n)
 FROM (SELECT me.entity_id, count(*) AS n FROM memory_entities me JOIN memories m ON m.id = me.memory_id
       WHERE m.bank_id = $1 AND me.memory_id = ANY($2::uuid[]) GROUP BY me.entity_id) x
 WHERE e.bank_id = $1 AND x.entity_id = e.id;
 
 -- memory_delete_many --
--- Delete some of the bank's memories.
+-- Delete some of the bank's memories (an erasure: engine/forgetting/erase.py).
 DELETE FROM memories WHERE bank_id = $1 AND id = ANY($2::uuid[]);
-
--- memory_delete --
--- Delete one memory of the bank.
-DELETE FROM memories WHERE bank_id = $1 AND id = $2;
 
 -- memory_sources --
 -- The raw units a fact was extracted from, in their order.
@@ -77,3 +67,4 @@ ORDER BY mention_count DESC, name LIMIT $2 OFFSET $3;
 -- entity_count --
 -- How many entities match entity_list's conditions.
 SELECT count(*) FROM entities WHERE bank_id = $1 AND mention_count > 0 /*where*/;
+

@@ -22,7 +22,7 @@ WHERE bank_id = $1 AND dedup_key = ANY($2::text[]) AND status IN ('queued', 'run
 -- row of nulls with that count.
 WITH matching AS (
     SELECT bank_id, id, name, source_query, tags, max_tokens, content, based_on, status, last_refreshed_at,
-           last_error, created_at, updated_at
+           last_error, stale_since, created_at, updated_at
     FROM mental_models WHERE bank_id = $1 /*conditions*/
 ), page AS (
     SELECT * FROM matching ORDER BY created_at, id /*page*/
@@ -33,7 +33,7 @@ ORDER BY p.created_at, p.id;
 -- mental_model_get --
 -- One model of a bank.
 SELECT bank_id, id, name, source_query, tags, max_tokens, content, based_on, status, last_refreshed_at,
-       last_error, created_at, updated_at
+       last_error, stale_since, created_at, updated_at
 FROM mental_models WHERE bank_id = $1 AND id = $2;
 
 -- mental_model_history --
@@ -58,6 +58,13 @@ DELETE FROM mental_models WHERE bank_id = $1 AND id = $2 RETURNING id;
 UPDATE operations SET status = 'cancelled', error = $3, finished_at = now(), updated_at = now()
 WHERE bank_id = $1 AND dedup_key = $2 AND status IN ('queued', 'running');
 
+-- mental_model_clear --
+-- Forget a model's content (its versions stay in its history); it reads as pending until a refresh.
+UPDATE mental_models SET content = NULL, based_on = '{}'::jsonb, status = 'pending', last_error = NULL,
+                         updated_at = now()
+WHERE bank_id = $1 AND id = $2
+RETURNING id;
+
 -- mental_model_refresh_input --
 -- What a refresh reflects on, and the time its content will be current as of (the watermark).
 SELECT source_query, tags, max_tokens, now() AS watermark FROM mental_models WHERE bank_id = $1 AND id = $2;
@@ -74,9 +81,10 @@ RETURNING true;
 SELECT true FROM mental_models WHERE bank_id = $1 AND id = $2 FOR UPDATE;
 
 -- mental_model_set_content --
--- A refresh's new content, what it was based on, and its watermark.
+-- A refresh's new content, what it was based on, and its watermark; a model made stale by a
+-- forgotten memory is current again (the refresh did not see it: engine/reflection/mental_models.py).
 UPDATE mental_models SET content = $3, based_on = $4::jsonb, status = 'ready', last_error = NULL,
-                         last_refreshed_at = now(), watermark = $5, updated_at = now()
+                         last_refreshed_at = now(), watermark = $5, stale_since = NULL, updated_at = now()
 WHERE bank_id = $1 AND id = $2;
 
 -- mental_model_add_version --
@@ -94,7 +102,8 @@ DELETE FROM mental_model_versions WHERE bank_id = $1 AND model_id = $2 AND versi
 -- Queue a refresh for every stale model: memories carrying all its tags arrived after its
 -- watermark, and the bank has been quiet for $1 seconds (or the oldest such memory waited ten
 -- times that); or a memory it drew from (based_on) changed after its watermark (edited,
--- invalidated, superseded), which needs no quiet period. Locked models are being refreshed and
+-- invalidated, superseded), which needs no quiet period; or a memory it drew from was forgotten
+-- (stale_since: its refresh was queued then, and failed). Locked models are being refreshed and
 -- are skipped; the dedup key keeps one refresh per model. A model whose last refresh failed waits
 -- $4 seconds (a cool-down) before the next.
 WITH stale AS (
@@ -116,7 +125,8 @@ WITH stale AS (
                             AND m.tags @> mm.tags)))
            OR EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id
                       AND m.changed_at > coalesce(mm.watermark, mm.created_at)
-                      AND (mm.based_on -> 'memories') ? m.id::text))
+                      AND (mm.based_on -> 'memories') ? m.id::text)
+           OR mm.stale_since IS NOT NULL)
     FOR UPDATE OF mm SKIP LOCKED
 )
 INSERT INTO operations (id, bank_id, type, payload, max_attempts, dedup_key)
@@ -124,12 +134,73 @@ SELECT gen_random_uuid(), bank_id, $2,
        jsonb_build_object('mental_model_id', id, 'reason', CASE WHEN changed THEN 'memories changed' ELSE 'new memories' END),
        $3, 'mental_model:' || bank_id || ':' || id
 FROM stale
-ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING
+ON CONFLICT (dedup_key, bank_id) WHERE dedup_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING
 RETURNING id;
 
 -- mental_models_near --
--- The models closest to a reflect query ($2), at least $4 similar, other than the one being refreshed ($3).
+-- The models closest to a reflect query ($2), at least $4 similar, other than the one being
+-- refreshed ($3); a model drawn from a forgotten memory is left out until its refresh.
 SELECT id, name, content FROM mental_models
 WHERE bank_id = $1 AND content IS NOT NULL AND embedding IS NOT NULL AND id IS DISTINCT FROM $3
+  AND stale_since IS NULL
   AND 1 - (embedding <=> $2) >= $4
 ORDER BY embedding <=> $2 LIMIT $5;
+
+-- mental_model_stale_in_bank --
+-- The bank's models whose content is behind its memories: memories carrying all their tags arrived
+-- after their watermark, or a memory they drew from changed since (consolidation asked for now:
+-- no quiet period, no cool-down).
+SELECT mm.id FROM mental_models mm
+WHERE mm.bank_id = $1
+  AND (EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id
+               AND m.created_at > coalesce(mm.watermark, mm.created_at) AND m.tags @> mm.tags)
+       OR EXISTS (SELECT 1 FROM memories m WHERE m.bank_id = mm.bank_id
+                  AND m.changed_at > coalesce(mm.watermark, mm.created_at)
+                  AND (mm.based_on -> 'memories') ? m.id::text))
+ORDER BY mm.created_at, mm.id;
+
+-- mental_model_failed_in_bank --
+-- The bank's models whose last refresh failed.
+SELECT id FROM mental_models WHERE bank_id = $1 AND last_error IS NOT NULL ORDER BY created_at, id;
+
+-- mental_model_create_with_content --
+-- A new model with content already written (a bank's setup brought over from elsewhere): ready,
+-- current as of now; no row when its id is taken.
+INSERT INTO mental_models (bank_id, id, name, source_query, tags, max_tokens, embedding, content, status,
+                           last_refreshed_at, watermark)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'ready', now(), now())
+ON CONFLICT DO NOTHING
+RETURNING id;
+
+-- mental_models_forgetting --
+-- Every model of the bank with what it says and what it was drawn from, its words as the bank
+-- counts words (migration 010's vectors), for an erasure to find those it reached.
+SELECT id, content, based_on,
+       tsvector_to_array(to_tsvector('english', coalesce(content, '')) || cjk_grams(coalesce(content, ''))) AS words
+FROM mental_models WHERE bank_id = $1;
+
+-- mental_model_versions_forgetting --
+-- Every kept version of the bank's models, as mental_models_forgetting reads a model.
+SELECT model_id, version, content, based_on,
+       tsvector_to_array(to_tsvector('english', content) || cjk_grams(content)) AS words
+FROM mental_model_versions WHERE bank_id = $1;
+
+-- mental_model_mark_stale --
+-- A model drawn from a forgotten memory: stale until its next refresh, its sources without it ($3).
+UPDATE mental_models SET stale_since = coalesce(stale_since, now()), based_on = $3::jsonb, updated_at = now()
+WHERE bank_id = $1 AND id = $2;
+
+-- mental_model_withdraw --
+-- A model whose content quoted forgotten text loses that content until its next refresh.
+UPDATE mental_models SET content = NULL, based_on = '{}'::jsonb, status = 'pending',
+                         stale_since = coalesce(stale_since, now()), updated_at = now()
+WHERE bank_id = $1 AND id = ANY($2::text[]);
+
+-- mental_model_versions_drop --
+-- Kept versions of a model that were drawn from, or quoted, a forgotten memory.
+DELETE FROM mental_model_versions WHERE bank_id = $1 AND model_id = $2 AND version = ANY($3::int[]);
+
+-- mental_model_memories_left --
+-- How many of the memories a refresh saw are still in the bank (one forgotten meanwhile means its
+-- answer may draw on it, and is not kept).
+SELECT count(*) FROM memories WHERE bank_id = $1 AND id = ANY($2::uuid[]);

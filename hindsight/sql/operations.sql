@@ -4,7 +4,7 @@
 -- Queue work in the caller's transaction; with a dedup key, nothing when one is already queued or running.
 INSERT INTO operations (id, bank_id, type, payload, max_attempts, dedup_key)
 VALUES ($1, $2, $3, $4::jsonb, $5, $6)
-ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING
+ON CONFLICT (dedup_key, bank_id) WHERE dedup_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING
 RETURNING id;
 
 -- operation_pending_by_key --
@@ -38,7 +38,9 @@ WHERE id = $1 AND bank_id = $2 AND status IN ('queued', 'running');
 
 -- operation_claim --
 -- A worker claims due work of the types it runs ($4; $5, the types it does not run), bank by bank
--- in turn (migration 016): work whose lease expired (its worker crashed) first; then the oldest
+-- in turn (migration 016): work whose lease expired (its worker crashed) first, never its own (a
+-- worker that is alive still runs what it holds: its heartbeat was held up, by a database that
+-- stopped committing while a synchronous standby was away, say); then the oldest
 -- due operation of each of the first banks in turn order with work it can start, then each
 -- one's second, and so on, a bank's own work in the order it was queued. The banks served go to
 -- the back (turn now). Of the first turns due, those with nothing queued leave the turns until
@@ -85,7 +87,7 @@ WITH probe AS (
 ), candidates AS (
     SELECT DISTINCT ON (id) id, rank, turn_at, created_at FROM (
         SELECT id, 0 AS rank, '-infinity'::timestamptz AS turn_at, created_at, 0 AS source FROM operations
-        WHERE status = 'running' AND lease_until < now() AND type = ANY($4::text[])
+        WHERE status = 'running' AND lease_until < now() AND locked_by IS DISTINCT FROM $1 AND type = ANY($4::text[])
         UNION ALL
         SELECT id, row_number() OVER (PARTITION BY bank_id ORDER BY created_at), turn_at, created_at, 1 FROM heads
         UNION ALL
@@ -96,7 +98,8 @@ WITH probe AS (
     ) every ORDER BY id, source
 ), c AS (
     SELECT o.id, o.bank_id FROM operations o JOIN candidates ON candidates.id = o.id
-    WHERE ((o.status = 'queued' AND o.run_after <= now()) OR (o.status = 'running' AND o.lease_until < now()))
+    WHERE ((o.status = 'queued' AND o.run_after <= now())
+           OR (o.status = 'running' AND o.lease_until < now() AND o.locked_by IS DISTINCT FROM $1))
     ORDER BY candidates.rank, candidates.turn_at, candidates.created_at
     LIMIT $2 FOR UPDATE OF o SKIP LOCKED
 ), moved AS (
@@ -144,6 +147,12 @@ UPDATE operations SET status = 'succeeded', result = $3::jsonb, finished_at = no
                       locked_by = NULL, lease_until = NULL
 WHERE id = $1 AND bank_id = $4 AND status = 'running' AND locked_by = $2;
 
+-- operation_drop_items --
+-- A retain stored: its operation keeps how many items it had and who sent them, not their text
+-- (it is in the memories now, and leaves with them when they are forgotten).
+UPDATE operations SET payload = jsonb_build_object('actor', payload -> 'actor', 'item_count', jsonb_array_length(payload -> 'items'))
+WHERE id = $1 AND bank_id = $2 AND jsonb_typeof(payload -> 'items') = 'array';
+
 -- operation_fail --
 -- Queue a retry after a backoff of $5 seconds, or fail for good ($3 = 'failed'); no row if it was cancelled meanwhile.
 UPDATE operations SET status = $3, error = $4, updated_at = now(), locked_by = NULL, lease_until = NULL,
@@ -175,3 +184,27 @@ WHERE id = $1 AND bank_id = $4 AND status = 'running' AND locked_by = $2;
 UPDATE operations SET status = 'queued', attempts = greatest(0, attempts - 1), locked_by = NULL,
                       lease_until = NULL, updated_at = now()
 WHERE id = ANY($1::uuid[]) AND status = 'running' AND locked_by = $2;
+
+-- operation_retry --
+-- A failed operation back to the queue as new (attempts, error, result and progress cleared); no
+-- row when it is not failed. Under its dedup key another may already be queued or running: the
+-- unique index refuses it, which the caller answers as a conflict.
+UPDATE operations SET status = 'queued', attempts = 0, error = NULL, result = NULL, progress = NULL,
+                      run_after = now(), started_at = NULL, finished_at = NULL, locked_by = NULL,
+                      lease_until = NULL, updated_at = now()
+WHERE id = $1 AND bank_id = $2 AND status = 'failed'
+RETURNING id;
+
+-- operation_retry_failed --
+-- The bank's failed operations of the given types ($2) that have no dedup key, back to the queue as new.
+UPDATE operations SET status = 'queued', attempts = 0, error = NULL, result = NULL, progress = NULL,
+                      run_after = now(), started_at = NULL, finished_at = NULL, locked_by = NULL,
+                      lease_until = NULL, updated_at = now()
+WHERE bank_id = $1 AND status = 'failed' AND type = ANY($2::text[]) AND dedup_key IS NULL
+RETURNING id;
+
+-- operation_delete --
+-- Delete a finished operation of the bank (succeeded, failed or cancelled); no row when it is still
+-- queued or running. What hangs off it (staged uploads, stored files) goes by cascade.
+DELETE FROM operations WHERE id = $1 AND bank_id = $2 AND status IN ('succeeded', 'failed', 'cancelled')
+RETURNING id;

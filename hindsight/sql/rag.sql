@@ -3,11 +3,10 @@
 -- session tags or is among its allowed users (bound as $3 and $4, or $2 and $3 in the keyword
 -- statement). /*filter*/ holds the request's filter expression, bound after each statement's own
 -- parameters.
--- "Public" is written as equality with '{}', which PostgreSQL estimates from its statistics:
--- written as cardinality(...) = 0 it was guessed to pass 0.5% of documents, so searches were
--- planned from the documents, a probe of the chunks for each: 200 ms for a bank of 2,000 chunks
--- beside one of 100,000, 2.3 s for the big bank's keyword arm (bench/README.md, "Documents:
--- access the planner can count"). Documents are joined within the bank.
+-- "Public" is written as equality with '{}', which PostgreSQL estimates from its statistics
+-- (cardinality(...) = 0 is guessed to pass 0.5% of documents, and searches would be planned from
+-- the documents, a probe of the chunks for each; bench/README.md, "Documents: access the planner
+-- can count"). Documents are joined within the bank.
 
 -- chunk_semantic --
 -- The semantic arm of one phrase: the bank's chunks nearest its vector ($2) that the caller may
@@ -41,10 +40,9 @@ SELECT phrase, id FROM (/*branches*/) k ORDER BY phrase, score DESC, len DESC, i
 -- than the arm's $4 and words were left out, /*wider*/ (chunk_keyword_wider). Of equal scores,
 -- chunks holding more distinct words first, then by id (of a word held by over 1,000 chunks, the
 -- ones holding it alone are read as any 60 of them: they all score the same).
--- Before, ts_rank_cd and then ts_rank over every chunk holding any word: blind to rarity (a page
--- where a speaker's name came twenty times outranked the page holding the rare words asked
--- about), and ~45 ms a phrase on a bank of 100,000 chunks (bench/README.md, "Documents: the
--- keyword arm weighs rare words").
+-- Why not ts_rank over every chunk holding any word: it is blind to rarity (a page where a
+-- speaker's name comes twenty times outranks the page holding the rare words asked about) and
+-- reads every such chunk (bench/README.md, "Documents: the keyword arm weighs rare words").
 (WITH q AS MATERIALIZED (SELECT array_agg(to_tsquery('english', w) ORDER BY i) AS tq
                          FROM unnest(/*words*/) WITH ORDINALITY u(w, i)),
       seeded AS MATERIALIZED (SELECT c.id, /*score*/ AS score, length(c.tsv) AS len

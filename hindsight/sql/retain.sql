@@ -12,8 +12,8 @@ RETURNING id, canonical, name;
 
 -- memory_entities_link --
 -- Link units to the entities they mention: both the bank's own (an imported file may name others').
-INSERT INTO memory_entities (entity_id, memory_id)
-SELECT u.e, u.m FROM unnest($1::bigint[], $2::uuid[]) u(e, m)
+INSERT INTO memory_entities (entity_id, memory_id, bank_id)
+SELECT u.e, u.m, $3 FROM unnest($1::bigint[], $2::uuid[]) u(e, m)
 JOIN entities e ON e.id = u.e AND e.bank_id = $3
 JOIN memories m ON m.id = u.m AND m.bank_id = $3
 ON CONFLICT DO NOTHING;
@@ -42,8 +42,8 @@ ORDER BY m.embedding <=> $2 LIMIT 1;
 
 -- fact_sources_link --
 -- Link facts to the raw units they were extracted from: both the bank's own.
-INSERT INTO fact_sources (fact_id, raw_id)
-SELECT u.f, u.r FROM unnest($1::uuid[], $2::uuid[]) u(f, r)
+INSERT INTO fact_sources (fact_id, raw_id, bank_id)
+SELECT u.f, u.r, $3 FROM unnest($1::uuid[], $2::uuid[]) u(f, r)
 JOIN memories m ON m.id = u.f AND m.bank_id = $3
 JOIN memories raw ON raw.id = u.r AND raw.bank_id = $3
 ON CONFLICT DO NOTHING;

@@ -171,9 +171,10 @@ async function banksPage() {
   );
 }
 
-const TABS = [["search", "Search"], ["playground", "Recall playground"], ["memories", "Memories"], ["entities", "Entities"], ["models", "Mental models"],
-  ["documents", "Documents"], ["operations", "Operations"], ["usage", "LLM usage"], ["connections", "Connected apps"],
-  ["settings", "Export & settings"]];
+const TABS = [["search", "Search"], ["playground", "Recall playground"], ["memories", "Memories"], ["entities", "Entities"],
+  ["graph", "Graph"], ["models", "Mental models"], ["directives", "Directives"], ["knowledge", "Knowledge base"],
+  ["documents", "Documents"], ["webhooks", "Webhooks"], ["operations", "Operations"], ["usage", "LLM usage"],
+  ["connections", "Connected apps"], ["audit", "Audit log"], ["settings", "Export & settings"]];
 
 async function bankPage(bankId, tab) {
   const base = `/v1/banks/${enc(bankId)}`;
@@ -198,8 +199,10 @@ async function bankPage(bankId, tab) {
       class: k === tab ? "active" : "", "data-tab": k }, label))),
     body,
   );
-  const pages = { search: searchTab, playground: playgroundTab, memories: memoriesTab, entities: entitiesTab, models: modelsTab,
-    documents: documentsTab, operations: operationsTab, usage: usageTab, connections: connectionsTab, settings: settingsTab };
+  const pages = { search: searchTab, playground: playgroundTab, memories: memoriesTab, entities: entitiesTab,
+    graph: graphTab, models: modelsTab, directives: directivesTab, knowledge: knowledgeTab, documents: documentsTab,
+    webhooks: webhooksTab, operations: operationsTab, usage: usageTab, connections: connectionsTab, audit: auditTab,
+    settings: settingsTab };
   await (pages[tab] || searchTab)(body, base, bankId);
 }
 
@@ -217,6 +220,19 @@ function memoryCard(m, base, onChange) {
       m.score != null ? `score ${m.score} · relevance ${m.relevance} · ${(m.arms || []).join(", ")}` : null,
       m.document_id ? `document ${m.document_id}` : null].filter(Boolean).join(" · ")),
     h("div", { class: "row" }, h("button", { onclick: () => memoryDetail(m.id, base, onChange) }, "Details")));
+}
+
+// What an erasure will take (a dry run), and what it took, in one sentence each.
+function forgetting(r) {
+  const facts = r.memories - 1;
+  return `It${facts > 0 ? ` and ${facts} fact${facts === 1 ? "" : "s"} drawn from it` : ""} will leave the bank, `
+    + "with its history and its traces (docs/privacy.md).";
+}
+function forgotten(r) {
+  const parts = [`${r.memories} memor${r.memories === 1 ? "y" : "ies"} forgotten`];
+  if (r.entities_removed) parts.push(`${r.entities_removed} entit${r.entities_removed === 1 ? "y" : "ies"} removed`);
+  if (r.mental_models_stale && r.mental_models_stale.length) parts.push(`${r.mental_models_stale.length} mental model(s) to refresh`);
+  return parts.join(" · ");
 }
 
 async function memoryDetail(id, base, onChange) {
@@ -279,12 +295,14 @@ async function memoryDetail(id, base, onChange) {
         "Memory restored") }, "Restore (make valid)")
         : h("button", { name: "invalidate", onclick: () => change({ state: "invalidated", ...(reason.value.trim() ? { reason: reason.value.trim() } : {}) },
           "Memory invalidated") }, "Invalidate"),
-      h("button", { class: "danger", onclick: () => attempt(async () => {
-        if (!confirm("Delete this memory? Invalidating keeps it for audit.")) return;
-        await api("DELETE", `${base}/memories/${id}`);
+      h("button", { class: "danger", name: "forget", onclick: () => attempt(async () => {
+        const preview = await api("DELETE", `${base}/memories/${id}?dry_run=true`);
+        if (!confirm(`Forget this memory for good? ${forgetting(preview)} Invalidating keeps it for audit instead.`)) return;
+        const gone = await api("DELETE", `${base}/memories/${id}`);
         box.remove();
+        toast(forgotten(gone));
         if (onChange) await onChange();
-      }, "Memory deleted") }, "Delete memory"),
+      }) }, "Forget memory"),
       h("button", { onclick: () => box.remove() }, "Close")),
     h("h3", {}, "History"),
     versions,
@@ -396,9 +414,17 @@ async function memoriesTab(body, base) {
         h("button", { disabled: offset + PAGE >= r.total, onclick: () => { offset += PAGE; load(); } }, "Older →")),
       r.memories.map((m) => memoryCard(m, base, load)));
   };
+  const purge = () => attempt(async () => {
+    const preview = await api("POST", `${base}/memories/purge`, { dry_run: true });
+    if (!preview.memories) { toast("Nothing to purge: no memory is invalidated or superseded"); return; }
+    if (!confirm(`Forget for good the ${preview.memories} memories that are invalidated or superseded (kept for audit until now)?`)) return;
+    toast(forgotten(await api("POST", `${base}/memories/purge`, {})));
+    await load();
+  });
   fill(body, 
     h("form", { class: "panel row", onsubmit: (e) => { e.preventDefault(); offset = 0; attempt(load); } },
-      type, q, tags, doc, h("button", { type: "submit" }, "Filter")),
+      type, q, tags, doc, h("button", { type: "submit" }, "Filter"), h("span", { class: "grow" }),
+      h("button", { type: "button", class: "danger", name: "purge", onclick: purge }, "Purge what is no longer true")),
     list);
   await load();
 }
@@ -418,8 +444,27 @@ async function entitiesTab(body, base, bankId) {
       h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Entity"), h("th", {}, "Kind"), h("th", {}, "Memories"))),
         h("tbody", {}, r.entities.map((e) => h("tr", {}, h("td", {}, e.name), h("td", {}, e.kind), h("td", {}, e.mention_count))))));
   };
+  // "Forget everything about Bob": a dry run lists what would go, then one click forgets it all.
+  const who = h("input", { name: "forget_name", placeholder: "a name, e.g. Bob", required: true });
+  const preview = h("div", { id: "forget-preview" });
+  const forgetForm = h("form", { class: "panel", onsubmit: (e) => { e.preventDefault(); attempt(async () => {
+    const name = who.value.trim();
+    const r = await api("POST", `${base}/entities/forget`, { name, dry_run: true });
+    fill(preview, h("p", {}, r.memories ? `${r.memories} memories name ${name}:` : `No memory names ${name}.`),
+      (r.would_forget || []).map((m) => h("div", { class: "result", "data-forget": m.id },
+        h("span", { class: "badge" }, m.why), h("span", { class: "text" }, short(m.text, 200)))),
+      r.memories ? h("button", { class: "danger", name: "forget_all", type: "button", onclick: () => attempt(async () => {
+        if (!confirm(`Forget all ${r.memories} memories about ${name}, for good?`)) return;
+        const gone = await api("POST", `${base}/entities/forget`, { name });
+        fill(preview, h("p", {}, forgotten(gone)));
+        who.value = "";
+        await load();
+      }, `Everything about ${name} was forgotten`) }, `Forget everything about ${name}`) : null);
+  }); } },
+  h("h3", {}, "Forget everything about a person"),
+  h("div", { class: "row" }, who, h("button", { type: "submit" }, "Show what would go")), preview);
   fill(body, h("form", { class: "panel row", onsubmit: (e) => { e.preventDefault(); offset = 0; attempt(load); } },
-    q, h("button", { type: "submit" }, "Search")), list);
+    q, h("button", { type: "submit" }, "Search")), list, forgetForm);
   await load();
 }
 
@@ -440,7 +485,8 @@ async function modelsTab(body, base, bankId, openId) {
       h("tbody", {}, models.length ? models.map((m) => h("tr", { class: "clickable", "data-model": m.mental_model_id,
         onclick: () => showModel(m.mental_model_id) },
       h("td", {}, m.name, h("div", { class: "meta" }, m.mental_model_id)),
-      h("td", {}, h("span", { class: `badge ${m.status}` }, m.status), m.pending_operation_id ? h("span", { class: "badge running" }, "refreshing") : null),
+      h("td", {}, h("span", { class: `badge ${m.status}` }, m.status), m.pending_operation_id ? h("span", { class: "badge running" }, "refreshing") : null,
+        m.stale ? h("span", { class: "badge pending", "data-stale": "true" }, "stale: drew on a forgotten memory") : null),
       h("td", {}, (m.tags || []).join(", ")), h("td", {}, when(m.last_refreshed_at)))) : h("tr", {}, h("td", { colspan: 4, class: "muted" }, "No mental models yet.")))),
     detail);
   if (openId) await showModel(openId);
@@ -453,7 +499,8 @@ async function modelsTab(body, base, bankId, openId) {
     const eMax = h("input", { name: "edit_max_tokens", type: "number", min: 64, max: 32768, value: m.max_tokens, class: "narrow" });
     fill(detail, h("div", { class: "panel", "data-model-detail": id },
       h("h2", {}, m.name, " ", h("span", { class: `badge ${m.status}` }, m.status),
-        m.pending_operation_id ? h("span", { class: "badge running" }, "refresh pending") : null),
+        m.pending_operation_id ? h("span", { class: "badge running" }, "refresh pending") : null,
+        m.stale ? h("span", { class: "badge pending" }, "stale: drew on a forgotten memory") : null),
       h("div", { class: "meta" }, `last refresh ${when(m.last_refreshed_at)} · ${m.max_tokens} tokens at most`),
       m.last_error ? h("p", { class: "error" }, `Last error: ${m.last_error}`) : null,
       h("h3", {}, "Content"),
@@ -481,6 +528,238 @@ async function modelsTab(body, base, bankId, openId) {
       setTimeout(() => { if (document.body.contains(detail)) modelsTab(body, base, bankId, id).catch(() => {}); }, 1500);
     }
   }
+}
+
+// ---- the entity graph: who and what the memories name together, drawn -----------------------------
+const SVG_NS = "http://www.w3.org/2000/svg";
+function svg(tag, attrs = {}, ...kids) {
+  const el = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) if (v !== null && v !== undefined) el.setAttribute(k, v);
+  for (const kid of kids.flat()) if (kid !== null && kid !== undefined) el.append(kid instanceof Node ? kid : String(kid));
+  return el;
+}
+
+// A force-directed layout (Fruchterman-Reingold): linked entities pull together, all push apart.
+// It starts from a circle and runs a fixed number of steps, so the same graph is drawn the same way.
+function layout(nodes, edges, width, height) {
+  const n = nodes.length;
+  const at = new Map(nodes.map((d, i) => [d.id, i]));
+  const pos = nodes.map((_, i) => ({ x: width / 2 + Math.cos((2 * Math.PI * i) / n) * width / 3,
+    y: height / 2 + Math.sin((2 * Math.PI * i) / n) * height / 3 }));
+  const links = edges.map((e) => [at.get(e.source), at.get(e.target), e.count]).filter(([a, b]) => a !== undefined && b !== undefined);
+  const k = Math.sqrt((width * height) / Math.max(n, 1)) * 0.55;
+  let heat = width / 8;
+  for (let step = 0; step < 250; step++) {
+    const move = pos.map(() => ({ x: 0, y: 0 }));
+    for (let i = 0; i < n; i++) {
+      for (let j = i + 1; j < n; j++) {
+        const dx = pos[i].x - pos[j].x, dy = pos[i].y - pos[j].y;
+        const d = Math.max(0.5, Math.hypot(dx, dy)), f = (k * k) / d;
+        move[i].x += (dx / d) * f; move[i].y += (dy / d) * f;
+        move[j].x -= (dx / d) * f; move[j].y -= (dy / d) * f;
+      }
+    }
+    for (const [a, b, w] of links) {
+      const dx = pos[a].x - pos[b].x, dy = pos[a].y - pos[b].y;
+      const d = Math.max(0.5, Math.hypot(dx, dy)), f = ((d * d) / k) * (1 + Math.log(w));
+      move[a].x -= (dx / d) * f; move[a].y -= (dy / d) * f;
+      move[b].x += (dx / d) * f; move[b].y += (dy / d) * f;
+    }
+    for (let i = 0; i < n; i++) {
+      move[i].x += (width / 2 - pos[i].x) * 0.05 * k / 10; move[i].y += (height / 2 - pos[i].y) * 0.05 * k / 10;
+      const len = Math.max(0.01, Math.hypot(move[i].x, move[i].y)), by = Math.min(len, heat);
+      pos[i].x = Math.min(width - 20, Math.max(20, pos[i].x + (move[i].x / len) * by));
+      pos[i].y = Math.min(height - 20, Math.max(20, pos[i].y + (move[i].y / len) * by));
+    }
+    heat = Math.max(1, heat * 0.97);
+  }
+  return pos;
+}
+
+async function graphTab(body, base) {
+  const nodes = h("input", { name: "graph_nodes", type: "number", min: 1, max: 1000, value: 80, class: "narrow" });
+  const minCount = h("input", { name: "graph_min_count", type: "number", min: 1, value: 1, class: "narrow" });
+  const drawing = h("div", { class: "panel graph", id: "entity-graph" });
+  const detail = h("div", { id: "entity-detail" });
+  const show = async (entity) => {
+    const e = await api("GET", `${base}/entities/${entity.id}`);
+    fill(detail, h("div", { class: "panel", "data-entity-detail": e.id }, h("h3", {}, e.name, " ", h("span", { class: "badge" }, e.kind)),
+      h("div", { class: "meta" }, `${e.mention_count} memories · first ${when(e.first_seen)} · last ${when(e.last_seen)}`),
+      e.memories.map((m) => h("div", { class: "result", "data-memory": m.memory_id }, h("div", { class: "text" }, m.text),
+        h("div", { class: "meta" }, when(m.created_at))))));
+  };
+  const draw = async () => {
+    const g = await api("GET", `${base}/entities/graph?nodes=${Number(nodes.value) || 80}&min_count=${Number(minCount.value) || 1}`);
+    if (!g.nodes.length) return fill(drawing, h("p", { class: "muted" }, "No entities yet: retained memories that name people, places or things make them."));
+    const width = 1000, height = 640;
+    const pos = layout(g.nodes, g.edges, width, height);
+    const index = new Map(g.nodes.map((d, i) => [d.id, i]));
+    const most = Math.max(...g.nodes.map((d) => d.mention_count));
+    const radius = (d) => 5 + 14 * Math.sqrt(d.mention_count / most);
+    const labelled = new Set(g.nodes.slice(0, 40).map((d) => d.id));
+    const picture = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "entity graph" },
+      g.edges.map((e) => {
+        const a = pos[index.get(e.source)], b = pos[index.get(e.target)];
+        return svg("line", { x1: a.x, y1: a.y, x2: b.x, y2: b.y, class: "edge", "stroke-width": 1 + Math.log2(e.count),
+          "data-edge": `${e.source}-${e.target}` }, svg("title", {}, `${e.count} memories`));
+      }),
+      g.nodes.map((d, i) => svg("g", { class: `node ${d.kind}`, "data-entity": d.id, transform: `translate(${pos[i].x},${pos[i].y})`,
+        tabindex: 0 },
+        svg("circle", { r: radius(d) }), svg("title", {}, `${d.name}: ${d.mention_count} memories`),
+        labelled.has(d.id) ? svg("text", { x: radius(d) + 3, y: 4 }, d.name) : null)));
+    for (const el of picture.querySelectorAll("g.node")) {
+      const entity = g.nodes.find((d) => String(d.id) === el.getAttribute("data-entity"));
+      el.addEventListener("click", () => attempt(() => show(entity)));
+      el.addEventListener("keydown", (e) => { if (e.key === "Enter") attempt(() => show(entity)); });
+    }
+    fill(drawing, h("div", { class: "meta" }, `${g.nodes.length} entities, ${g.edges.length} pairs named together · click one for its memories`), picture);
+  };
+  fill(body, h("form", { class: "panel row", onsubmit: (e) => { e.preventDefault(); attempt(draw); } },
+    h("label", {}, "entities", nodes), h("label", {}, "pairs named at least", minCount), h("button", { type: "submit" }, "Draw")),
+  drawing, detail);
+  await draw();
+}
+
+// ---- directives: standing instructions reflect and mental models follow --------------------------
+async function directivesTab(body, base) {
+  const name = h("input", { name: "directive_name", placeholder: "name, e.g. Language", required: true });
+  const content = h("input", { name: "directive_content", placeholder: "instruction, e.g. Answer in French.", class: "grow", required: true });
+  const priority = h("input", { name: "directive_priority", type: "number", value: 0, class: "narrow", title: "higher first" });
+  const tags = h("input", { name: "directive_tags", placeholder: "tags (empty: every reflect)" });
+  const list = h("div", { id: "directive-list" });
+  const load = async () => {
+    const { directives } = await api("GET", `${base}/directives?active_only=false&limit=1000`);
+    fill(list, h("table", {}, h("thead", {}, h("tr", {}, ["Priority", "Directive", "Tags", "Active", ""].map((t) => h("th", {}, t)))),
+      h("tbody", {}, directives.length ? directives.map((d) => h("tr", { "data-directive": d.directive_id },
+        h("td", {}, d.priority), h("td", {}, h("b", {}, d.name), h("div", { class: "text" }, d.content)),
+        h("td", {}, d.tags.length ? d.tags.join(", ") : h("span", { class: "muted" }, "every reflect")),
+        h("td", {}, h("label", { class: "inline" }, h("input", { type: "checkbox", name: "active", checked: d.is_active,
+          onchange: (e) => attempt(async () => { await api("PATCH", `${base}/directives/${d.directive_id}`, { is_active: e.target.checked }); await load(); },
+            e.target.checked ? "Directive on" : "Directive off") }), d.is_active ? "on" : "off")),
+        h("td", {}, h("button", { class: "danger", onclick: () => attempt(async () => {
+          if (!confirm(`Delete the directive ${d.name}?`)) return;
+          await api("DELETE", `${base}/directives/${d.directive_id}`);
+          await load();
+        }, "Directive deleted") }, "Delete"))))
+        : h("tr", {}, h("td", { colspan: 5, class: "muted" }, "No directives: reflect follows only its own instructions.")))));
+  };
+  fill(body, h("p", { class: "muted" }, "Standing instructions put into every reflect's prompt (and mental models' refreshes), ",
+    "highest priority first. Tagged ones apply only to reflects whose tags match."),
+  h("form", { class: "panel row", onsubmit: (e) => { e.preventDefault(); attempt(async () => {
+    await api("POST", `${base}/directives`, { name: name.value, content: content.value, priority: Number(priority.value) || 0, tags: csv(tags.value) });
+    name.value = ""; content.value = "";
+    await load();
+  }, "Directive added"); } }, name, content, h("label", {}, "priority", priority), tags, h("button", { class: "primary", type: "submit" }, "Add")),
+  list);
+  await load();
+}
+
+// ---- webhooks and their deliveries -----------------------------------------------------------------
+const EVENTS = ["retain.completed", "extraction.completed", "mental_model.refreshed", "operation.failed", "consolidation.completed"];
+
+async function webhooksTab(body, base) {
+  const url = h("input", { name: "webhook_url", type: "url", placeholder: "https://example.com/hindsight-events", class: "grow", required: true });
+  const boxes = EVENTS.map((e, i) => h("input", { type: "checkbox", name: "event", value: e, checked: i === 0 }));
+  const shown = h("div", { id: "new-webhook" });
+  const list = h("div", { id: "webhook-list" });
+  const deliveries = h("div", { id: "delivery-list" });
+  const showDeliveries = async (w) => {
+    const { deliveries: found } = await api("GET", `${base}/webhooks/${w.webhook_id}/deliveries?limit=50`);
+    fill(deliveries, h("div", { class: "panel", "data-deliveries": w.webhook_id }, h("h3", {}, `Deliveries to ${w.url}`),
+      h("table", {}, h("thead", {}, h("tr", {}, ["Queued", "Event", "Status", "Attempts", "Last answer", "Error"].map((t) => h("th", {}, t)))),
+        h("tbody", {}, found.length ? found.map((d) => h("tr", { "data-delivery": d.delivery_id }, h("td", {}, when(d.created_at)),
+          h("td", {}, d.event_type), h("td", {}, h("span", { class: `badge ${{ delivered: "succeeded", pending: "queued", delivering: "running" }[d.status] || d.status}` }, d.status)),
+          h("td", {}, `${d.attempts}/${d.max_attempts}`), h("td", {}, d.last_status_code ?? "—"), h("td", { class: "error" }, short(d.last_error || "", 200))))
+          : h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No deliveries yet.")))),
+      h("button", { onclick: () => attempt(() => showDeliveries(w)) }, "Reload")));
+  };
+  const load = async () => {
+    const { webhooks } = await api("GET", `${base}/webhooks`);
+    fill(list, h("table", {}, h("thead", {}, h("tr", {}, ["URL", "Events", "Enabled", ""].map((t) => h("th", {}, t)))),
+      h("tbody", {}, webhooks.length ? webhooks.map((w) => h("tr", { "data-webhook": w.webhook_id },
+        h("td", {}, w.url, h("div", { class: "meta" }, w.webhook_id)), h("td", {}, w.event_types.join(", ")),
+        h("td", {}, w.enabled ? "yes" : "no"),
+        h("td", {}, h("div", { class: "row" },
+          h("button", { name: "deliveries", onclick: () => attempt(() => showDeliveries(w)) }, "Deliveries"),
+          h("button", { name: "test", onclick: () => attempt(async () => {
+            await api("POST", `${base}/webhooks/${w.webhook_id}/test`);
+            await new Promise((r) => setTimeout(r, 600));
+            await showDeliveries(w);
+          }, "Test event queued") }, "Send a test"),
+          h("button", { name: "toggle", onclick: () => attempt(async () => {
+            await api("PATCH", `${base}/webhooks/${w.webhook_id}`, { enabled: !w.enabled });
+            await load();
+          }) }, w.enabled ? "Disable" : "Enable"),
+          h("button", { class: "danger", onclick: () => attempt(async () => {
+            if (!confirm(`Delete the webhook to ${w.url}?`)) return;
+            await api("DELETE", `${base}/webhooks/${w.webhook_id}`);
+            fill(deliveries);
+            await load();
+          }, "Webhook deleted") }, "Delete")))))
+        : h("tr", {}, h("td", { colspan: 4, class: "muted" }, "No webhooks.")))));
+  };
+  fill(body, h("p", { class: "muted" }, "Events of this bank POSTed to your URL, signed: X-Hindsight-Signature is sha256= and the ",
+    "HMAC-SHA256 of the body with the webhook's secret. Failed deliveries are retried with growing waits."),
+  h("form", { class: "panel", onsubmit: (e) => { e.preventDefault(); attempt(async () => {
+    const event_types = boxes.filter((b) => b.checked).map((b) => b.value);
+    const w = await api("POST", `${base}/webhooks`, { url: url.value.trim(), event_types });
+    fill(shown, h("div", { class: "panel" }, h("p", {}, `Webhook ${w.webhook_id} created. Its signing secret, to verify deliveries: copy it now, it is not shown again.`),
+      h("div", { class: "secret" }, w.secret)));
+    url.value = "";
+    await load();
+  }); } }, h("div", { class: "row" }, url, h("button", { class: "primary", type: "submit" }, "Add webhook")),
+  h("div", { class: "row spaced" }, boxes.map((b) => h("label", { class: "inline" }, b, b.value)))),
+  shown, list, deliveries);
+  await load();
+}
+
+// ---- the knowledge base: pages and folders -----------------------------------------------------------
+async function knowledgeTab(body, base) {
+  const name = h("input", { name: "page_name", placeholder: "page name", required: true });
+  const content = h("textarea", { name: "page_content", placeholder: "what the page says (markdown); it is retained, so recall finds it" });
+  const folderName = h("input", { name: "folder_name", placeholder: "folder name", required: true });
+  const where = h("select", { name: "page_folder" });
+  const tree = h("div", { class: "panel", id: "knowledge-tree" });
+  const view = h("div", { id: "knowledge-page" });
+  const open = async (id) => {
+    const p = await api("GET", `${base}/knowledge-base/pages/${id}`);
+    fill(view, h("div", { class: "panel", "data-page": p.node_id }, h("h3", {}, p.name, " ", h("span", { class: "badge" }, p.page_kind)),
+      p.source_query ? h("div", { class: "meta" }, `answers: ${p.source_query}`) : null,
+      h("div", { class: "text" }, p.content || "(not generated yet)"),
+      h("button", { class: "danger", onclick: () => attempt(async () => {
+        if (!confirm(`Delete the page ${p.name}?`)) return;
+        await api("DELETE", `${base}/knowledge-base/nodes/${p.node_id}`);
+        fill(view);
+        await load();
+      }, "Page deleted") }, "Delete page")));
+  };
+  const load = async () => {
+    const t = await api("GET", `${base}/knowledge-base/tree`);
+    const folders = [];
+    const item = (n, depth) => {
+      if (n.kind === "folder") folders.push([n.node_id, `${"  ".repeat(depth)}${n.name}`]);
+      return h("li", { "data-node": n.node_id }, n.kind === "folder" ? h("b", {}, `${n.name}/`)
+        : h("a", { href: "#", onclick: (e) => { e.preventDefault(); attempt(() => open(n.node_id)); } }, n.name),
+      n.children.length ? h("ul", {}, n.children.map((c) => item(c, depth + 1))) : null);
+    };
+    fill(tree, t.roots.length ? h("ul", {}, t.roots.map((n) => item(n, 0))) : h("p", { class: "muted" }, "No pages yet."));
+    fill(where, h("option", { value: "" }, "top"), folders.map(([id, label]) => h("option", { value: id }, label)));
+  };
+  fill(body,
+    h("form", { class: "panel", onsubmit: (e) => { e.preventDefault(); attempt(async () => {
+      const made = await api("POST", `${base}/knowledge-base/pages`, { name: name.value, content: content.value, parent_id: where.value || null });
+      name.value = ""; content.value = "";
+      await load();
+      await open(made.page_id);
+    }, "Page written"); } }, h("h3", {}, "Write a page"), h("div", { class: "row" }, name, h("label", {}, "in", where)), content,
+    h("button", { class: "primary", type: "submit" }, "Save page")),
+    h("form", { class: "panel row", onsubmit: (e) => { e.preventDefault(); attempt(async () => {
+      await api("POST", `${base}/knowledge-base/folders`, { name: folderName.value, parent_id: where.value || null });
+      folderName.value = "";
+      await load();
+    }, "Folder made"); } }, folderName, h("button", { type: "submit" }, "Make folder")),
+    tree, view);
+  await load();
 }
 
 // ---- documents --------------------------------------------------------------------------------
@@ -590,7 +869,7 @@ async function operationsTab(body, base) {
 }
 
 async function usageTab(body, base) {
-  const u = await api("GET", `${base}/usage`);
+  const [u, log] = await Promise.all([api("GET", `${base}/usage`), api("GET", `${base}/llm-requests?limit=50`)]);
   const money = (v) => (v == null ? "—" : `$${v.toFixed(4)}`);
   fill(body, 
     h("div", { class: "stats panel" },
@@ -601,7 +880,14 @@ async function usageTab(body, base) {
     h("table", {}, h("thead", {}, h("tr", {}, ["Operation", "Model", "Calls", "Prompt", "Completion", "Cost", "Last call"].map((t) => h("th", {}, t)))),
       h("tbody", {}, u.by_operation.length ? u.by_operation.map((r) => h("tr", {}, h("td", {}, r.operation), h("td", {}, r.model),
         h("td", {}, r.calls), h("td", {}, r.prompt_tokens), h("td", {}, r.completion_tokens), h("td", {}, money(r.cost_usd)),
-        h("td", {}, when(r.last_call)))) : h("tr", {}, h("td", { colspan: 7, class: "muted" }, "No LLM calls for this bank.")))));
+        h("td", {}, when(r.last_call)))) : h("tr", {}, h("td", { colspan: 7, class: "muted" }, "No LLM calls for this bank.")))),
+    h("h3", {}, `Recent calls (${log.total})`),
+    h("table", { id: "llm-requests" }, h("thead", {}, h("tr", {}, ["When", "Operation", "Model", "Outcome", "Tokens", "Time", "Why it failed"]
+      .map((t) => h("th", {}, t)))),
+    h("tbody", {}, log.requests.length ? log.requests.map((c) => h("tr", { "data-call": c.id }, h("td", {}, when(c.created_at)),
+      h("td", {}, c.operation), h("td", {}, c.model), h("td", {}, h("span", { class: `badge ${c.status === "ok" ? "succeeded" : "failed"}` }, c.status)),
+      h("td", {}, `${c.prompt_tokens} + ${c.completion_tokens}`), h("td", {}, c.duration_ms == null ? "—" : `${c.duration_ms} ms`),
+      h("td", { class: "error" }, c.error || ""))) : h("tr", {}, h("td", { colspan: 7, class: "muted" }, "No LLM calls yet.")))));
 }
 
 // ---- applications connected through OAuth (claude.ai, ChatGPT, ...) --------------------------------
@@ -624,13 +910,90 @@ async function connectionsTab(body, base) {
         : h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No application is connected to this bank.")))));
 }
 
+// ---- the audit log: who read or changed this bank, when, how it ended (never what it holds) --------
+async function auditTab(body, base, bankId) {
+  let offset = 0;
+  const action = h("input", { name: "audit_action", placeholder: "operation, e.g. recall" });
+  const transport = h("select", { name: "audit_transport" }, h("option", { value: "" }, "any transport"),
+    ["http", "mcp", "system"].map((t) => h("option", {}, t)));
+  const table = h("div", { id: "audit-list" });
+  const params = () => {
+    const p = new URLSearchParams({ limit: PAGE, offset });
+    if (action.value.trim()) p.set("action", action.value.trim());
+    if (transport.value) p.set("transport", transport.value);
+    return p;
+  };
+  const load = async () => {
+    let r;
+    try {
+      r = await api("GET", `${base}/audit-logs?${params()}`);
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 403) return fill(table, h("p", { class: "muted" }, e.message));
+      throw e;
+    }
+    fill(table,
+      h("div", { class: "pager" }, h("button", { disabled: offset === 0, onclick: () => { offset -= PAGE; attempt(load); } }, "← Newer"),
+        h("span", { class: "muted" }, r.total ? `${offset + 1}–${offset + r.items.length} of ${r.total}` : "No records"),
+        h("button", { disabled: offset + PAGE >= r.total, onclick: () => { offset += PAGE; attempt(load); } }, "Older →")),
+      h("table", {}, h("thead", {}, h("tr", {}, ["When", "Transport", "Operation", "Outcome", "Who", "Took", "Request id"].map((t) => h("th", {}, t)))),
+        h("tbody", {}, r.items.map((e) => h("tr", { "data-audit": e.id, "data-action": e.action },
+          h("td", {}, when(e.started_at)), h("td", {}, e.transport),
+          h("td", {}, e.action, e.route ? h("div", { class: "meta" }, `${e.method || ""} ${e.route}`) : null),
+          h("td", {}, h("span", { class: `badge ${e.outcome === "ok" ? "succeeded" : "failed"}` }, `${e.status} ${e.outcome}`),
+            e.detail ? h("div", { class: "meta" }, Object.entries(e.detail).map(([k, v]) => `${k} ${v}`).join(", ")) : null),
+          h("td", {}, e.principal || "—"), h("td", {}, `${e.duration_ms} ms`), h("td", { class: "meta" }, e.request_id))))));
+  };
+  const exportLog = () => attempt(async () => {
+    const p = params();
+    p.delete("limit"); p.delete("offset");
+    const r = await api("GET", `${base}/audit-logs/export?${p}`, undefined, { raw: true });
+    const url = URL.createObjectURL(await r.blob());
+    h("a", { href: url, download: `${bankId}.audit.jsonl` }).click();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  }, "Audit log downloaded");
+  fill(body,
+    h("p", { class: "muted" }, "Every request that read or changed this bank: when, over what, which operation, how it ended, ",
+      "and who (an API key, an application connected through OAuth, the scheduler). What memories say is never recorded."),
+    h("form", { class: "panel row", onsubmit: (e) => { e.preventDefault(); offset = 0; attempt(load); } },
+      action, transport, h("button", { type: "submit" }, "Filter"), h("span", { class: "grow" }),
+      h("button", { type: "button", name: "audit_export", onclick: exportLog }, "Export (JSON lines)")),
+    table);
+  await load();
+}
+
 async function settingsTab(body, base, bankId) {
+  const bank = await api("GET", base).catch(() => ({ retention_days: null, retention_by_tag: {} }));
+  const days = h("input", { name: "retention_days", type: "number", min: 0, max: 36500, class: "narrow",
+    value: bank.retention_days ?? "", placeholder: "forever" });
+  const byTag = h("input", { name: "retention_by_tag", class: "grow", placeholder: "by tag, e.g. chat=30, scratch=7",
+    value: Object.entries(bank.retention_by_tag || {}).map(([t, d]) => `${t}=${d}`).join(", ") });
+  const retention = h("form", { class: "panel", id: "retention", onsubmit: (e) => { e.preventDefault(); attempt(async () => {
+    const tags = {};
+    for (const pair of csv(byTag.value)) {
+      const [tag, n] = [pair.slice(0, pair.lastIndexOf("=")).trim(), Number(pair.slice(pair.lastIndexOf("=") + 1))];
+      if (!tag || !Number.isInteger(n) || n < 1) throw new Error(`"${pair}": give tag=days, e.g. chat=30`);
+      tags[tag] = n;
+    }
+    await api("PATCH", base, { retention_days: days.value === "" ? 0 : Number(days.value), retention_by_tag: tags });
+    await settingsTab(body, base, bankId);
+  }, "Retention saved"); } },
+  h("h3", {}, "Retention"),
+  h("p", { class: "muted" }, "Memories older than this many days are forgotten by the server (with what was drawn from them). ",
+    "A memory with a tag listed here is kept that tag's days instead (the shortest of its tags). Empty or 0: kept forever."),
+  h("p", { id: "retention-now" }, bank.retention_days || Object.keys(bank.retention_by_tag || {}).length
+    ? `Now: ${bank.retention_days ? `${bank.retention_days} days` : "kept forever"}${Object.keys(bank.retention_by_tag || {}).length
+      ? `; by tag: ${Object.entries(bank.retention_by_tag).map(([t, d]) => `${t} ${d} days`).join(", ")}` : ""}`
+    : "Now: memories are kept until they are forgotten."),
+  h("div", { class: "row" }, h("label", {}, "days", days), h("label", { class: "grow" }, "by tag", byTag),
+    h("button", { class: "primary", type: "submit" }, "Save retention")));
   const policy = h("select", { name: "on_conflict" }, ["rename", "skip", "replace"].map((p) => h("option", {}, p)));
   const file = h("input", { type: "file", name: "bank_file", accept: ".gz,application/gzip" });
   const confirmId = h("input", { name: "confirm_delete", placeholder: `type ${bankId} to delete` });
   fill(body, 
+    retention,
     h("div", { class: "panel" }, h("h3", {}, "Export"),
-      h("p", { class: "muted" }, "The whole bank as one gzip JSON Lines file: memories with their vectors, entities, documents, mental models."),
+      h("p", { class: "muted" }, "The whole bank as one gzip JSON Lines file: memories with their vectors, entities, documents, mental models. ",
+        "A file taken is beyond the server's reach: forgetting later does not change it."),
       h("button", { class: "primary", onclick: () => attempt(async () => {
         const r = await api("GET", `${base}/export`, undefined, { raw: true });
         const url = URL.createObjectURL(await r.blob());

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 from starlette.responses import JSONResponse
 
-from hindsight.engine.errors import DATABASE_UNAVAILABLE, RETRY_AFTER, HindsightError, InvalidArgument
+from hindsight.engine.errors import RETRY_AFTER, HindsightError, InvalidArgument
 
 
 class InvalidHeader(InvalidArgument):
@@ -36,7 +36,6 @@ class Stopping(HindsightError):
 
     status = 503
     code = "unavailable"
-    jsonrpc_code = DATABASE_UNAVAILABLE
     retry_after = RETRY_AFTER
 
     def __init__(self) -> None:

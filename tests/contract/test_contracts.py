@@ -5,11 +5,11 @@ both are the engine's request model (hindsight/mcp/tools.py, hindsight/api/)."""
 from __future__ import annotations
 
 import pytest
-from mcp.shared.exceptions import MCPError
 
 from hindsight.mcp.catalog import TOOLS
 
 from conftest import mcp_local
+from support import tool_error
 
 
 async def test_tool_arguments_are_the_request_models_fields(app, bank):
@@ -55,13 +55,11 @@ async def test_tool_arguments_are_the_request_models_fields(app, bank):
 async def test_the_same_mistake_is_worded_the_same_on_both_faces(app, rest, bank, tool, args, method, path, params):
     await rest.post(f"/v1/banks/{bank}/memories", json={"content": "The bank exists."})
     async with mcp_local(app, bank) as c:
-        with pytest.raises(MCPError) as e:
-            await c.call_tool(tool, args)
-    assert e.value.code == -32602
+        e = tool_error(await c.call_tool(tool, args))
     body = None if method == "GET" else args
     r = await rest.request(method, f"/v1/banks/{bank}{path}", json=body, params=params)
     assert r.status_code in (404, 422), r.text
-    assert r.json()["message"] == e.value.message
+    assert r.json() == e  # the same body: code, message, argument
 
 
 async def test_defaults_and_cleaning_are_the_same_on_both_faces(app, rest, bank):

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-from mcp.shared.exceptions import MCPError
-
 from hindsight.engine.access.keys import Principal
 
 from conftest import mcp_local
+from support import tool_error
 
 
 async def _snapshot(app, bank: str) -> dict:
@@ -155,17 +153,15 @@ async def test_mcp_refuses_ids_of_another_bank_and_changes_nothing(app, rest, ba
     for surface in (dict(bank=mine), dict(multi=True, header_bank=mine)):
         async with mcp_local(app, who=scoped, **surface) as client:
             for tool, args in calls:
-                with pytest.raises(MCPError) as e:
-                    await client.call_tool(tool, args)
-                assert e.value.code == -32602 and "not" in e.value.message, (tool, e.value.message)
+                e = tool_error(await client.call_tool(tool, args))
+                assert e["error"] in ("not_found", "invalid_argument") and "not" in e["message"], (tool, e)
             r = await client.call_tool("verify_document_access", {"segment_uid": ids["segment"]})
             assert r.structured_content["has_access"] is False
     # naming the other bank as an argument: refused for the key, whatever the id
     async with mcp_local(app, who=scoped, multi=True, header_bank=mine) as client:
         for tool, args in calls:
-            with pytest.raises(MCPError) as e:
-                await client.call_tool(tool, {**args, "bank_id": theirs})
-            assert e.value.code == -32001, (tool, e.value.message)
+            e = tool_error(await client.call_tool(tool, {**args, "bank_id": theirs}))
+            assert e["error"] == "forbidden", (tool, e["message"])
     after = {b: await _snapshot(app, b) for b in (mine, theirs)}
     assert after == before
 

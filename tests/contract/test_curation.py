@@ -4,12 +4,10 @@ in process on the real database."""
 
 from __future__ import annotations
 
-import pytest
-from mcp.shared.exceptions import MCPError
-
 from hindsight.engine.access.keys import Principal
 
 from conftest import mcp_local
+from support import tool_error
 
 
 async def retain(rest, bank, **item) -> str:
@@ -182,21 +180,20 @@ async def test_mcp_update_and_invalidate_and_read_only_keys(app, rest, bank):
         r = await client.call_tool("invalidate_memory", {"memory_id": mid, "reason": "sold it"})
         assert r.structured_content["memory"]["invalidation_reason"] == "sold it"
         for args in ({"memory_id": mid}, {"memory_id": mid, "state": "nope"}, {"text": "no id"}):
-            with pytest.raises(MCPError) as e:
-                await client.call_tool("update_memory", args)
-            assert e.value.code == -32602
-        with pytest.raises(MCPError) as e:
+            e = tool_error(await client.call_tool("update_memory", args))
+            assert e["error"] == "invalid_argument"
+        e = tool_error(
             await client.call_tool("invalidate_memory", {"memory_id": "00000000-0000-4000-8000-000000000000"})
-        assert e.value.code == -32602 and "does not exist" in e.value.message
+        )
+        assert e["error"] == "not_found" and "does not exist" in e["message"]
     reader = Principal("bank", key_id="reader", banks=frozenset({bank}), read_only=True)
     async with mcp_local(app, bank=bank, who=reader) as client:
         for tool, args in (
             ("update_memory", {"memory_id": mid, "state": "valid"}),
             ("invalidate_memory", {"memory_id": mid}),
         ):
-            with pytest.raises(MCPError) as e:
-                await client.call_tool(tool, args)
-            assert "may only read" in e.value.message
+            e = tool_error(await client.call_tool(tool, args))
+            assert "may only read" in e["message"]
     history = (await rest.get(f"/v1/banks/{bank}/memories/{mid}/history")).json()
     assert [v["action"] for v in history["versions"]] == ["created", "edited", "invalidated"]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from mcp.shared.exceptions import MCPError
 
 from conftest import mcp_local
+from support import tool_error
 
 NUL, LONE = "a\x00b", "a\ud800b"
 
@@ -150,12 +150,10 @@ async def test_mcp_refuses_unstorable_text_and_broken_json_lists(app, rest, bank
             ({"content": "ok", "tags": "notalist"}, "tags"),
             ({"content": "ok", "timestamp": "0001-01-01T00:00:00+14:00"}, "timestamp"),
         ]:
-            with pytest.raises(MCPError) as e:
-                await c.call_tool("retain", args)
-            assert e.value.code == -32602 and e.value.message.startswith(field), (args, e.value.message)
-        with pytest.raises(MCPError) as e:
-            await c.call_tool("recall", {"query": NUL})
-        assert e.value.code == -32602 and e.value.message.startswith("query")
+            e = tool_error(await c.call_tool("retain", args))
+            assert e["error"] == "invalid_argument" and e["message"].startswith(field), (args, e["message"])
+        e = tool_error(await c.call_tool("recall", {"query": NUL}))
+        assert e["error"] == "invalid_argument" and e["message"].startswith("query")
         # well-formed JSON text of a list is what agents send: decoded, as before
         r = await c.call_tool("retain", {"content": "Tagged", "tags": '["b", "a"]'})
         assert not r.is_error
@@ -279,13 +277,11 @@ async def test_two_host_or_origin_headers_are_refused(app):
 async def test_mcp_refuses_a_bank_argument_the_tool_does_not_take(app, bank):
     async with mcp_local(app, bank) as c:
         for word in ("bank_id", "collection_id"):
-            with pytest.raises(MCPError) as e:
-                await c.call_tool("retain", {"content": "Where would this go?", word: "someone_else"})
-            assert e.value.code == -32602 and e.value.message.startswith(word), e.value.message
+            e = tool_error(await c.call_tool("retain", {"content": "Where would this go?", word: "someone_else"}))
+            assert e["error"] == "invalid_argument" and e["message"].startswith(word), e["message"]
     async with mcp_local(app, multi=True) as c:
-        with pytest.raises(MCPError) as e:
-            await c.call_tool("retain", {"content": "Where would this go?", "collection_id": bank})
-        assert e.value.code == -32602 and e.value.message.startswith("collection_id")
+        e = tool_error(await c.call_tool("retain", {"content": "Where would this go?", "collection_id": bank}))
+        assert e["error"] == "invalid_argument" and e["message"].startswith("collection_id")
         # a stray argument that chooses no bank is still ignored, as agents add them
         r = await c.call_tool("recall", {"query": "x", "bank_id": bank, "mood": "curious"})
         assert not r.is_error

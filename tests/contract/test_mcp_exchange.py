@@ -67,8 +67,8 @@ PLAIN = [
     (_call("recall", {"query": "Who keeps bees?", "max_tokens": 50}), []),
     (_call("recall", {"query": "bees", "types": '["world"]'}), []),  # a list sent as its JSON text
     (_call("recall", {"query": "bees", "tags": "not-a-list"}), []),  # never coerced into a list
-    (_call("recall", {}), []),  # missing argument: -32602
-    (_call("recall", {"query": "x" * 5000}), []),  # past the query limit: -32602
+    (_call("recall", {}), []),  # missing argument: a tool error naming it
+    (_call("recall", {"query": "x" * 5000}), []),  # past the query limit: a tool error
     (_call("recall", {"query": "bees", "bank_id": "other"}), []),  # no bank argument on a bank URL
     (_call("recall", "not-an-object"), []),
     (_call("no_such_tool", {}), []),

@@ -1,5 +1,6 @@
-"""MCP tools in process, through the SDK's in-memory client: argument validation (-32602
-naming the argument, nothing stored), unknown tools, and the leniency agents need."""
+"""MCP tools in process, through the SDK's in-memory client: argument validation (a tool error
+naming the argument, nothing stored), unknown tools (a protocol error), and the leniency agents
+need."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from conftest import mcp_local
+from support import tool_error
 
 
 @pytest.mark.parametrize(
@@ -23,9 +25,8 @@ from conftest import mcp_local
 async def test_recall_bad_arguments(app, bank, args, needle):
     async with mcp_local(app, bank) as c:
         await c.call_tool("retain", {"content": "something"})
-        with pytest.raises(MCPError) as e:
-            await c.call_tool("recall", args)
-        assert e.value.code == -32602 and needle in e.value.message
+        error = tool_error(await c.call_tool("recall", args))
+        assert error["error"] == "invalid_argument" and needle in error["message"]
 
 
 @pytest.mark.parametrize(
@@ -41,12 +42,10 @@ async def test_recall_bad_arguments(app, bank, args, needle):
 async def test_retain_bad_arguments_change_nothing(app, rest, bank, args, needle):
     async with mcp_local(app, bank) as c:
         await c.call_tool("retain", {"content": "kept"})
-        with pytest.raises(MCPError) as e:
-            await c.call_tool("retain", args)
-        assert e.value.code == -32602 and needle in e.value.message
-        with pytest.raises(MCPError) as e:
-            await c.call_tool("retain_batch", {"items": [{"content": "fine"}, {"content": 3}]})
-        assert e.value.code == -32602 and "items.1.content" in e.value.message
+        error = tool_error(await c.call_tool("retain", args))
+        assert error["error"] == "invalid_argument" and needle in error["message"]
+        error = tool_error(await c.call_tool("retain_batch", {"items": [{"content": "fine"}, {"content": 3}]}))
+        assert error["field"].startswith("items") and "items.1.content" in error["message"]
     assert (await rest.get(f"/v1/banks/{bank}/memories")).json()["total"] == 1
 
 
@@ -55,10 +54,9 @@ async def test_unknown_bank_tool_and_lenient_arguments(app, bank):
         # a bank never written reads as empty (tests/e2e/test_new_bank.py)
         r = await c.call_tool("recall", {"query": "x", "bank_id": bank + "_missing"})
         assert not r.is_error and r.structured_content["results"] == []
-        with pytest.raises(MCPError) as e:
-            await c.call_tool("recall", {"query": "x", "bank_id": "no spaces allowed"})
-        assert e.value.code == -32602 and "bank_id" in e.value.message
-        with pytest.raises(MCPError) as e:
+        error = tool_error(await c.call_tool("recall", {"query": "x", "bank_id": "no spaces allowed"}))
+        assert error["field"] == "bank_id" and "bank_id" in error["message"]
+        with pytest.raises(MCPError) as e:  # a tool this server does not have: a protocol fault
             await c.call_tool("no_such_tool", {})
         assert e.value.code == -32602
         # agents send lists as JSON strings and add stray arguments

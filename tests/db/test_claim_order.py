@@ -44,8 +44,8 @@ def claim_db(pg_url):
     return migrated_database(pg_url, "claim_order", _fill)
 
 
-async def _claim(conn, limit: int) -> list[tuple[str, int]]:
-    rows = await conn.fetch(Q.operation_claim, "test-worker", limit, 30.0, TYPES, OTHERS)
+async def _claim(conn, limit: int, worker: str = "test-worker") -> list[tuple[str, int]]:
+    rows = await conn.fetch(Q.operation_claim, worker, limit, 30.0, TYPES, OTHERS)
     return sorted((r["bank_id"], json.loads(r["payload"])["n"]) for r in rows)
 
 
@@ -73,14 +73,20 @@ async def test_banks_take_turns_and_each_keeps_its_order(claim_db):
         # b and c have nothing queued: they left the turns; d keeps its turn for its later work
         assert set(await _turns(conn)) == {"a", "d"}
         # two at a time; d's work is not due, or not this worker's
-        assert await _claim(conn, 2) == [("a", 7), ("a", 8)]
-        # a worker died holding two of a's: its work goes first
+        assert await _claim(conn, 2, worker="dead-worker") == [("a", 7), ("a", 8)]
+        # that worker died holding two of a's: its work goes first, to another worker
         await conn.execute(
             "UPDATE operations SET lease_until = now() - interval '1 second'"
             " WHERE bank_id = 'a' AND (payload->>'n')::int IN (7, 8)"
         )
         async with conn.transaction():
             await enqueue_operation(conn, "b", "retain", {"n": 2}, max_attempts=5)
+        # ...never back to the worker that holds it: one alive still runs it, its heartbeat held up
+        # (a database that stopped committing, say)
+        held_up = conn.transaction()
+        await held_up.start()
+        assert await _claim(conn, 2, worker="dead-worker") == [("a", 9), ("b", 2)]
+        await held_up.rollback()
         assert await _claim(conn, 2) == [("a", 7), ("a", 8)]
         # b queued again: it has a turn, and is served before a's ninth
         assert await _claim(conn, 2) == [("a", 9), ("b", 2)]

@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncpg
 import httpx
 import pytest
-from mcp.shared.exceptions import MCPError
 
 from conftest import ADMIN_KEY, mcp_session
-from support import make_key
+from support import make_key, tool_error
 
 
 @pytest.fixture
@@ -100,19 +99,16 @@ async def test_scoped_key_reaches_only_its_banks_by_every_route(auth_server, adm
     # MCP argument route (also overriding an allowed header)
     async with mcp_session(f"{auth_server.url}/mcp", {**auth, "X-Bank-Id": mine}) as c:
         for tool, args in [("recall", {"query": "door"}), ("retain", {"content": "intrusion"})]:
-            with pytest.raises(MCPError) as e:
-                await c.call_tool(tool, {**args, "bank_id": theirs})
-            assert e.value.code == -32001 and theirs in e.value.message
-        with pytest.raises(MCPError) as e:
-            await c.call_tool("create_bank", {"bank_id": "sneaky"})
-        assert e.value.code == -32001
+            e = tool_error(await c.call_tool(tool, {**args, "bank_id": theirs}))
+            assert e["error"] == "forbidden" and theirs in e["message"]
+        e = tool_error(await c.call_tool("create_bank", {"bank_id": "sneaky"}))
+        assert e["error"] == "forbidden"
         banks = (await c.call_tool("list_banks", {})).structured_content["banks"]
         assert [b["bank_id"] for b in banks] == [mine]
     # default bank (HINDSIGHT_MCP_BANK_ID) is also checked
     async with mcp_session(f"{auth_server.url}/mcp", auth) as c:
-        with pytest.raises(MCPError) as e:
-            await c.call_tool("recall", {"query": "door"})
-        assert e.value.code == -32001
+        e = tool_error(await c.call_tool("recall", {"query": "door"}))
+        assert e["error"] == "forbidden"
     assert "intrusion" not in str(admin.get(f"/v1/banks/{theirs}/memories").json())
 
 
@@ -177,10 +173,10 @@ async def test_scoped_key_and_llm_tools(auth_server, admin, bank):
         assert r.status_code == 403 and "only read" in r.json()["message"]
         assert c.get(f"/v1/banks/{bank}/usage").status_code == 200
     async with mcp_session(f"{auth_server.url}/mcp/{bank}/", {"Authorization": f"Bearer {reader}"}) as client:
-        with pytest.raises(MCPError) as e:
-            await client.call_tool("create_mental_model", {"name": "x", "source_query": "y"})
-        assert e.value.error.code == -32001
+        e = tool_error(await client.call_tool("create_mental_model", {"name": "x", "source_query": "y"}))
+        assert e["error"] == "forbidden"
     async with mcp_session(f"{auth_server.url}/mcp/", {"Authorization": f"Bearer {reader}"}) as client:
-        with pytest.raises(MCPError) as e:
+        e = tool_error(
             await client.call_tool("get_operation", {"operation_id": created["operation_id"], "bank_id": other})
-        assert e.value.error.code in (-32001,)
+        )
+        assert e["error"] == "forbidden"

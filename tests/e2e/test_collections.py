@@ -8,10 +8,9 @@ import threading
 
 import httpx
 import pytest
-from mcp.shared.exceptions import MCPError
 
 from conftest import ADMIN_KEY, mcp_session
-from support import make_key
+from support import make_key, tool_error
 
 PAGE = b"<html><body><h1>Device guide</h1><p>To reset your device, hold the power button for ten seconds.</p></body></html>"
 
@@ -93,8 +92,8 @@ def test_collection_life_cycle_over_plain_json_rpc(server, page_url, bank):
     )
     assert hits["metadata"]["collection"] == cid
 
-    refused = rpc(server, "delete_document", {"doc_id": added["document_id"]})
-    assert refused["error"]["code"] == -32602 and "confirm" in refused["error"]["message"]
+    refused = tool_error(rpc(server, "delete_document", {"doc_id": added["document_id"]})["result"])
+    assert refused["field"] == "confirm" and "confirm" in refused["message"]
     gone = rpc(server, "delete_document", {"doc_id": added["document_id"], "confirm": True})["result"][
         "structuredContent"
     ]
@@ -102,7 +101,7 @@ def test_collection_life_cycle_over_plain_json_rpc(server, page_url, bank):
     assert gone == {"deleted": True, "document_id": added["document_id"], "bank_id": cid}
     assert rpc(server, "list_documents", {"collection_id": cid})["result"]["structuredContent"]["count"] == 0
 
-    assert rpc(server, "delete_collection", {"collection_id": cid})["error"]["code"] == -32602
+    assert tool_error(rpc(server, "delete_collection", {"collection_id": cid})["result"])["field"] == "confirm"
     deleted = rpc(server, "delete_collection", {"collection_id": cid, "confirm": True})["result"]["structuredContent"]
     assert deleted["deleted"] is True
     cols = {
@@ -114,8 +113,8 @@ def test_collection_life_cycle_over_plain_json_rpc(server, page_url, bank):
         ("fetch_and_add_document_from_url", {"url": "ftp://x", "collection_id": bank}, "url"),
         ("search_rag", {"collectionId": "bad id", "query": "x"}, "collectionId"),
     ]:
-        err = rpc(server, tool, args)["error"]
-        assert err["code"] == -32602 and err["message"].startswith(f"{field}: "), err
+        err = tool_error(rpc(server, tool, args)["result"])
+        assert err["error"] == "invalid_argument" and err["message"].startswith(f"{field}: "), err
 
 
 async def test_document_tools_with_the_official_client(server, api, bank):
@@ -129,17 +128,14 @@ async def test_document_tools_with_the_official_client(server, api, bank):
         doc_id = acc["result"]["files"][0]["document_id"]
         doc = (await c.call_tool("get_document", {"doc_id": doc_id})).structured_content
         assert doc["source_name"] == "a.md" and doc["chunk_count"] == 1
-        with pytest.raises(MCPError) as e:
-            await c.call_tool("delete_document", {"doc_id": doc_id, "confirm": False})
-        assert e.value.error.code == -32602
-        with pytest.raises(MCPError) as e:
-            await c.call_tool("get_document", {"doc_id": "nope"})
-        assert e.value.error.code == -32602 and "doc_id" in e.value.error.message
+        e = tool_error(await c.call_tool("delete_document", {"doc_id": doc_id, "confirm": False}))
+        assert e["error"] == "invalid_argument"
+        e = tool_error(await c.call_tool("get_document", {"doc_id": "nope"}))
+        assert e["error"] == "invalid_argument" and "doc_id" in e["message"]
         assert (await c.call_tool("delete_document", {"doc_id": doc_id, "confirm": True})).structured_content["deleted"]
     async with mcp_session(f"{server.url}/mcp/") as c:
-        with pytest.raises(MCPError) as e:
-            await c.call_tool("list_documents", {"bank_id": bank, "collection_id": bank + "x"})
-        assert e.value.error.code == -32602 and "collection_id" in e.value.error.message
+        e = tool_error(await c.call_tool("list_documents", {"bank_id": bank, "collection_id": bank + "x"}))
+        assert e["error"] == "invalid_argument" and "collection_id" in e["message"]
 
 
 def test_collection_tools_respect_key_scope(auth_server, bank):
@@ -167,10 +163,10 @@ def test_collection_tools_respect_key_scope(auth_server, bank):
         ("create_collection", {"name": "new-one"}),
         ("search_rag", {"collectionId": theirs, "query": "notes"}),
     ]:
-        err = rpc(auth_server, name, args, **h).get("error")
-        assert err and err["code"] == -32001, (name, err)
+        err = tool_error(rpc(auth_server, name, args, **h)["result"])
+        assert err["error"] == "forbidden", (name, err)
     # without a collection the document is looked up only among the key's banks: not found
-    err = rpc(auth_server, "delete_document", {"doc_id": theirs_doc, "confirm": True}, **h)["error"]
-    assert err["code"] in (-32602, -32001)
+    err = tool_error(rpc(auth_server, "delete_document", {"doc_id": theirs_doc, "confirm": True}, **h)["result"])
+    assert err["error"] in ("not_found", "forbidden")
     with auth_server.http(ADMIN_KEY) as admin:
         assert admin.get(f"/v1/banks/{theirs}/documents").json()["documents"][0]["document_id"] == theirs_doc

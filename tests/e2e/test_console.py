@@ -1,7 +1,7 @@
 """The web console (/ui) in a real browser: Debian's Chromium driven by Playwright for Python.
 
 A person signs in with a key, finds a memory retained through the API (and sees in the recall
-playground why it came back), reads and deletes it,
+playground why it came back), reads and forgets it,
 creates a mental model and sees it filled, imports a document (with its progress) and finds it,
 and follows the operations; what memories say is shown as text, never run as HTML. An admin
 finds a registered OAuth application and deletes it.
@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ADMIN_KEY
+from conftest import ADMIN_KEY, AUTH_EXT, Server, fresh_database, wait_for
+from support import Receiver
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(not CHROMIUM, reason="Chromium is not installed (scripts/test.sh installs Debian's)")
@@ -119,13 +120,13 @@ def test_a_person_uses_the_console(page, auth_server, tmp_path):
         page.fill("input[name=query]", "Who keeps the lighthouse?")
         page.click("form button.primary")
 
-        # read it, then delete it
+        # read it, then forget it
         ines = retained["memory_ids"][0]
         page.click(f"#results [data-memory='{ines}'] button")
         expect(page.locator("#memory-detail")).to_contain_text("Hook Head")
         shot(page, "memory")
-        page.click("#memory-detail button.danger")
-        expect(page.locator("#toast")).to_contain_text("Memory deleted")
+        page.click("#memory-detail button[name=forget]")
+        expect(page.locator("#toast")).to_contain_text("1 memory forgotten")
         assert admin.get(f"/v1/banks/{bank}/memories/{ines}").status_code == 404
 
         # a mental model, created here and filled in the background
@@ -226,6 +227,169 @@ def test_a_person_corrects_a_memory_in_the_console(page, auth_server):
         page.click("form button.primary")
         expect(page.locator("#results .result").first).to_contain_text("Cork")
         expect(page.locator("#results")).not_to_contain_text("Galway")
+    assert page.errors == [], page.errors
+
+
+@pytest.fixture(scope="module")
+def hooks_server(pg_url):
+    """Keys on, a key to seal webhook secrets with, and receivers on this machine allowed."""
+    s = Server(
+        {
+            "HINDSIGHT_API_DATABASE_URL": fresh_database(pg_url, "console_hooks"),
+            "HINDSIGHT_API_TENANT_EXTENSION": AUTH_EXT,
+            "HINDSIGHT_API_TENANT_API_KEY": ADMIN_KEY,
+            "HINDSIGHT_API_SECRETS_KEY": "console-secrets-key-0123456789-abcdef",
+            "HINDSIGHT_API_ALLOW_PRIVATE_URLS": "true",
+            "HINDSIGHT_API_SCHEDULER_INTERVAL": "0.3",
+        }
+    ).start()
+    yield s
+    s.stop()
+
+
+def test_the_graph_directives_webhooks_and_pages_in_the_console(page, hooks_server):
+    """The entity graph drawn (SVG) and an entity's memories; a directive added and switched off; a
+    webhook added, its secret shown once, a test event delivered (signed) and in its deliveries;
+    a page written and read; the LLM calls table."""
+    from playwright.sync_api import expect
+
+    bank = f"graph-{uuid.uuid4().hex[:6]}"
+    receiver = Receiver()
+    try:
+        with hooks_server.http(ADMIN_KEY) as admin:
+            items = [
+                {"content": "Alice Moreau founded Lumen Labs with Bruno Silva in Porto."},
+                {"content": "Alice Moreau hired Chen Wei as the first engineer."},
+                {"content": "Later, Bruno Silva argued with Alice Moreau about pricing."},
+            ]
+            assert admin.post(f"/v1/banks/{bank}/memories", json={"items": items}).status_code == 200
+            page.goto(f"{hooks_server.url}/ui/")
+            page.fill("#key", ADMIN_KEY)
+            page.click("button[type=submit]")
+            page.click(f"tr[data-bank='{bank}'] a")
+
+            # the graph: entities drawn as circles, pairs named together as lines
+            page.click("a[data-tab=graph]")
+            expect(page.locator("#entity-graph svg")).to_be_visible()
+            assert page.locator("#entity-graph g.node").count() >= 4
+            assert page.locator("#entity-graph line.edge").count() >= 3
+            alice = admin.get(f"/v1/banks/{bank}/entities", params={"q": "alice"}).json()["entities"][0]
+            page.click(f"#entity-graph g.node[data-entity='{alice['id']}'] circle")
+            expect(page.locator("#entity-detail")).to_contain_text("hired Chen Wei")
+            shot(page, "graph")
+
+            # a directive, added and switched off
+            page.click("a[data-tab=directives]")
+            page.fill("input[name=directive_name]", "Language")
+            page.fill("input[name=directive_content]", "Answer in French.")
+            page.click("#tab form button.primary")
+            row = page.locator("#directive-list tr[data-directive]")
+            expect(row).to_contain_text("Answer in French.")
+            shot(page, "directives")
+            row.locator("input[name=active]").uncheck()
+            expect(page.locator("#toast")).to_contain_text("Directive off")
+            (d,) = admin.get(f"/v1/banks/{bank}/directives", params={"active_only": False}).json()["directives"]
+            assert d["name"] == "Language" and d["is_active"] is False
+
+            # a webhook: its secret shown once, a test delivered, signed, in the deliveries
+            page.click("a[data-tab=webhooks]")
+            page.fill("input[name=webhook_url]", receiver.url + "/events")
+            page.click("#tab form button.primary")
+            secret = page.locator("#new-webhook .secret").inner_text().strip()
+            assert secret.startswith("whsec_")
+            page.click("#webhook-list button[name=test]")
+            for _ in range(60):
+                if "delivered" in (page.text_content("#delivery-list") or ""):
+                    break
+                page.wait_for_timeout(250)
+                page.click("#delivery-list button")
+            expect(page.locator("#delivery-list")).to_contain_text("webhook.test")
+            expect(page.locator("#delivery-list")).to_contain_text("delivered")
+            assert receiver.events("webhook.test") and receiver.verify(secret) == 1
+            shot(page, "webhooks")
+
+            # a page written, found in the tree, read back; recall finds it
+            page.click("a[data-tab=knowledge]")
+            page.fill("input[name=page_name]", "Pricing")
+            page.fill("textarea[name=page_content]", "Lumen Labs charges per seat, billed yearly.")
+            page.click("#tab form button.primary")
+            expect(page.locator("#knowledge-tree")).to_contain_text("Pricing")
+            expect(page.locator("#knowledge-page")).to_contain_text("billed yearly")
+            found = admin.post(f"/v1/banks/{bank}/recall", json={"query": "How is Lumen Labs billed?"}).json()
+            assert any("billed yearly" in m["text"] for m in found["results"])
+
+            page.click("a[data-tab=usage]")
+            expect(page.locator("#llm-requests")).to_contain_text("No LLM calls yet.")
+        assert page.errors == [], page.errors
+    finally:
+        receiver.stop()
+
+
+def test_a_person_forgets_in_the_console_and_reads_the_audit_log(page, auth_server):
+    """Everything about a person, previewed and forgotten; a purge; the bank's retention; and the
+    audit log of it all, with no trace of what was forgotten on any page."""
+    from playwright.sync_api import expect
+
+    bank = f"forget-{uuid.uuid4().hex[:6]}"
+    with auth_server.http(ADMIN_KEY) as admin:
+        items = [
+            {"content": "Barnaby Quillfeather owes Ann ten pounds."},
+            {"content": "On Friday Barnaby Quillfeather fixed the gate."},
+            {"content": "Ann waters the tomatoes."},
+        ]
+        admin.post(f"/v1/banks/{bank}/memories", json={"items": items})
+        wrong = admin.post(f"/v1/banks/{bank}/memories", json={"content": "Ann hates tea."}).json()["memory_ids"][0]
+        admin.post(f"/v1/banks/{bank}/memories/{wrong}/invalidate", json={"reason": "a guess"})
+        page.goto(f"{auth_server.url}/ui/")
+        page.fill("#key", ADMIN_KEY)
+        page.click("button[type=submit]")
+        page.click(f"tr[data-bank='{bank}'] a")
+        page.click("a[data-tab=entities]")
+        expect(page.locator("#entity-list")).to_contain_text("Barnaby Quillfeather")
+        page.fill("input[name=forget_name]", "Barnaby Quillfeather")
+        page.click("text=Show what would go")
+        expect(page.locator("#forget-preview [data-forget]")).to_have_count(2)
+        expect(page.locator("#forget-preview")).to_contain_text("fixed the gate")
+        shot(page, "forget-person")
+        page.click("#forget-preview button[name=forget_all]")
+        expect(page.locator("#toast")).to_contain_text("Everything about Barnaby Quillfeather was forgotten")
+        expect(page.locator("#entity-list")).not_to_contain_text("Quillfeather")
+        # what is no longer true, purged from the memories tab
+        page.click("a[data-tab=memories]")
+        expect(page.locator("#memory-list")).to_contain_text("Ann hates tea.")
+        page.click("button[name=purge]")
+        expect(page.locator("#toast")).to_contain_text("1 memory forgotten")
+        expect(page.locator("#memory-list")).not_to_contain_text("Ann hates tea.")
+        expect(page.locator("#memory-list")).to_contain_text("Ann waters the tomatoes.")
+        # retention, set and shown
+        page.click("a[data-tab=settings]")
+        page.fill("input[name=retention_days]", "365")
+        page.fill("input[name=retention_by_tag]", "chat=30")
+        page.click("#retention button.primary")
+        expect(page.locator("#retention-now")).to_contain_text("365 days; by tag: chat 30 days")
+        assert admin.get(f"/v1/banks/{bank}").json()["retention_by_tag"] == {"chat": 30}
+
+        # the audit log: what was done here, by whom; nothing of what it said (its records are
+        # written in batches within a second, so the tab is opened once they are)
+        def forgets_recorded() -> int:
+            items = admin.get(f"/v1/banks/{bank}/audit-logs", params={"limit": 200}).json()["items"]
+            return sum(r["action"] == "forget_entity" for r in items)
+
+        wait_for(lambda: forgets_recorded() == 2)
+        page.click("a[data-tab=audit]")
+        expect(page.locator("#audit-list [data-action=forget_entity]")).to_have_count(2, timeout=10_000)
+        expect(page.locator("#audit-list [data-action=purge_memories]").first).to_contain_text("200 ok")
+        expect(page.locator("#audit-list")).to_contain_text("env")
+        shot(page, "audit-log")
+        with page.expect_download() as download:
+            page.click("button[name=audit_export]")
+        exported = Path(download.value.path()).read_text()
+        assert "forget_entity" in exported and "Quillfeather" not in exported
+        for tab in ("search", "memories", "entities", "models", "operations", "audit"):
+            page.click(f"a[data-tab={tab}]")
+            page.wait_for_load_state("networkidle")
+            # the page's view (a toast may still show the name the person typed)
+            assert "quillfeather" not in page.inner_html("#view").lower(), tab
     assert page.errors == [], page.errors
 
 

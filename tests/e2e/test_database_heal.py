@@ -1,7 +1,7 @@
 """A database that dies under a running server, killed for real.
 
 The embedded PostgreSQL is restarted by the server's watchdog, and requests succeed again without
-restarting hindsight; while it is away they answer 503 with Retry-After (REST) or -32003 (MCP),
+restarting hindsight; while it is away they answer 503 with Retry-After (REST) or a tool error with `retry_after` (MCP),
 never a 500. An external database is not ours to restart, but the server serves again once it is
 back. And no stop, graceful or not, leaves a postmaster behind. Each test has a data directory of
 its own: the session's PostgreSQL (`pg_url`) is never touched.
@@ -21,6 +21,7 @@ import psutil
 from hindsight.db.embedded import EmbeddedPostgres
 
 from conftest import ADMIN_KEY, AUTH_EXT, Server, wait_for
+from support import tool_error
 
 FACT = "The lighthouse keeper's cat is called Biscuit."
 
@@ -184,9 +185,9 @@ def test_external_database_coming_back_is_used_again(tmp_path, bank):
                     "method": "tools/call",
                     "params": {"name": "recall", "arguments": {"query": "cat"}},
                 }
-                error = api.post(f"/mcp/{bank}/", json=rpc).json()["error"]
-                assert error["code"] == -32003 and "the database is unavailable" in error["message"]
-                assert error["data"]["retry_after"] > 0
+                error = tool_error(api.post(f"/mcp/{bank}/", json=rpc).json()["result"])
+                assert error["error"] == "database_unavailable" and "the database is unavailable" in error["message"]
+                assert error["retry_after"] > 0
                 assert_unavailable(stranger.post(f"/mcp/{bank}/", json=rpc))
                 assert_unavailable(stranger.get("/v1/banks"))
 

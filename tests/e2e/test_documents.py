@@ -9,10 +9,9 @@ import threading
 
 import httpx
 import pytest
-from mcp.shared.exceptions import MCPError
 
 from conftest import mcp_session
-from support import b64, docx_bytes, import_docs, pdf_bytes
+from support import b64, docx_bytes, import_docs, pdf_bytes, tool_error
 
 SALES = "Our sales playbook: the Falcon X router ships with eight ports and a lifetime warranty."
 HR = "Holiday policy: employees get thirty days of paid leave and a sabbatical after five years."
@@ -197,10 +196,10 @@ def test_curl_shaped_rag_search_and_tag_filtering(server, tagged_bank):
     assert names(anonymous) == {"public.txt"}
 
     bad = curl_search(server, tagged_bank, phrases, **{"x-session-tags": "department:sales"}).json()
-    assert bad["error"]["code"] == -32602 and "x-session-tags" in bad["error"]["message"]
+    assert "x-session-tags" in tool_error(bad["result"])["message"]
     for wrong in ([], ["a"] * 6):
-        err = curl_search(server, tagged_bank, wrong).json()
-        assert err["error"]["code"] == -32602 and "search_phrases" in err["error"]["message"]
+        err = tool_error(curl_search(server, tagged_bank, wrong).json()["result"])
+        assert err["field"] == "search_phrases" and "search_phrases" in err["message"]
 
 
 async def test_rag_search_and_verify_with_the_official_client(server, api, tagged_bank):
@@ -215,9 +214,8 @@ async def test_rag_search_and_verify_with_the_official_client(server, api, tagge
     ) as c:
         denied = (await c.call_tool("verify_document_access", {"segment_uid": seg["segment_uid"]})).structured_content
         assert denied["has_access"] is False and "access denied" in denied["error"]
-        with pytest.raises(MCPError) as e:
-            await c.call_tool("rag_search", {"search_phrases": ["x"], "top_k": 50})
-        assert e.value.error.code == -32602 and "top_k" in e.value.error.message
+        e = tool_error(await c.call_tool("rag_search", {"search_phrases": ["x"], "top_k": 50}))
+        assert e["error"] == "invalid_argument" and "top_k" in e["message"]
     doc_id = next(
         d["document_id"]
         for d in api.get(f"/v1/banks/{tagged_bank}/documents").json()["documents"]

@@ -13,7 +13,8 @@ from hindsight.embedding import load_embedder
 from hindsight.embedding.fold import fold
 from hindsight.embedding.graph import same_function, simplify
 from hindsight.embedding.quantize import RECIPE, quantized
-from hindsight.engine.memory.vectors import SPEAKER_LEAN, memory_vectors
+from hindsight.engine.memory.vectors import SPEAKER_LEAN, gloss_chinese, memory_vectors
+from hindsight.language.gloss import GLOSS_VERSION, gloss
 
 from support import Runs
 
@@ -278,3 +279,24 @@ def test_a_chat_line_is_stored_leaning_toward_its_speaker(int8_embedder):
 def test_the_default_model_says_it_was_not_trained_on_chinese_japanese_or_korean(int8_embedder):
     """Recall counts its similarities less for a query in those scripts (engine/search/fusion.py)."""
     assert int8_embedder.reads_cjk is False
+
+
+def test_chinese_is_embedded_as_its_gloss_stored_and_asked_alike():
+    """With the gloss (engine/memory/vectors.py, gloss_chinese) the model embeds a Chinese text as
+    its English gloss, a memory and a query alike, a speaker's name included; other text as it is.
+    The question and the line that answers it in other words are then nearest each other."""
+    emb = load_embedder(quantize=True, workers=1)
+    plain = load_embedder(quantize=True, workers=1)
+    gloss_chinese(emb)
+    assert emb.name == plain.name + GLOSS_VERSION and emb.reads_han
+    lines = ["赵磊：我上个月从收容所领养了一只小猫。", "周强：明天可能会下大雨。", "Alice: I adopted a kitten."]
+    stored = memory_vectors(emb, lines)
+    text, name = plain.embed([gloss(lines[0]), gloss("赵磊")])
+    leaned = text + SPEAKER_LEAN * name
+    assert np.allclose(stored[0], leaned / np.linalg.norm(leaned), atol=1e-6)
+    assert np.allclose(stored[2], memory_vectors(plain, lines[2:])[0], atol=1e-6)
+    question = "谁家里有宠物？"  # who has a pet at home?
+    q = emb.embed_query(question)
+    assert np.allclose(q, plain.embed_query(gloss(question)), atol=1e-6)
+    assert (stored[:2] @ q).argmax() == 0
+    assert (memory_vectors(plain, lines[:2]) @ plain.embed_query(question)).argmax() == 1  # without it

@@ -19,7 +19,13 @@ EXAMPLES = 6
 
 @pytest.fixture(scope="module")
 def fuzz_server(pg_url):
-    s = Server({"HINDSIGHT_API_DATABASE_URL": fresh_database(pg_url, "fuzz")}).start()
+    s = Server(
+        {
+            "HINDSIGHT_API_DATABASE_URL": fresh_database(pg_url, "fuzz"),
+            # webhooks can be made (their secrets are sealed with it), so their routes are fuzzed past the 409
+            "HINDSIGHT_API_SECRETS_KEY": "fuzz-secrets-key-0123456789-abcdefgh",
+        }
+    ).start()
     yield s
     s.stop()
 

@@ -14,12 +14,11 @@ from datetime import datetime
 
 import httpx
 import pytest
-from mcp.shared.exceptions import MCPError
 
 from hindsight.text import estimate_tokens
 
 from conftest import Server, fresh_database, llm_env, mcp_session, wait_for
-from support import metric, metric_samples, op_done, recall_texts, retain
+from support import metric, metric_samples, op_done, recall_texts, retain, tool_error
 
 MODEL = "openai/stub-model"
 KEY = "stub-key"
@@ -94,10 +93,8 @@ async def reflect_everywhere(server: Server, bank: str, query: str, **extra) -> 
         rest = await http.post(f"/v1/banks/{bank}/reflect", json={"query": query, **extra})
         compat = await http.post(f"/v1/default/banks/{bank}/reflect", json={"query": query, **extra})
     async with mcp_session(f"{server.url}/mcp/{bank}/") as client:
-        try:
-            mcp = (await client.call_tool("reflect", {"query": query, **extra})).structured_content
-        except MCPError as exc:
-            mcp = exc.error
+        result = await client.call_tool("reflect", {"query": query, **extra})
+        mcp = tool_error(result) if result.is_error else result.structured_content
     return {"rest": rest, "compat": compat, "mcp": mcp}
 
 
@@ -119,9 +116,9 @@ def test_reflect_names_how_the_llm_failed_on_every_face(faulty, llm, api, bank, 
         assert "Retry-After" not in rest.headers
     assert compat.status_code == status and compat.json()["cause"] == cause
     assert compat.json()["detail"] == compat.json()["message"] == body["message"]  # Hindsight's clients read detail
-    assert getattr(mcp, "code", None) == -32004, mcp  # a JSON-RPC error, in the same words
-    assert mcp.message == body["message"] and mcp.data["cause"] == cause
-    assert (mcp.data.get("retry_after") == 1) == (cause == "rate_limit")
+    # MCP: the tool's result flagged isError (SEP-1303), in the same words, with the cause and the wait
+    assert mcp["error"] == "llm_unavailable" and mcp["message"] == body["message"] and mcp["cause"] == cause, mcp
+    assert (mcp.get("retry_after") == 1) == (cause == "rate_limit")
 
     # One log line per failed call, naming the operation, bank, model and cause; no traceback.
     calls = failed_calls(llm, events)

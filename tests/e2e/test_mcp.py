@@ -9,6 +9,7 @@ import asyncpg
 import httpx
 
 from conftest import Server, mcp_session
+from support import tool_error
 
 
 async def tool_names(url, headers=None):
@@ -21,7 +22,16 @@ async def test_single_bank_surface(server, bank):
     assert set(tools) == {
         "retain",
         "retain_batch",
+        "sync_retain",
         "recall",
+        "get_bank",
+        "get_bank_stats",
+        "update_bank",
+        "delete_bank",
+        "list_memories",
+        "get_memory",
+        "clear_memories",
+        "clear_mental_model",
         "reflect",
         "create_mental_model",
         "list_mental_models",
@@ -31,6 +41,10 @@ async def test_single_bank_surface(server, bank):
         "refresh_mental_model",
         "update_memory",
         "invalidate_memory",
+        "forget_memory",
+        "purge_memories",
+        "forget_entity",
+        "forget_retained_document",
         "get_operation",
         "list_operations",
         "cancel_operation",
@@ -41,6 +55,19 @@ async def test_single_bank_surface(server, bank):
         "list_documents",
         "get_document",
         "delete_document",
+        "list_directives",
+        "create_directive",
+        "get_directive",
+        "update_directive",
+        "delete_directive",
+        "list_tags",
+        "get_knowledge_base_tree",
+        "search_knowledge_base",
+        "get_knowledge_page",
+        "create_knowledge_folder",
+        "create_knowledge_page",
+        "update_knowledge_node",
+        "delete_knowledge_node",
     }
     assert all("bank_id" not in t.input_schema.get("properties", {}) for t in tools.values())
     assert tools["delete_mental_model"].annotations.destructive_hint is True
@@ -197,7 +224,7 @@ def test_raw_http_shapes(server, bank):
         r = h.post(
             f"/mcp/{bank}/", json={"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "recall"}}
         )
-        assert r.json()["error"]["code"] == -32602
+        assert tool_error(r.json()["result"])["field"] == "query"  # a tool error the model can act on
         r = h.post(f"/mcp/{bank}/", json={"jsonrpc": "2.0", "id": 4, "method": "no/such"})
         assert r.json()["error"]["code"] == -32601
         assert h.post("/mcp/bad id/", json=body).status_code == 404

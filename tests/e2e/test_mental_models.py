@@ -6,11 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-import pytest
-from mcp.shared.exceptions import MCPError
-
 from conftest import mcp_session, wait_for
-from support import op_done, retain
+from support import op_done, retain, tool_error
 
 
 def test_reflect_with_llm_cites_the_memories_it_used(llm_api, bank):
@@ -44,12 +41,10 @@ def test_reflect_bad_arguments(api, server, bank):
 
     async def go():
         async with mcp_session(f"{server.url}/mcp/{bank}/") as client:
-            with pytest.raises(MCPError) as e:
-                await client.call_tool("reflect", {"query": "q", "budget": "huge"})
-            assert e.value.error.code == -32602 and "budget" in e.value.error.message
-            with pytest.raises(MCPError) as e:
-                await client.call_tool("reflect", {"query": ""})
-            assert e.value.error.code == -32602 and "query" in e.value.error.message
+            e = tool_error(await client.call_tool("reflect", {"query": "q", "budget": "huge"}))
+            assert e["error"] == "invalid_argument" and "budget" in e["message"]
+            e = tool_error(await client.call_tool("reflect", {"query": ""}))
+            assert e["error"] == "invalid_argument" and "query" in e["message"]
 
     asyncio.run(go())
 
@@ -83,16 +78,18 @@ def test_mental_model_life_cycle_over_mcp(llm_server, llm_api, bank):
                 await c.call_tool("create_mental_model", {"name": "Team Directory", "source_query": "Who?"})
             ).structured_content
             assert again["mental_model_id"] == "team-directory-2"
-            with pytest.raises(MCPError) as e:
+            e = tool_error(
                 await c.call_tool(
                     "create_mental_model", {"name": "x", "source_query": "y", "mental_model_id": "team-directory"}
                 )
-            assert "mental_model_id" in e.value.error.message
-            with pytest.raises(MCPError) as e:
+            )
+            assert e["error"] == "conflict" and "mental_model_id" in e["message"]
+            e = tool_error(
                 await c.call_tool(
                     "create_mental_model", {"name": "x", "source_query": "y", "mental_model_id": "Bad Id!"}
                 )
-            assert e.value.error.code == -32602 and "mental_model_id" in e.value.error.message
+            )
+            assert e["error"] == "invalid_argument" and "mental_model_id" in e["message"]
 
             listed = (
                 await c.call_tool("list_mental_models", {"tags": ["team"], "tags_match": "any_strict"})
@@ -128,9 +125,8 @@ def test_mental_model_life_cycle_over_mcp(llm_server, llm_api, bank):
                 await c.call_tool("delete_mental_model", {"mental_model_id": "team-directory"})
             ).structured_content
             assert deleted == {"deleted": True, "mental_model_id": "team-directory"}
-            with pytest.raises(MCPError) as e:
-                await c.call_tool("get_mental_model", {"mental_model_id": "team-directory"})
-            assert "does not exist" in e.value.error.message
+            e = tool_error(await c.call_tool("get_mental_model", {"mental_model_id": "team-directory"}))
+            assert "does not exist" in e["message"]
 
     asyncio.run(go())
 

@@ -7,10 +7,8 @@ empty (not an error, and without creating the bank); a key still reaches only it
 
 from __future__ import annotations
 
-import pytest
-from mcp.shared.exceptions import MCPError
-
 from conftest import ADMIN_KEY, mcp_session
+from support import tool_error
 
 READS = {
     "recall": ({"query": "what does the user like?"}, lambda r: r["results"] == []),
@@ -30,9 +28,10 @@ async def _read_everything(client, extra: dict | None = None) -> None:
     for name, (args, ok) in READS.items():
         r = await client.call_tool(name, {**args, **(extra or {})})
         assert not r.is_error and ok(r.structured_content), (name, r.structured_content)
-    with pytest.raises(MCPError) as e:  # looked up by id: simply not found
+    e = tool_error(
         await client.call_tool("get_mental_model", {"mental_model_id": "team", **(extra or {})})
-    assert e.value.code == -32602 and "team" in e.value.message
+    )  # looked up by id: simply not found
+    assert e["error"] == "not_found" and "team" in e["message"]
 
 
 async def test_first_call_on_a_new_bank_url_is_an_empty_read(server, api, bank):
@@ -62,7 +61,6 @@ async def test_multi_bank_mode_reads_a_new_bank_the_key_may_use(auth_server, ban
         async with mcp_session(f"{auth_server.url}/mcp", hdr) as c:
             await _read_everything(c, {"bank_id": bank})
             # a new bank the key may not use is still refused, not read as empty
-            with pytest.raises(MCPError) as e:
-                await c.call_tool("recall", {"query": "x", "bank_id": bank + "_other"})
-            assert e.value.code == -32001
+            e = tool_error(await c.call_tool("recall", {"query": "x", "bank_id": bank + "_other"}))
+            assert e["error"] == "forbidden"
         assert admin.get(f"/v1/banks/{bank}").status_code == 404

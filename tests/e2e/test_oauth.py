@@ -27,7 +27,7 @@ import pytest
 
 from conftest import ADMIN_KEY, AUTH_EXT, Server, fresh_database
 from support import OAUTH_CALLBACK as CALLBACK
-from support import make_key, oauth_connect, oauth_register, rpc
+from support import make_key, oauth_connect, oauth_register, rpc, tool_error
 from support import oauth_authorize as authorize
 from support import oauth_decide as consent
 from support import oauth_exchange as exchange
@@ -301,7 +301,7 @@ def test_audience_and_banks(oauth_server, anon, admin, bank):
     assert r.status_code == 200 and "error" not in r.json(), r.text
     assert "Into the chosen bank." in str(admin.get(f"/v1/banks/{other}/memories").json())
     r = rpc(anon, "/mcp", multi, "tools/call", {"name": "recall", "arguments": {"query": "x", "bank_id": bank}})
-    assert r.json()["error"]["code"] == -32001
+    assert tool_error(r.json()["result"])["error"] == "forbidden"
     assert rpc(anon, "/mcp", multi).status_code == 200
     r = anon.post(
         "/mcp",
@@ -335,7 +335,8 @@ def test_a_key_approves_no_more_than_it_may(oauth_server, anon, admin, bank):
     r = rpc(
         anon, f"/mcp/{bank}/", tokens["access_token"], "tools/call", {"name": "retain", "arguments": {"content": "x"}}
     )
-    assert r.json()["error"]["code"] == -32001 and "only read" in r.json()["error"]["message"]
+    refused = tool_error(r.json()["result"])
+    assert refused["error"] == "forbidden" and "only read" in refused["message"]
     r = rpc(
         anon, f"/mcp/{bank}/", tokens["access_token"], "tools/call", {"name": "recall", "arguments": {"query": "x"}}
     )
@@ -426,6 +427,17 @@ def test_connections_are_listed_per_bank_and_scoped(oauth_server, anon, admin, b
         assert r.status_code == 200 and r.json()["disconnected"] is True
         assert owner.delete(f"/v1/banks/{bank}/connections/{listed[0]['connection_id']}").status_code == 200
         assert owner.get(f"/v1/banks/{bank}/connections").json()["connections"] == []
+
+
+def test_deleting_a_bank_ends_its_connections(oauth_server, anon, admin, bank):
+    """The OAuth tables refer to no bank's row (migration 021): deleting the bank deletes its
+    grants itself, and their tokens go with them."""
+    resource = f"{oauth_server.url}/mcp/{bank}"
+    _, tokens = connect(anon, key_for(admin, role="bank", banks=[bank]), resource)
+    assert rpc(anon, f"/mcp/{bank}/", tokens["access_token"]).status_code == 200
+    assert admin.delete(f"/v1/banks/{bank}").status_code == 200
+    assert rpc(anon, f"/mcp/{bank}/", tokens["access_token"]).status_code == 401
+    assert admin.get(f"/v1/banks/{bank}/connections").json()["connections"] == []
 
 
 def test_the_consent_decision_comes_from_this_server_only(oauth_server, anon, admin, bank):

@@ -15,7 +15,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from conftest import Server, fresh_database
-from support import rpc
+from support import rpc, tool_error
 
 ISSUER = "https://idp.example/realms/memory"
 KID = "k1"
@@ -103,7 +103,7 @@ def test_the_issuers_tokens_open_their_banks(idp_server, signer, bank):
         # read-only scope: recall yes, retain no
         reader = token(signer, resource, [bank], scope="read")
         r = rpc(h, f"/mcp/{bank}/", reader, "tools/call", {"name": "retain", "arguments": {"content": "x"}})
-        assert r.json()["error"]["code"] == -32001, r.text
+        assert tool_error(r.json()["result"])["error"] == "forbidden", r.text
         r = rpc(h, f"/mcp/{bank}/", reader, "tools/call", {"name": "recall", "arguments": {"query": "figs"}})
         assert "Ines" in r.text
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from mcp.shared.exceptions import MCPError
 
 from conftest import mcp_session
-from support import b64, import_docs, pdf_bytes
+from support import b64, import_docs, pdf_bytes, tool_error
 
 MEMORIES = [
     {
@@ -180,12 +179,10 @@ async def test_search_tools_over_mcp(server, memory_bank, doc_bank):
             await c.call_tool("search_documents", {"query": "reset", "filter": 'source_type = "html"', "strictness": 0})
         ).structured_content
         assert [r["file_path"] for r in res["results"]] == ["faq.html"]
-        with pytest.raises(MCPError) as e:
-            await c.call_tool("search_documents", {"query": "reset", "top_k": 99})
-        assert e.value.error.code == -32602 and "top_k" in e.value.error.message
-        with pytest.raises(MCPError) as e:
-            await c.call_tool("search_documents", {"query": "reset", "filter": "bogus ~ 1"})
-        assert e.value.error.code == -32602 and "filter" in e.value.error.message
+        e = tool_error(await c.call_tool("search_documents", {"query": "reset", "top_k": 99}))
+        assert e["error"] == "invalid_argument" and "top_k" in e["message"]
+        e = tool_error(await c.call_tool("search_documents", {"query": "reset", "filter": "bogus ~ 1"}))
+        assert e["error"] == "invalid_argument" and "filter" in e["message"]
     async with mcp_session(f"{server.url}/mcp/{memory_bank}/") as c:
         res = (
             await c.call_tool(
@@ -193,9 +190,8 @@ async def test_search_tools_over_mcp(server, memory_bank, doc_bank):
             )
         ).structured_content
         assert [m["metadata"]["speaker"] for m in res["results"]] == ["Melanie"]
-        with pytest.raises(MCPError) as e:
-            await c.call_tool("recall", {"query": "pets", "strictness": 9})
-        assert e.value.error.code == -32602 and "strictness" in e.value.error.message
+        e = tool_error(await c.call_tool("recall", {"query": "pets", "strictness": 9}))
+        assert e["error"] == "invalid_argument" and "strictness" in e["message"]
 
 
 def test_keyword_arm_weighs_rare_words(api, bank):

@@ -8,9 +8,9 @@ import sys
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from mcp.shared.exceptions import MCPError
 
 from conftest import fresh_database
+from support import tool_error
 
 
 def params(db_url: str, *args: str) -> StdioServerParameters:
@@ -47,9 +47,8 @@ async def test_stdio_single_bank_tools(stdio_db, bank):
     async with Client(params(stdio_db, "--bank", bank, "--session-tag", "team:a")) as c:
         res = await c.call_tool("rag_search", {"search_phrases": ["restart queue worker"]})
         assert res.structured_content["status"] == "success" and len(res.structured_content["segments"]) == 2
-        with pytest.raises(MCPError) as e:
-            await c.call_tool("recall", {"query": ""})
-        assert e.value.error.code == -32602 and "query" in e.value.error.message
+        e = tool_error(await c.call_tool("recall", {"query": ""}))
+        assert e["error"] == "invalid_argument" and "query" in e["message"]
 
 
 async def test_stdio_document_access_follows_the_command_line(stdio_db, bank):

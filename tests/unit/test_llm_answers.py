@@ -13,13 +13,13 @@ import pytest
 from pydantic import ValidationError
 
 from hindsight.config import load_settings
-from hindsight.engine.errors import LLM_FAILED, LLMUnavailable, known
+from hindsight.engine.errors import LLMUnavailable, known
 from hindsight.engine.memory.extraction import MAX_FACT_CHARS, ExtractedFacts
 from hindsight.engine.reflection.reflect import ReflectRequest, _extractive
 from hindsight.language.entities import MAX_ENTITY_CHARS, merge_entities
 from hindsight.llm import CAUSE_WORDS, CAUSES, LLM, LLMError, Rejected
 from hindsight.llm.client import REQUEST_WAIT_LIMIT, Failure, parse_retry_after, rejection
-from hindsight.mcp.servers import jsonrpc_error
+from hindsight.mcp.servers import tool_error
 from hindsight.text import estimate_tokens
 
 NOW = datetime(2026, 11, 23, 12, 0, 0, tzinfo=UTC)
@@ -93,13 +93,13 @@ def test_an_llm_failure_is_the_same_error_on_every_face(cause, status):
     body = error.to_dict()
     assert body == {"error": "llm_unavailable", "message": error.message, "cause": cause}
     assert error.message.startswith(f"reflect: {CAUSE_WORDS[cause]} (")
-    rpc = jsonrpc_error(error)
-    assert rpc.error.code == LLM_FAILED == -32004 and rpc.error.message == error.message
+    result = tool_error(error)  # MCP: the tool's result, flagged isError, the REST body as structured content
+    assert result.is_error and [c.text for c in result.content] == [error.message]
     if cause == "rate_limit":
-        assert error.http_headers() == {"Retry-After": "3"} and rpc.error.data == {"cause": cause, "retry_after": 3}
+        assert error.http_headers() == {"Retry-After": "3"} and result.structured_content == {**body, "retry_after": 3}
         assert error.message.endswith("; retry after 3 s")
     else:
-        assert error.http_headers() == {} and rpc.error.data == {"cause": cause}
+        assert error.http_headers() == {} and result.structured_content == body
     assert isinstance(known(exc), LLMUnavailable)  # one that no engine function named is still not a 500
 
 

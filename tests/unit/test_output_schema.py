@@ -9,9 +9,11 @@ import jsonschema
 import pytest
 from pydantic import TypeAdapter
 
+from hindsight.engine.errors import InvalidArgument
 from hindsight.engine.search.schemas import RecallResult
 from hindsight.mcp.catalog import TOOLS
-from hindsight.mcp.output_schema import cheap_to_validate
+from hindsight.mcp.output_schema import cheap_to_validate, with_tool_error
+from hindsight.mcp.servers import tool_error
 
 
 def _valid(schema, instance) -> bool:
@@ -38,6 +40,15 @@ def test_optional_fields_become_type_lists_and_annotations_go():
     assert out["$defs"]["X"] == {"type": "object", "properties": {"default": {"type": "integer"}}}
     assert "title" not in out
     assert schema["properties"]["when"]["default"] is None  # the input is left as it was
+
+
+def test_an_optional_literal_keeps_null_among_its_values():
+    schema = {"anyOf": [{"enum": ["written", "generated"], "type": "string"}, {"type": "null"}], "default": None}
+    out = cheap_to_validate(schema)
+    assert out == {"enum": ["written", "generated", None], "type": ["string", "null"]}
+    assert _valid(out, None) and _valid(out, "written") and not _valid(out, "other")
+    constant = {"anyOf": [{"const": "x", "type": "string"}, {"type": "null"}]}
+    assert _valid(cheap_to_validate(constant), None) and not _valid(cheap_to_validate(constant), "y")
 
 
 def _output_schemas():
@@ -70,3 +81,22 @@ def test_every_tool_schema_judges_results_as_before():
 @pytest.mark.parametrize("name,schema", _output_schemas())
 def test_each_rewritten_schema_is_a_valid_schema(name, schema):
     jsonschema.Draft202012Validator.check_schema(cheap_to_validate(schema))
+
+
+@pytest.mark.parametrize("name,schema", _output_schemas())
+def test_each_published_schema_admits_the_tools_error_and_nothing_else_new(name, schema):
+    """A tool error's body (mcp/servers.py tool_error) passes the published schema, for clients
+    that check every structured result (MCP Inspector); a result passes or fails as before."""
+    published = with_tool_error(cheap_to_validate(schema))
+    jsonschema.Draft202012Validator.check_schema(published)
+    assert published["type"] == "object"
+    error = tool_error(InvalidArgument("query: is required", "query")).structured_content
+    assert _valid(published, error) and _valid(published, {**error, "retry_after": 5, "cause": "rate_limit"})
+    assert not _valid(published, {"message": "no code"}) and not _valid(published, {"error": "x", "message": 5})
+
+
+def test_a_result_checks_against_its_own_schema_within_the_published_one():
+    original = RecallResult.model_json_schema(mode="serialization")
+    published = with_tool_error(cheap_to_validate(original))
+    good = {"bank_id": "b", "query": "q", "total_tokens": 0, "results": []}
+    assert _valid(published, good) and not _valid(published, {**good, "results": "none"})

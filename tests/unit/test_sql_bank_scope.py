@@ -49,6 +49,13 @@ ACROSS_BANKS = {
     "oauth_token_get": "by the hash of a 256-bit secret the client holds; its bank is checked against the endpoint's",
     "oauth_codes_purge": "drops every bank's codes a day past their expiry",
     "oauth_tokens_purge": "drops every bank's tokens a day past their expiry",
+    "retention_banks": "the scheduler finds the banks with a retention policy; each erasure it runs names its bank",
+    "vacuum_after_erasure": "VACUUM works on whole tables, after an erasure in any bank",
+    "vacuum_full_after_erasure": "as vacuum_after_erasure",
+    "audit_list_all": "an admin reads every bank's audit records (admins only: engine/facade.require_audit)",
+    "audit_count_all": "as audit_list_all",
+    "audit_export_all": "as audit_list_all",
+    "audit_prune": "drops every bank's audit records older than the log keeps",
     "oauth_clients_list": "an admin lists every OAuth client, each with its live connections counted over every bank",
 }
 
@@ -58,6 +65,7 @@ STAND_INS = {
     "table": "memories",
     "rows": "memory_terms",  # the keyword arm's rows (engine/recall.keyword_rows), or memories
     "columns": "id",
+    "column": "created_at",  # the time column a memories time series buckets on (engine/memory/timeseries.py)
     "candidates": Q.recall_keyword_own_candidates,
     "own": Q.recall_keyword_own,
     "match": "$2",

@@ -1,4 +1,5 @@
-"""Which errors mean "the database cannot be reached" (503, -32003) and which are bugs (500)."""
+"""Which errors mean "the database cannot be reached" (503, an MCP tool error with retry_after)
+and which are bugs (500)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import asyncio
 import asyncpg
 import pytest
 
-from hindsight.engine.errors import DATABASE_UNAVAILABLE, RETRY_AFTER, InvalidArgument, Unavailable, known, unavailable
+from hindsight.engine.errors import RETRY_AFTER, InvalidArgument, Unavailable, known, unavailable
 
 
 async def connect_error(**where) -> BaseException:
@@ -31,7 +32,7 @@ def test_socket_errors_through_asyncpg_are_unavailable(where):
     assert isinstance(exc, OSError)
     error = unavailable(exc)
     assert isinstance(error, Unavailable)
-    assert error.status == 503 and error.jsonrpc_code == DATABASE_UNAVAILABLE == -32003
+    assert error.status == 503
     assert error.retry_after == RETRY_AFTER and error.http_headers() == {"Retry-After": str(RETRY_AFTER)}
     assert error.to_dict()["error"] == "database_unavailable"
     assert error.message.startswith("the database is unavailable (") and "\n" not in error.message
@@ -55,6 +56,7 @@ def test_socket_errors_elsewhere_are_not():
         asyncpg.ConnectionDoesNotExistError("connection was closed in the middle of operation"),  # 08003
         asyncpg.ConnectionFailureError("connection failure"),  # 08006
         asyncpg.TooManyConnectionsError("sorry, too many clients already"),  # 53300
+        asyncpg.ReadOnlySQLTransactionError("cannot execute INSERT in a read-only transaction"),  # 25006
         asyncpg.InterfaceError("connection is closed"),
         asyncpg.InterfaceError("pool is closing"),
     ],
@@ -95,3 +97,10 @@ def test_known_keeps_the_engines_own_errors():
     mine = InvalidArgument("limit: too big", "limit")
     assert known(mine) is mine and mine.http_headers() == {}
     assert isinstance(known(asyncpg.AdminShutdownError("x")), Unavailable)
+
+
+def test_no_host_taking_writes_is_unavailable():
+    """A multi-host URL with target_session_attrs=read-write while every host is a standby (the
+    gap of a failover)."""
+    error = unavailable(asyncpg.TargetServerAttributeNotMatched("None of the hosts match"))
+    assert error is not None and error.status == 503 and "takes writes" in error.message

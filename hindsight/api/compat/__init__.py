@@ -6,11 +6,48 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from hindsight.api.compat import banks, memories, mental_models, operations, system
+from hindsight.api.compat import (
+    audit,
+    banks,
+    consolidation,
+    directives,
+    entities,
+    knowledge,
+    llm_requests,
+    memories,
+    mental_models,
+    operations,
+    system,
+    transfer,
+    webhooks,
+)
 
 PREFIX = "/v1/default"
 
 
+ROUTERS = [
+    *(
+        m.router
+        for m in (
+            banks,
+            memories,
+            entities,
+            mental_models,
+            directives,
+            webhooks,
+            knowledge,
+            llm_requests,
+            operations,
+            system,
+            audit,
+            consolidation,
+            transfer,
+        )
+    ),
+    memories.chunks,
+]
+
+
 def install(app: FastAPI) -> None:
-    for module in (banks, memories, mental_models, operations, system):
-        app.include_router(module.router)
+    for router in ROUTERS:
+        app.include_router(router)

@@ -6,20 +6,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, File, Form, Query, Request, Response, UploadFile
 
 from hindsight.api.compat import convert
 from hindsight.api.compat import schemas as M
 from hindsight.api.deps import BankPath, EngineDep, PrincipalDep
+from hindsight.engine.errors import InvalidArgument
+from hindsight.engine.forgetting.schemas import ClearMemories, ForgetMemory, ForgetRetainedDocument
+from hindsight.engine.knowledge.file_retain import FileMemory, Upload
 from hindsight.engine.memory.curation import MemoryUpdate
+from hindsight.engine.memory.extraction import ExtractionPreviewRequest
 from hindsight.engine.memory.records import MemoryQuery
-from hindsight.engine.memory.sources import SourceQuery
+from hindsight.engine.memory.sources import SourceChange, SourceQuery
 from hindsight.engine.reflection.mental_models import MentalModelQuery
 from hindsight.engine.reflection.reflect import ReflectRequest
 from hindsight.engine.rules.fields import MAX_OFFSET
 from hindsight.engine.rules.tags import TagsMatch
 from hindsight.engine.rules.validation import parse
 from hindsight.engine.search.schemas import RecallRequest
+from hindsight.web.audit import about_bank
 from hindsight.web.errors import LLM_ERROR_RESPONSES
 
 router = APIRouter(prefix="/v1/default/banks/{bank_id}", tags=["Hindsight-compatible: memories"])
@@ -92,6 +97,36 @@ async def reflect(body: M.ReflectIn, bank_id: BankPath, who: PrincipalDep, eng: 
     return convert.reflect_out(res, facts, models)
 
 
+@router.post(
+    "/memories/dry-run-extract",
+    response_model=M.DryRunExtractOut,
+    summary="The facts a retain of this text would store, stored nowhere (needs an LLM; the reference's prompt "
+    "settings are not applied)",
+    responses=LLM_ERROR_RESPONSES,
+)
+async def dry_run_extract(body: M.DryRunExtractIn, bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
+    req = parse(ExtractionPreviewRequest, convert.dry_run_extract_in(body))
+    return convert.dry_run_extract_out(await eng.preview_extraction(who, bank_id, req))
+
+
+@router.post(
+    "/files/retain",
+    response_model=M.FilesRetained,
+    summary="Retain files as memories (txt, md, html, pdf, docx), each by an operation: read, then retained under "
+    "its document_id (default: the file's name)",
+)
+async def retain_files(
+    bank_id: BankPath,
+    who: PrincipalDep,
+    eng: EngineDep,
+    files: list[UploadFile] = File(..., description="The files."),
+    request: str = Form("{}", description="A FileRetainRequest as JSON text (files_metadata)."),
+):
+    metas = [parse(FileMemory, m, f"files_metadata.{i}.") for i, m in enumerate(convert.file_metas(request))]
+    uploads = [Upload(name=f.filename or "", content_type=f.content_type, data=f.file) for f in files]
+    return M.FilesRetained(operation_ids=await eng.retain_files(who, bank_id, uploads, metas))
+
+
 @router.get("/memories/list", response_model=M.MemoryUnitList, summary="List memories, newest first")
 async def list_memories(
     bank_id: BankPath,
@@ -115,6 +150,26 @@ async def list_memories(
     return M.MemoryUnitList(
         items=[convert.memory_unit(m) for m in found.memories], total=found.total, limit=limit, offset=offset
     )
+
+
+@router.delete(
+    "/memories",
+    response_model=M.Deleted,
+    summary="Forget the bank's memories (or those of one type); the bank and its settings stay",
+)
+async def clear_bank_memories(bank_id: BankPath, who: PrincipalDep, eng: EngineDep, type: str | None = None):
+    gone = await eng.clear_memories(who, bank_id, parse(ClearMemories, {"type": type}))
+    return M.Deleted(message=f"{gone.memories} memories forgotten", deleted_count=gone.memories)
+
+
+@router.delete(
+    "/memories/{memory_id}",
+    response_model=M.Deleted,
+    summary="Forget one memory and everything drawn from it (this server's addition)",
+)
+async def delete_memory(memory_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
+    gone = await eng.forget_memory(who, bank_id, parse(ForgetMemory, {"memory_id": memory_id}))
+    return M.Deleted(message=f"memory {memory_id} forgotten", deleted_count=gone.memories)
 
 
 @router.get("/memories/{memory_id}", summary="One memory")
@@ -172,15 +227,42 @@ async def list_chunks(
     return convert.chunk_list(units, total, document_id, bank_id, limit, offset)
 
 
+@router.post(
+    "/documents/{document_id:path}/reprocess",
+    response_model=M.Reprocessed,
+    summary="Retain a document's text again as it was retained (in the background), replacing its memories",
+)
+async def reprocess_document(document_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
+    accepted = await eng.reprocess_source(who, bank_id, document_id)
+    return M.Reprocessed(operation_id=accepted.operation_id, items_count=accepted.items)
+
+
+@router.patch(
+    "/documents/{document_id:path}",
+    response_model=M.Succeeded,
+    summary="New tags for a retained document and every memory retained under it",
+)
+async def update_document(
+    document_id: str, body: M.DocumentPatch, bank_id: BankPath, who: PrincipalDep, eng: EngineDep
+):
+    change = parse(SourceChange, body.model_dump(exclude_unset=True))
+    if change.tags is None:
+        eng.require(who, bank_id, write=True)
+        raise InvalidArgument("body: give at least one field to change (tags)", "tags")
+    await eng.update_source(who, bank_id, document_id, change)
+    return M.Succeeded()
+
+
 @router.delete(
     "/documents/{document_id:path}",
     response_model=M.DocumentDeleted,
     summary="Delete a retained document and its memories",
 )
 async def delete_document(document_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
-    n = await eng.delete_source(who, bank_id, document_id)
+    req = parse(ForgetRetainedDocument, {"document_id": document_id})
+    gone = await eng.forget_retained_document(who, bank_id, req)
     return M.DocumentDeleted(
-        message=f"document {document_id!r} deleted", document_id=document_id, memory_units_deleted=n
+        message=f"document {document_id!r} deleted", document_id=document_id, memory_units_deleted=gone.memories
     )
 
 
@@ -189,3 +271,17 @@ async def delete_document(document_id: str, bank_id: BankPath, who: PrincipalDep
 )
 async def get_document(document_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
     return convert.source(await eng.get_source(who, bank_id, document_id))
+
+
+chunks = APIRouter(prefix="/v1/default/chunks", tags=["Hindsight-compatible: memories"])
+
+
+@chunks.get(
+    "/{chunk_id}",
+    response_model=M.Chunk,
+    summary="One unit of a retained document by its id (ids are unique across banks), among those the key may read",
+)
+async def get_chunk(chunk_id: str, request: Request, who: PrincipalDep, eng: EngineDep):
+    unit = await eng.get_chunk(who, chunk_id)
+    about_bank(request.scope, unit.bank_id)  # its path names no bank: the bank's audit log shows the read
+    return convert.chunk_out(unit)

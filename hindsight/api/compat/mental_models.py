@@ -15,6 +15,7 @@ from hindsight.engine.reflection.mental_models import MentalModelCreate, MentalM
 from hindsight.engine.rules.fields import MAX_OFFSET
 from hindsight.engine.rules.tags import TagsMatch
 from hindsight.engine.rules.validation import parse
+from hindsight.web.errors import LLM_ERROR_RESPONSES
 
 router = APIRouter(prefix="/v1/default/banks/{bank_id}/mental-models", tags=["Hindsight-compatible: mental models"])
 Detail = Literal["metadata", "content", "full"]
@@ -103,6 +104,25 @@ async def refresh_model(
 ):
     op = await eng.refresh_mental_model(who, bank_id, model_id)
     return M.Submitted(operation_id=op.operation_id)
+
+
+@router.post(
+    "/{model_id}/clear",
+    response_model=M.MentalModelOut,
+    summary="Clear a mental model's content: pending until its next refresh (every refresh is a full one here)",
+)
+async def clear_model(model_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
+    return convert.mental_model(await eng.clear_mental_model(who, bank_id, model_id))
+
+
+@router.post(
+    "/{model_id}/dry-run-refresh",
+    response_model=M.DryRunRefreshOut,
+    summary="What a refresh would write now, with the diff from the content it has; nothing written",
+    responses=LLM_ERROR_RESPONSES,
+)
+async def dry_run_refresh(model_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
+    return convert.dry_run_refresh_out(await eng.preview_mental_model_refresh(who, bank_id, model_id))
 
 
 @router.get("/{model_id}/history", summary="A mental model's contents, most recent first")

@@ -48,3 +48,25 @@ async def cancel_operation(operation_id: str, bank_id: BankPath, who: PrincipalD
         operation_id=operation_id,
         message=f"operation {operation_id} is {convert.STATUS_OUT[op.status]}",
     )
+
+
+@router.post(
+    "/{operation_id}/retry",
+    response_model=M.OperationDone,
+    summary="Queue a failed operation again, as new (409 for one not failed)",
+)
+async def retry_operation(operation_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
+    op = await eng.retry_operation(who, bank_id, operation_id)
+    return M.OperationDone(
+        success=True, operation_id=operation_id, message=f"operation {operation_id} is {convert.STATUS_OUT[op.status]}"
+    )
+
+
+@router.delete(
+    "/{operation_id}/delete",
+    response_model=M.OperationDone,
+    summary="Forget a finished operation and the archive it wrote (409 for one still pending or running)",
+)
+async def delete_operation(operation_id: str, bank_id: BankPath, who: PrincipalDep, eng: EngineDep):
+    await eng.delete_operation(who, bank_id, operation_id)
+    return M.OperationDone(success=True, operation_id=operation_id, message=f"operation {operation_id} deleted")

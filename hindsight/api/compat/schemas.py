@@ -502,11 +502,11 @@ class Features(BaseModel):
     observations: bool = False
     mcp: bool = True
     worker: bool = True
-    bank_config_api: bool = False
-    bank_llm_health: bool = False
-    file_upload_api: bool = False
-    document_export_api: bool = False
-    document_import_api: bool = False
+    bank_config_api: bool = True
+    bank_llm_health: bool = True
+    file_upload_api: bool = True
+    document_export_api: bool = True
+    document_import_api: bool = True
     audit_log: bool = False
     llm_trace: bool = False
     store_document_text: bool = True
@@ -521,3 +521,593 @@ class Liveness(BaseModel):
     status: str = "ok"
     version: str
     uptime_seconds: float
+
+
+# ---- the rest of the reference's surface (issue 52) ----------------------------------------------
+class DispositionIn(Lenient):
+    skepticism: int = Field(ge=1, le=5)
+    literalism: int = Field(ge=1, le=5)
+    empathy: int = Field(ge=1, le=5)
+
+
+class UpdateDispositionIn(Lenient):
+    """PUT /banks/{bank_id}/profile: the three traits, all given."""
+
+    disposition: DispositionIn
+
+
+class AddBackgroundIn(Lenient):
+    """POST /banks/{bank_id}/background (deprecated there): text added to the mission."""
+
+    content: str = Field(min_length=1, max_length=4_000)
+    update_disposition: bool | None = True
+
+
+class BackgroundOut(BaseModel):
+    mission: str
+    background: str | None = None
+    disposition: Disposition | None = None
+
+
+class TemplateMentalModel(Lenient):
+    id: str
+    name: str
+    source_query: str
+    tags: list[str] | None = None
+    max_tokens: int | None = 2048
+    trigger: Trigger | dict[str, Any] | None = None
+    content: str | None = Field(
+        None, description="Ours: content already written; a new model starts with it instead of a refresh."
+    )
+
+
+class TemplateDirective(Lenient):
+    name: str
+    content: str
+    priority: int | None = 0
+    is_active: bool | None = True
+    tags: list[str] | None = None
+
+
+class TemplateIn(Lenient):
+    """A bank template manifest (the reference's BankTemplateManifest, version "1")."""
+
+    version: str
+    bank: dict[str, Any] | None = None
+    mental_models: list[TemplateMentalModel] | None = None
+    directives: list[TemplateDirective] | None = None
+    name: str | None = Field(None, description="Ours: the bank's display name.")
+
+
+class TemplateModelOut(BaseModel):
+    id: str
+    name: str
+    source_query: str
+    tags: list[str] = Field(default_factory=list)
+    max_tokens: int = 2048
+    trigger: dict[str, Any] = Field(default_factory=dict)
+
+
+class TemplateOut(BaseModel):
+    version: str = "1"
+    bank: dict[str, Any] | None = None
+    mental_models: list[TemplateModelOut] | None = None
+    directives: list[dict[str, Any]] | None = None
+
+
+class TemplateImported(BaseModel):
+    bank_id: str
+    config_applied: bool
+    mental_models_created: list[str] = Field(default_factory=list)
+    mental_models_updated: list[str] = Field(default_factory=list)
+    directives_created: list[str] = Field(default_factory=list)
+    directives_updated: list[str] = Field(default_factory=list)
+    operation_ids: list[str] = Field(default_factory=list)
+    dry_run: bool = False
+
+
+class LlmOperationHealth(BaseModel):
+    operation: str
+    ok: bool
+    status: str
+    latency_ms: float | None = None
+
+
+class LlmHealthOut(BaseModel):
+    bank_id: str
+    operations: list[LlmOperationHealth]
+
+
+class ObservationScope(BaseModel):
+    tags: list[str]
+    count: int
+
+
+class ObservationScopes(BaseModel):
+    scopes: list[ObservationScope]
+    total: int = 0
+    limit: int = 100
+    offset: int = 0
+
+
+class ConsolidationIn(Lenient):
+    observation_scopes: list[list[str]] | None = None
+
+
+class ConsolidationOut(BaseModel):
+    operation_id: str
+    deduplicated: bool = False
+
+
+class Recovered(BaseModel):
+    retried_count: int
+
+
+class ObservationsCleared(BaseModel):
+    deleted_count: int
+
+
+class DryRunExtractIn(Lenient):
+    """POST /memories/dry-run-extract. The reference's prompt settings to A/B (retain_mission,
+    extraction mode, chunk size, entity labels, output language) are accepted and not applied:
+    this server has one extraction prompt."""
+
+    content: str | list[dict[str, Any]]
+    context: str | None = ""
+    timestamp: str | None = None
+
+
+class ExtractedFactOut(BaseModel):
+    text: str
+    fact_type: str
+    occurred_start: str | None = None
+    occurred_end: str | None = None
+    entities: list[str] = Field(default_factory=list)
+
+
+class DryRunExtractOut(BaseModel):
+    facts: list[ExtractedFactOut]
+    usage: TokenUsage
+
+
+class RefreshScope(BaseModel):
+    tags: list[str] | None = None
+    tags_match: str
+    tag_groups: list[Any] | None = None
+    fact_types: list[str] | None = None
+    exclude_mental_models: bool = False
+    exclude_mental_model_ids: list[str] = Field(default_factory=list)
+
+
+class RefreshWindow(BaseModel):
+    created_after: str | None = None
+    created_before: str
+    watermark: str | None = None
+
+
+class FactCounts(BaseModel):
+    retrieved: dict[str, int] = Field(default_factory=dict)
+    used: dict[str, int] = Field(default_factory=dict)
+
+
+class RefreshTrace(BaseModel):
+    recorded_at: str | None = None
+    effective_mode: str
+    mode_fallback_reason: str | None = None
+    outcome: str
+    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    llm_calls: list[dict[str, Any]] = Field(default_factory=list)
+    usage: TokenUsage | None = None
+    duration_ms: int = 0
+    warnings: list[str] = Field(default_factory=list)
+
+
+class DryRunRefreshOut(BaseModel):
+    mental_model_id: str
+    name: str
+    requested_mode: str = "full"
+    effective_mode: str = "full"
+    mode_fallback_reason: str | None = None
+    outcome: str
+    would_persist: bool
+    scope: RefreshScope
+    window: RefreshWindow
+    facts: FactCounts
+    based_on: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    current_content: str
+    candidate_content: str
+    preview_content: str
+    diff: str
+    trace: RefreshTrace
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    duration_ms: int = 0
+    warnings: list[str] = Field(default_factory=list)
+
+
+class DocumentPatch(Lenient):
+    tags: list[str] | None = None
+
+
+class Succeeded(BaseModel):
+    success: bool = True
+
+
+class Reprocessed(BaseModel):
+    success: bool = True
+    operation_id: str
+    items_count: int
+
+
+class OperationDone(BaseModel):
+    success: bool
+    message: str
+    operation_id: str
+
+
+class Submitted202(BaseModel):
+    operation_id: str
+    status: str = "pending"
+
+
+class FilesRetained(BaseModel):
+    operation_ids: list[str]
+
+
+class FilesRequest(Lenient):
+    """The `request` field of POST /files/retain (a JSON string): per-file metadata. The
+    reference's parser choice is accepted and not applied (this server has one reader per type)."""
+
+    files_metadata: list[dict[str, Any]] | None = None
+    parser: str | list[str] | None = None
+
+
+# ---- directives ---------------------------------------------------------------------------------
+class DirectiveIn(Lenient):
+    name: str
+    content: str
+    priority: int = 0
+    is_active: bool = True
+    tags: list[str] | None = None
+
+
+class DirectivePatch(Lenient):
+    name: str | None = None
+    content: str | None = None
+    priority: int | None = None
+    is_active: bool | None = None
+    tags: list[str] | None = None
+
+
+class DirectiveOut(BaseModel):
+    id: str
+    bank_id: str
+    name: str
+    content: str
+    priority: int = 0
+    is_active: bool = True
+    tags: list[str] = Field(default_factory=list)
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+class DirectiveList(BaseModel):
+    items: list[DirectiveOut]
+    total: int
+    limit: int
+    offset: int
+
+
+# ---- entities, graphs, tags, time series --------------------------------------------------------
+class EntityListItem(BaseModel):
+    id: str
+    canonical_name: str
+    mention_count: int
+    first_seen: str | None = None
+    last_seen: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class EntityListOut(BaseModel):
+    items: list[EntityListItem]
+    total: int
+    limit: int
+    offset: int
+
+
+class EntityObservation(BaseModel):
+    text: str
+    mentioned_at: str | None = None
+
+
+class EntityDetailOut(BaseModel):
+    id: str
+    canonical_name: str
+    mention_count: int
+    first_seen: str | None = None
+    last_seen: str | None = None
+    metadata: dict[str, Any] | None = None
+    observations: list[EntityObservation]
+
+
+class EntityGraphOut(BaseModel):
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+    total_entities: int
+    total_edges: int
+    limit: int
+
+
+class GraphOut(BaseModel):
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+    table_rows: list[dict[str, Any]]
+    total_units: int
+    limit: int
+
+
+class TagItem(BaseModel):
+    tag: str
+    count: int
+
+
+class TagListOut(BaseModel):
+    items: list[TagItem]
+    total: int
+    limit: int
+    offset: int
+
+
+class TimeBucketOut(BaseModel):
+    time: str
+    world: int = 0
+    experience: int = 0
+    observation: int = 0
+
+
+class TimeseriesOut(BaseModel):
+    bank_id: str
+    period: str
+    trunc: str
+    time_field: str = "created_at"
+    buckets: list[TimeBucketOut] = Field(default_factory=list)
+
+
+# ---- the LLM request log ------------------------------------------------------------------------
+class LLMRequestEntry(BaseModel):
+    id: str
+    bank_id: str | None
+    operation: str | None
+    scope: str | None
+    trace_id: str | None
+    span_id: str | None
+    parent_span_id: str | None
+    provider: str | None
+    model: str | None
+    status: str
+    started_at: str | None
+    ended_at: str | None
+    duration_ms: int | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cached_tokens: int | None
+    total_tokens: int | None
+    input: Any = None
+    output: Any = None
+    error: str | None
+    llm_info: dict[str, Any]
+    metadata: dict[str, Any]
+
+
+class LLMRequestListOut(BaseModel):
+    bank_id: str
+    total: int
+    limit: int
+    offset: int
+    items: list[LLMRequestEntry]
+
+
+class LLMTokenSums(BaseModel):
+    input: int
+    output: int
+    cached: int
+    total: int
+
+
+class LLMStatsBucketOut(BaseModel):
+    time: str
+    statuses: dict[str, int]
+    total: int
+    tokens: LLMTokenSums
+
+
+class LLMStatsOut(BaseModel):
+    bank_id: str
+    period: str
+    trunc: str
+    start: str
+    buckets: list[LLMStatsBucketOut]
+
+
+# ---- webhooks -----------------------------------------------------------------------------------
+class WebhookHttpConfig(Lenient):
+    method: str = "POST"
+    timeout_seconds: int = 30
+    headers: dict[str, str] = Field(default_factory=dict)
+    params: dict[str, str] = Field(default_factory=dict)
+
+
+class WebhookIn(Lenient):
+    url: str
+    secret: str | None = None
+    event_types: list[str] = Field(default_factory=lambda: ["consolidation.completed"])
+    enabled: bool = True
+    http_config: WebhookHttpConfig = Field(default_factory=WebhookHttpConfig)
+
+
+class WebhookPatch(Lenient):
+    url: str | None = None
+    secret: str | None = None
+    event_types: list[str] | None = None
+    enabled: bool | None = None
+    http_config: WebhookHttpConfig | None = None
+
+
+class WebhookOut(BaseModel):
+    id: str
+    bank_id: str | None
+    url: str
+    secret: str | None = Field(
+        None, description="The signing secret the server made, in the answer that made it only; else null."
+    )
+    event_types: list[str]
+    enabled: bool
+    http_config: WebhookHttpConfig
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+class WebhookListOut(BaseModel):
+    items: list[WebhookOut]
+    total: int = Field(description="Webhooks of the bank in all (newer clients page by it).")
+    limit: int
+    offset: int
+
+
+class WebhookDeliveryOut(BaseModel):
+    id: str
+    webhook_id: str | None
+    url: str
+    event_type: str
+    status: str
+    attempts: int
+    next_retry_at: str | None = None
+    last_error: str | None = None
+    last_response_status: int | None = None
+    last_response_body: str | None = None
+    last_attempt_at: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+class WebhookDeliveryListOut(BaseModel):
+    items: list[WebhookDeliveryOut]
+    next_cursor: str | None = None
+
+
+# ---- the knowledge base ---------------------------------------------------------------------------
+class FolderIn(Lenient):
+    name: str
+    parent_id: str | None = None
+
+
+class PageIn(Lenient):
+    name: str
+    source_query: str
+    parent_id: str | None = None
+    tags: list[str] | None = None
+    max_tokens: int | None = None
+    trigger: dict[str, Any] | None = None
+
+
+class NodePatch(Lenient):
+    name: str | None = None
+    parent_id: str | None = None
+    source_query: str | None = None
+    tags: list[str] | None = None
+    max_tokens: int | None = None
+    trigger: dict[str, Any] | None = None
+
+
+class KnowledgeNodeOut(BaseModel):
+    id: str
+    kind: Literal["folder", "page"]
+    name: str
+    parent_id: str | None = None
+    mental_model_id: str | None = None
+    managed: bool = False
+    description: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    timestamp: str | None = None
+    is_stale: bool | None = None
+    trigger: dict[str, Any] | None = None
+    children: list[KnowledgeNodeOut] = Field(default_factory=list)
+
+
+class KnowledgeTreeOut(BaseModel):
+    roots: list[KnowledgeNodeOut]
+
+
+class PageCreatedOut(BaseModel):
+    page_id: str
+    mental_model_id: str
+    operation_id: str | None = None
+
+
+class KnowledgePageOut(BaseModel):
+    id: str
+    name: str
+    type: str
+    description: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    timestamp: str | None = None
+    body: str | None = None
+    markdown: str
+
+
+class PageSearchHit(BaseModel):
+    id: str
+    name: str
+    mental_model_id: str | None = None
+    snippet: str
+    score: float
+    updated_at: str | None = None
+
+
+class PageSearchOut(BaseModel):
+    results: list[PageSearchHit]
+    total: int
+
+
+class BundleFileOut(BaseModel):
+    path: str
+    content: str
+
+
+class BundleOut(BaseModel):
+    files: list[BundleFileOut]
+
+
+# ---- audit log ------------------------------------------------------------------------------------
+class AuditLogEntry(BaseModel):
+    id: str
+    action: str
+    transport: str
+    bank_id: str | None
+    started_at: str | None
+    ended_at: str | None
+    duration_ms: int | None = None
+    request: dict[str, Any] | None = Field(description="method, route and request_id; never a request's content.")
+    response: dict[str, Any] | None = Field(description="status and outcome; never a response's content.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="principal, and a system action's counts.")
+
+
+class AuditLogListResponse(BaseModel):
+    bank_id: str
+    total: int
+    limit: int
+    offset: int
+    items: list[AuditLogEntry]
+
+
+class AuditLogStatsBucket(BaseModel):
+    time: str
+    actions: dict[str, int]
+    total: int
+
+
+class AuditLogStatsResponse(BaseModel):
+    bank_id: str
+    period: str
+    trunc: str
+    start: str
+    buckets: list[AuditLogStatsBucket]

@@ -22,6 +22,7 @@ async def version(eng: EngineDep):
         features=M.Features(
             mcp=eng.settings.mcp_enabled,
             worker=eng.settings.worker_concurrency > 0,
+            llm_trace=True,
         ),
     )
 

@@ -32,6 +32,8 @@ def _bank(row: asyncpg.Record, stats: asyncpg.Record | None = None) -> Bank:
         disposition=json.loads(row["disposition"]) if isinstance(row["disposition"], str) else row["disposition"],
         document_chunk_size=config.get("document_chunk_size"),
         client_settings=config.get("client_settings") or {},
+        retention_days=config.get("retention_days") or None,
+        retention_by_tag=config.get("retention_by_tag") or {},
         created_at=row["created_at"],
         updated_at=row["updated_at"],
     )
@@ -43,12 +45,21 @@ def _bank(row: asyncpg.Record, stats: asyncpg.Record | None = None) -> Bank:
     return b
 
 
-def bank_config(chunk_size: int | None, client_settings: dict | None = None) -> dict:
+def bank_config(
+    chunk_size: int | None,
+    client_settings: dict | None = None,
+    retention_days: int | None = None,
+    retention_by_tag: dict[str, int] | None = None,
+) -> dict:
     """Per-bank settings kept in banks.config (JSON, so new ones need no migration); the update
-    merges them into what is there, key by key."""
+    merges them into what is there, key by key (a retention of 0 days is kept as null: none)."""
     config: dict = {"document_chunk_size": chunk_size} if chunk_size else {}
     if client_settings is not None:
         config["client_settings"] = client_settings
+    if retention_days is not None:
+        config["retention_days"] = retention_days or None
+    if retention_by_tag is not None:
+        config["retention_by_tag"] = retention_by_tag
     return config
 
 
@@ -142,7 +153,14 @@ async def _update(conn: asyncpg.Connection, bank_id: str, req: BankUpdate) -> Ba
         fields.get("mission"),
         "disposition" in fields and fields["disposition"] is not None,
         json.dumps(fields.get("disposition") or {}),
-        json.dumps(bank_config(fields.get("document_chunk_size"), fields.get("client_settings"))),
+        json.dumps(
+            bank_config(
+                fields.get("document_chunk_size"),
+                fields.get("client_settings"),
+                fields.get("retention_days"),
+                fields.get("retention_by_tag"),
+            )
+        ),
     )
     if row is None:
         raise NotFound(f"bank {bank_id!r} does not exist", "bank_id")
@@ -177,6 +195,7 @@ async def delete_bank(rt: Runtime, bank_id: str) -> int:
         try:
             async with rt.writes.open(bank_id) as conn:
                 n = await conn.fetchval(Q.bank_memory_count, bank_id)
+                await conn.execute(Q.bank_delete_grants, bank_id)
                 deleted = await conn.fetchval(Q.bank_delete, bank_id)
             break
         except asyncpg.DeadlockDetectedError:

@@ -8,10 +8,20 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from hindsight.engine.rules.fields import METADATA_BYTES, BankId, Offset
+from hindsight.engine.rules.fields import MAX_TAG_CHARS, MAX_TAGS, METADATA_BYTES, BankId, Offset
 from hindsight.engine.rules.text import Strict
 
 ChunkSize = Field(None, ge=200, le=20_000, description="Default characters per document chunk for this bank.")
+# The longest retention a bank may set, in days (a hundred years).
+MAX_RETENTION_DAYS = 36_500
+RETENTION_DAYS = (
+    "Days a memory is kept after it was stored; older ones are forgotten by the scheduler (engine/forgetting/"
+    "retention.py). 0 turns it off."
+)
+RETENTION_BY_TAG = (
+    "Days kept for memories with a tag, by tag: a memory with such tags is kept the shortest of their days, "
+    "instead of the bank's retention_days. Replaces the tags set before; {} clears them."
+)
 
 
 class Bank(BaseModel):
@@ -26,6 +36,12 @@ class Bank(BaseModel):
         default_factory=dict,
         description="Settings a client set for this bank that this server keeps but has no use for "
         "(Hindsight's bank config: PATCH /v1/default/banks/{bank_id}/config).",
+    )
+    retention_days: int | None = Field(
+        None, description="Days a memory is kept after it was stored (null: forever); see retention_by_tag."
+    )
+    retention_by_tag: dict[str, int] = Field(
+        default_factory=dict, description="Days memories with a tag are kept, by tag (the shortest of a memory's tags)."
     )
     created_at: datetime | None = None
     updated_at: datetime | None = None
@@ -91,14 +107,29 @@ class BankUpdate(Strict):
     disposition: dict[str, Any] | None = None
     document_chunk_size: int | None = ChunkSize
     client_settings: dict[str, Any] | None = Field(None, max_length=100, description="Replaces the kept settings.")
+    retention_days: int | None = Field(None, ge=0, le=MAX_RETENTION_DAYS, description=RETENTION_DAYS)
+    retention_by_tag: dict[str, int] | None = Field(None, max_length=MAX_TAGS, description=RETENTION_BY_TAG)
+
+    @field_validator("retention_by_tag")
+    @classmethod
+    def _tag_days(cls, v: dict[str, int] | None) -> dict[str, int] | None:
+        if v is None:
+            return v
+        out = {}
+        for tag, days in v.items():
+            if not tag.strip() or len(tag) > MAX_TAG_CHARS:
+                raise ValueError(f"each tag must be a non-empty string of at most {MAX_TAG_CHARS} characters")
+            if not 1 <= days <= MAX_RETENTION_DAYS:
+                raise ValueError(f"{tag}: days must be 1 to {MAX_RETENTION_DAYS}")
+            out[tag.strip()] = days
+        return out
 
     @field_validator("disposition", "client_settings", mode="before")
     @classmethod
     def _small(cls, v: Any, info: ValidationInfo) -> Any:
         """At most 16 KiB, as a memory's metadata: both are stored with the bank and sent back
         whole with it (every bank read, every listing), and the disposition goes into every
-        reflect prompt. 10 MB of nested empty lists took 0.3 s of the event loop each time the
-        bank was read."""
+        reflect prompt: a large one would cost event-loop time on every read of the bank."""
         try:
             size = len(json.dumps(v, default=str, ensure_ascii=False).encode()) if isinstance(v, dict) else 0
         except (RecursionError, ValueError):

@@ -2,10 +2,9 @@
 share, from how many memories it holds beside all banks together.
 
 Why: a walk of the shared HNSW index filtered to one bank reads about 60 / (the bank's share of
-the index) entries, and PostgreSQL's planner prices it as if the filter cost nothing; so it walked
-a bank of 5,000 memories beside one of 100,000 at 16-42 ms where sorting the bank's rows takes
-~5 ms (bench/README.md, "Semantic arm: a small bank beside a big one"; the time arm walked such a
-bank's year for 34 ms, "Time arm: a small bank sorted"). The counts move slowly next to how often
+the index) entries, and PostgreSQL's planner prices it as if the filter cost nothing, so it walks
+a small bank beside a big one where sorting the bank's rows is several times cheaper (bench/README.md,
+"Semantic arm: a small bank beside a big one" and "Time arm: a small bank sorted"). The counts move slowly next to how often
 a bank is recalled, so each bank's are kept for a few seconds: a recall pays no round trip for
 them. The two plans do not return quite the same memories: the sort returns the exact nearest,
 the walk (an approximate index) most of them, ~50-59 of 60. So a bank's results can shift a
@@ -37,9 +36,10 @@ def ranks_exactly(bank_rows: int, all_rows: int) -> bool:
     filtered to one bank reads about 60 / share entries of the index (share = bank_rows /
     all_rows), each a graph step and a visit to its row, ~10 us; reading and ranking a row costs
     ~1 us, so the sort is cheaper while bank_rows^2 < ~600 x all_rows (EXACT_SHARE is a little
-    under: a walk's cost varies with the query). Sorted: a bank of 5,000 beside 137,000 memories
-    (16-20 ms walked, ~4-5 ms sorted); walked: one of 10,000 there (~6 ms walked, ~11-13 ms
-    sorted), and any bank alone in the index. EXACT_BANK_ROWS bounds the sort."""
+    under: a walk's cost varies with the query). So a bank of 5,000 beside 137,000 memories is
+    sorted, one of 10,000 there is walked, and so is any bank alone in the index (measured in
+    bench/README.md, "Semantic arm: a small bank beside a big one"). EXACT_BANK_ROWS bounds the
+    sort."""
     return bank_rows <= EXACT_BANK_ROWS and bank_rows * bank_rows <= EXACT_SHARE * all_rows
 
 

@@ -39,17 +39,20 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from hindsight.db.sql import Q
+from hindsight.engine.errors import Conflict, InvalidArgument
 from hindsight.engine.memory.ids import new_memory_id
 from hindsight.engine.memory.retain import Unit, store_units
 from hindsight.engine.memory.schemas import GivenEntity, RetainItem
 from hindsight.engine.memory.validity import began, end_with_raw_units, supersede
 from hindsight.engine.memory.vectors import memory_vectors
+from hindsight.engine.notify import events
+from hindsight.engine.queue import operations as ops
 from hindsight.language.chinese_names import Budget
 from hindsight.language.entities import extract_entities, merge_entities
 from hindsight.language.time_expressions import find_time_windows
 from hindsight.llm import LLMError, Rejected, Usage
 from hindsight.metrics import RETAIN_UNITS
-from hindsight.text import estimate_tokens
+from hindsight.text import estimate_tokens, split_units
 
 if TYPE_CHECKING:
     from hindsight.engine.queue.operations import Job
@@ -357,7 +360,7 @@ async def run_extraction(rt: Runtime, job: Job) -> dict:
             raw_ids,
         )
     new_facts, merged_facts = sum(len(d["new"]) for d in stored), sum(d["merged"] for d in stored)
-    return {
+    result = {
         # "empty": the LLM found nothing worth a fact (the raw text stays in recall).
         "extraction": "succeeded" if new_facts + merged_facts else "empty",
         "memory_ids": sorted(str(r["id"]) for r in visible),
@@ -369,3 +372,88 @@ async def run_extraction(rt: Runtime, job: Job) -> dict:
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
     }
+    superseded = result["superseded"]
+    data = {
+        "facts_created": new_facts,
+        "facts_merged": merged_facts,
+        "facts_superseded": superseded,
+        "items": len(rows),
+        # the same counts in the words of Hindsight's consolidation.completed
+        "observations_created": new_facts,
+        "observations_updated": merged_facts,
+        "observations_deleted": superseded,
+    }
+    async with rt.pool.acquire() as conn:
+        async with conn.transaction():  # done and announced together, or neither
+            announced = await ops.mark_succeeded(conn, job, result) and await events.fire(
+                rt, conn, job.bank_id, events.EXTRACTION_COMPLETED, data, job.id
+            )
+    if announced:
+        rt.queue.poke()
+    return result
+
+
+class PreviewedFact(BaseModel):
+    text: str
+    type: Literal["world", "experience"]
+    occurred_start: datetime | None = None
+    occurred_end: datetime | None = None
+    entities: list[str]
+
+
+class ExtractionPreview(BaseModel):
+    """The facts a retain of some text would store now, stored nowhere."""
+
+    facts: list[PreviewedFact]
+    usage: dict[str, int]
+
+
+class ExtractionPreviewRequest(RetainItem):
+    """The text to preview, as retain takes it (only its content, context and timestamp matter)."""
+
+
+async def preview_extraction(rt: Runtime, bank_id: str, req: ExtractionPreviewRequest) -> ExtractionPreview:
+    """What fact extraction would make of `req`'s text: split into units and sent to the LLM as a
+    retain's extraction sends them, nothing stored and no known facts shown (a preview does not
+    say which stored facts the new ones would update). Without an LLM for retain there is nothing
+    to preview: retain then stores the text as units, without facts."""
+    if not rt.llm.configured("retain"):
+        raise Conflict(
+            "no LLM is configured for retain (HINDSIGHT_API_LLM_MODEL): offline, retain extracts no facts; "
+            "it stores the text as memory units",
+            "content",
+        )
+    if len(req.content) > rt.settings.max_content_chars:
+        limit = rt.settings.max_content_chars
+        raise InvalidArgument(f"content: {len(req.content)} characters exceed the limit of {limit}", "content")
+    anchor = req.anchor or (None if req.timeless else datetime.now(UTC))
+    pieces = await rt.cpu_slots.run(split_units, req.content, rt.settings.unit_max_chars)
+    rows = [{"id": None, "text": p, "context": req.context, "mentioned_at": anchor} for p in pieces]
+    usage = Usage()
+    facts: list[PreviewedFact] = []
+    for group in batches(rows, rt.settings.retain_llm_batch_tokens):
+
+        def check(parsed: ExtractedFacts, size: int = len(group)) -> None:
+            for i, f in enumerate(parsed.facts):
+                if not 0 <= f.item < size:
+                    raise ValueError(f"facts.{i} names item {f.item}, but items are 0..{size - 1}")
+
+        parsed = await rt.llm.json(
+            "retain", prompt_for(group), ExtractedFacts, bank_id=bank_id, operation="retain_preview", check=check,
+            usage=usage,
+        )  # fmt: skip
+        for f in parsed.facts:
+            start, end = _when(f.occurred_start), _when(f.occurred_end)
+            if start is None:
+                windows = find_time_windows(f.text, anchor, anchored=anchor is not None)
+                start, end = (windows[0].start, windows[0].end) if windows else (None, None)
+            facts.append(PreviewedFact(text=f.text.strip(), type=f.type, occurred_start=start, occurred_end=end,
+                                       entities=list(f.entities)))  # fmt: skip
+    return ExtractionPreview(
+        facts=facts,
+        usage={
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "calls": usage.calls,
+        },
+    )

@@ -1,9 +1,10 @@
-"""Browsing and deleting stored memory units (REST and CLI; agents use recall)."""
+"""Browsing stored memory units (REST and CLI; agents use recall); forgetting them is
+engine/forgetting/erase.py."""
 
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import from_json
@@ -11,8 +12,7 @@ from pydantic_core import from_json
 from hindsight.db.binder import Binder
 from hindsight.db.sql import Q, fill
 from hindsight.engine.errors import NotFound, parse_uuid
-from hindsight.engine.memory.schemas import Memory, MemoryType
-from hindsight.engine.memory.validity import restore_predecessors
+from hindsight.engine.memory.schemas import Memory
 from hindsight.engine.rules.fields import Offset, clean_tags
 from hindsight.engine.rules.tags import TagsMatch, tag_condition
 from hindsight.engine.rules.text import Strict
@@ -109,9 +109,15 @@ class MemoryList(BaseModel):
     offset: int
 
 
-class MemoryDeleted(BaseModel):
-    deleted: bool
-    memory_id: str
+class MemoryRef(Strict):
+    model_config = ConfigDict(extra="forbid")
+
+    memory_id: str = Field(description="The memory's id (a UUID), as recall and list_memories give it.")
+
+
+# The types a client may name when browsing or clearing: ours, and Hindsight's observations
+# (consolidated summaries its server keeps beside the facts), of which this server keeps none.
+BrowseType = Literal["world", "experience", "observation"]
 
 
 class MemoryQuery(Strict):
@@ -122,7 +128,7 @@ class MemoryQuery(Strict):
     limit: int = Field(50, ge=0, le=1000)
     offset: int = Offset
     document_id: str | None = Field(None, max_length=256)
-    type: MemoryType | None = None
+    type: BrowseType | None = Field(None, description="world or experience (observation: none are kept here).")
     q: str | None = Field(None, max_length=500, description="Substring of the text or context (any case).")
     tags: list[str] | None = None
     tags_match: TagsMatch = "any"
@@ -170,22 +176,6 @@ async def get_memories(rt: Runtime, bank_id: str, memory_ids: list[str]) -> list
         rows = await conn.fetch(_GET_MANY, bank_id, ids)
     by_id = {r["id"]: r for r in rows}
     return [to_memory(by_id[i]) for i in ids if i in by_id]
-
-
-async def delete_memory(rt: Runtime, bank_id: str, memory_id: str, actor: str = "delete") -> None:
-    mid = parse_memory_id(memory_id)
-    async with rt.writes.open(bank_id) as conn:
-        # Nothing is written before the memory is known to be the bank's.
-        if not await conn.fetchval(Q.memory_exists, bank_id, mid):
-            raise NotFound(f"memory {memory_id} does not exist in bank {bank_id!r}", "memory_id")
-        # Facts extracted only from this unit go with it; facts shared with others stay.
-        orphans = [r[0] for r in await conn.fetch(Q.memory_orphan_facts, bank_id, mid)]
-        for gone in (mid, *orphans):  # what a deleted memory had replaced stands again
-            await restore_predecessors(conn, bank_id, gone, actor, f"its successor {gone} was deleted")
-        await conn.execute(Q.memory_release_entities, bank_id, [mid, *orphans])
-        if orphans:
-            await conn.execute(Q.memory_delete_many, bank_id, orphans)
-        await conn.execute(Q.memory_delete, bank_id, mid)
 
 
 class EntityRow(BaseModel):

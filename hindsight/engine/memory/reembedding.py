@@ -7,6 +7,10 @@ document chunks, mental models) is recomputed with the new model, and the column
 new dimension. All of it is one transaction, so a crash or an error part-way leaves the database
 as it was, with the old model recorded; the next start tries again. Processes starting together
 wait on one lock, and only the first does the work.
+
+When only the Chinese gloss changed (turned on or off, or a new version of it: engine/memory/
+vectors.py), only the vectors of texts holding Chinese differ: those alone are recomputed, through
+the vector index (a few rows), while the rest are read and left as they are.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import asyncpg
 from hindsight.db.sql import Q, fill
 from hindsight.embedding import vector_literal
 from hindsight.engine.cpu_slots import CpuSlots
-from hindsight.engine.memory.vectors import memory_vectors
+from hindsight.engine.memory.vectors import gloss_changed_only, glosses, memory_vectors
 
 if TYPE_CHECKING:
     from hindsight.engine.runtime import Runtime
@@ -102,6 +106,12 @@ async def reconcile(rt: Runtime) -> int:
                 return 0
             if recorded is not None and (recorded["name"], recorded["dim"]) == (embedder.name, embedder.dim):
                 return 0
+            if (
+                recorded is not None
+                and recorded["dim"] == embedder.dim
+                and gloss_changed_only(recorded["name"], embedder.name)
+            ):
+                return await _reembed_chinese(conn, embedder, cpu_slots, recorded["name"])
             was = f"{recorded['name']} ({recorded['dim']} dimensions)" if recorded else f"a {dim}-dimension model"
             log.warning(
                 "EMBEDDING MODEL CHANGED: stored vectors were made by %s; re-embedding everything "
@@ -112,9 +122,22 @@ async def reconcile(rt: Runtime) -> int:
             )
             total = 0
             for t in TARGETS:
-                total += await _reembed(conn, t, embedder, cpu_slots)
+                total += await _reembed(conn, t, embedder, cpu_slots, only=None)
             await _record(conn, embedder)
     log.warning("EMBEDDING MODEL CHANGED: re-embedded %d vectors with %s", total, embedder.name)
+    return total
+
+
+async def _reembed_chinese(conn: asyncpg.Connection, embedder, cpu_slots: CpuSlots, was: str) -> int:
+    log.warning(
+        "CHINESE GLOSS CHANGED: stored vectors were made by %s; re-embedding the texts holding Chinese with %s",
+        was,
+        embedder.name,
+    )
+    total = 0
+    for t in TARGETS:
+        total += await _reembed(conn, t, embedder, cpu_slots, only=glosses)
+    await _record(conn, embedder)
     return total
 
 
@@ -122,10 +145,12 @@ async def _record(conn: asyncpg.Connection, embedder) -> None:
     await conn.execute(Q.embedding_model_record, embedder.name, embedder.dim)
 
 
-async def _reembed(conn: asyncpg.Connection, t: Target, embedder, cpu_slots: CpuSlots) -> int:
+async def _reembed(conn: asyncpg.Connection, t: Target, embedder, cpu_slots: CpuSlots, only) -> int:
+    """Recompute the vectors of `t`'s rows, or (`only`, a test of a row's text) of those it keeps."""
     # The index is rebuilt once at the end, from its own definition: updating every row through
-    # it costs far more.
-    index_sql = await conn.fetchval(Q.index_definition, t.vector_index) if t.vector_index else None
+    # it costs far more. Not for some rows only (a gloss change): most rows keep their vectors.
+    rebuild = t.vector_index is not None and only is None
+    index_sql = await conn.fetchval(Q.index_definition, t.vector_index) if rebuild else None
     if index_sql and t.vector_index:
         await conn.execute(fill(Q.index_drop, index=t.vector_index))
     col = await column(conn, t.table)
@@ -136,12 +161,18 @@ async def _reembed(conn: asyncpg.Connection, t: Target, embedder, cpu_slots: Cpu
     total = await conn.fetchval(fill(Q.table_rows, table=t.table))
     done, started = 0, time.monotonic()
     rows = await conn.fetch(t.first, BATCH)
+    read = 0
     while rows:
-        vectors = await cpu_slots.run(t.vectors, embedder, [r["x"] for r in rows])
-        await conn.execute(t.update, *([r[c] for r in rows] for c in t.key), [vector_literal(v) for v in vectors])
-        done += len(rows)
-        if done % (BATCH * 40) < BATCH:
-            log.warning("re-embedding %s: %d/%d (%.0f s)", t.table, done, total, time.monotonic() - started)
+        changed = rows if only is None else [r for r in rows if only(r["x"])]
+        if changed:
+            vectors = await cpu_slots.run(t.vectors, embedder, [r["x"] for r in changed])
+            await conn.execute(
+                t.update, *([r[c] for r in changed] for c in t.key), [vector_literal(v) for v in vectors]
+            )
+        done += len(changed)
+        read += len(rows)
+        if read % (BATCH * 40) < BATCH:
+            log.warning("re-embedding %s: %d/%d read (%.0f s)", t.table, read, total, time.monotonic() - started)
         rows = await conn.fetch(t.after, BATCH, *(rows[-1][c] for c in t.key))
     if col["not_null"]:
         await conn.execute(fill(Q.embedding_require, table=t.table))

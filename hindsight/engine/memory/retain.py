@@ -22,12 +22,13 @@ from pydantic import BaseModel
 
 from hindsight.db.sql import Q
 from hindsight.engine.banks.registry import ensure_bank
-from hindsight.engine.errors import InvalidArgument
+from hindsight.engine.errors import InvalidArgument, NotFound
 from hindsight.engine.memory.ids import new_memory_id
 from hindsight.engine.memory.schemas import RetainItem, RetainResult
 from hindsight.engine.memory.sources import delete_sources, store_sources
 from hindsight.engine.memory.validity import began, check_existing, supersede
 from hindsight.engine.memory.vectors import memory_vectors
+from hindsight.engine.notify import events
 from hindsight.engine.queue import operations as ops
 from hindsight.language.chinese_names import Budget
 from hindsight.language.cjk import HAN_RUN
@@ -245,12 +246,19 @@ def _prepared(items: list[RetainItem], unit_max_chars: int, embedder) -> tuple[l
 
 
 async def retain(
-    rt: Runtime, bank_id: str, items: list[RetainItem], on_commit=None, actor: str = "retain"
+    rt: Runtime,
+    bank_id: str,
+    items: list[RetainItem],
+    on_commit=None,
+    actor: str = "retain",
+    operation_id: uuid.UUID | None = None,
 ) -> RetainResult:
     """Store `items` in one transaction. `on_commit(conn, result)` runs inside it, last: a
     background retain marks its operation done there, so a retry cannot store the items twice.
     An item's `supersedes` ends the memories it names (engine/memory/validity.py), recorded as `actor`'s.
-    With an LLM the result names the fact extraction queued after it (extraction_awaited)."""
+    With an LLM the result names the fact extraction queued after it (extraction_awaited). The
+    bank's webhooks hear of it (retain.completed) in the same transaction; `operation_id` is the
+    background retain's, which the event names."""
     s = rt.settings
     check_items(items, s.max_batch_items, s.max_content_chars)
 
@@ -299,13 +307,29 @@ async def retain(
             operation_id=str(op_id) if op_id else None,
             extraction="queued" if op_id else "none",
         )
+        announced = await events.fire(
+            rt, conn, bank_id, events.RETAIN_COMPLETED, _retained(items, units), operation_id or op_id
+        )
         if on_commit is not None:
             await on_commit(conn, result)
     RETAIN_ITEMS.inc(len(items))
     RETAIN_UNITS.labels("raw").inc(len(units))
-    if op_id:
+    if op_id or announced:
         rt.queue.poke()
     return result
+
+
+def _retained(items: list[RetainItem], units: list[Unit]) -> dict:
+    """What retain.completed says of a retain (the reference's fields first)."""
+    documents = sorted({it.document_id for it in items if it.document_id})
+    return {
+        "document_id": documents[0] if len(documents) == 1 else None,
+        "tags": sorted({t for it in items for t in it.tags}),
+        "memory_unit_count": len(units),
+        "document_ids": documents,
+        "items": len(items),
+        "memory_ids": [str(u.id) for u in units][:1000],
+    }
 
 
 async def extraction_awaited(rt: Runtime, bank_id: str, result: RetainResult) -> RetainResult:
@@ -346,6 +370,49 @@ async def retain_later(rt: Runtime, bank_id: str, items: list[RetainItem], actor
     return RetainAccepted(bank_id=bank_id, items=len(items), operation_id=str(op_id))
 
 
+async def reprocess_source(rt: Runtime, bank_id: str, document_id: str, actor: str = "retain") -> RetainAccepted:
+    """Retain a document's text again, as it was retained (its tags, metadata, context and first
+    mention time), in the background: its memories are replaced by those this retain makes (with
+    an LLM, facts extracted as things are configured now). Text longer than one item may hold is
+    retained as several items, cut between paragraphs."""
+    async with rt.pool.acquire() as conn:
+        r = await conn.fetchrow(Q.source_reprocess_input, bank_id, document_id)
+    if r is None:
+        raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
+    base = {
+        "context": r["context"] or "general",
+        "timestamp": r["mentioned_at"] or "unset",
+        "tags": list(r["tags"]),
+        "metadata": json.loads(r["metadata"]),
+        "document_id": document_id,
+    }
+    pieces = _paragraph_pieces(r["original_text"], rt.settings.max_content_chars)
+    items = [RetainItem.model_validate({**base, "content": piece}) for piece in pieces]
+    return await retain_later(rt, bank_id, items, actor)
+
+
+def _paragraph_pieces(text: str, limit: int) -> list[str]:
+    """`text` in pieces of at most `limit` characters, cut between paragraphs where it can be."""
+    pieces: list[str] = []
+    cur = ""
+    for para in text.split("\n\n"):
+        while len(para) > limit:
+            if cur:
+                pieces.append(cur)
+                cur = ""
+            pieces.append(para[:limit])
+            para = para[limit:]
+        joined = f"{cur}\n\n{para}" if cur else para
+        if len(joined) > limit:
+            pieces.append(cur)
+            cur = para
+        else:
+            cur = joined
+    if cur.strip():
+        pieces.append(cur)
+    return [p for p in pieces if p.strip()] or [text[:limit]]
+
+
 async def run_retain(rt: Runtime, job: Job) -> dict:
     items = [RetainItem.model_validate(d) for d in job.payload["items"]]
     done: dict = {}
@@ -353,6 +420,9 @@ async def run_retain(rt: Runtime, job: Job) -> dict:
     async def finish(conn, result: RetainResult) -> None:
         done.update(result.model_dump(mode="json"))
         await ops.mark_succeeded(conn, job, done)
+        await ops.drop_items(conn, job)
 
-    await retain(rt, job.bank_id, items, on_commit=finish, actor=job.payload.get("actor", "retain"))
+    await retain(
+        rt, job.bank_id, items, on_commit=finish, actor=job.payload.get("actor", "retain"), operation_id=job.id
+    )
     return done

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hindsight.db.binder import Binder
 from hindsight.db.sql import Q, fill
-from hindsight.engine.errors import NotFound
+from hindsight.engine.errors import NotFound, parse_uuid
 from hindsight.engine.memory.records import COLUMNS, to_memory
 from hindsight.engine.memory.schemas import Memory, RetainItem
 from hindsight.engine.rules.fields import Offset, clean_tags
@@ -158,12 +158,47 @@ async def list_source_units(
     return [to_memory(r) for r in rows], total
 
 
-async def delete_source(rt: Runtime, bank_id: str, document_id: str) -> int:
-    """A document_id's memories and text; returns how many memories went."""
+class SourceChange(Strict):
+    """What a document's PATCH changes (Hindsight's UpdateDocumentRequest)."""
 
-    async with rt.writes.open(bank_id) as conn:
-        had_text = await conn.fetchval(Q.source_exists, bank_id, document_id)
-        n = await delete_sources(conn, bank_id, [document_id])
-    if not n and not had_text:
-        raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
-    return n
+    model_config = ConfigDict(extra="forbid")
+
+    tags: list[str] | None = Field(None, description="New tags for the document and every memory retained under it.")
+
+    _tags = field_validator("tags", mode="before")(clean_tags)
+
+
+async def update_source(rt: Runtime, bank_id: str, document_id: str, change: SourceChange) -> RetainedSource:
+    """New tags for a retained document, and for every memory retained under it (its facts too),
+    in one transaction: recall's tag filters see the document's memories as the document says."""
+    if change.tags is not None:
+        async with rt.writes.open(bank_id) as conn:
+            if await conn.fetchval(Q.source_tags_set, bank_id, document_id, change.tags) is None:
+                raise NotFound(f"document {document_id!r} was not retained in bank {bank_id!r}", "document_id")
+            await conn.execute(Q.source_memories_tags_set, bank_id, document_id, change.tags)
+    return await get_source(rt, bank_id, document_id)
+
+
+class SourceUnit(BaseModel):
+    """One unit of a retained document (Hindsight's chunk)."""
+
+    id: str
+    bank_id: str
+    document_id: str
+    index: int
+    text: str
+    created_at: datetime
+
+
+async def find_source_unit(rt: Runtime, unit_id: str, banks: frozenset[str] | set[str] | None) -> SourceUnit:
+    """A retained document's unit by id, among `banks` (None: any bank); ids are UUIDs, unique
+    across banks, so a client may name one without its bank."""
+    uid = parse_uuid(unit_id, "chunk_id", "a chunk")
+    async with rt.pool.acquire() as conn:
+        r = await conn.fetchrow(Q.source_unit_find, uid, sorted(banks) if banks is not None else None)
+    if r is None:
+        raise NotFound(f"chunk {unit_id} does not exist", "chunk_id")
+    return SourceUnit(
+        id=str(uid), bank_id=r["bank_id"], document_id=r["document_id"], index=r["chunk_index"], text=r["text"],
+        created_at=r["created_at"],
+    )  # fmt: skip

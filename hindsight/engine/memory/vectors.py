@@ -9,12 +9,15 @@ memory's vector goes through memory_vectors, so the memories of a bank compare a
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
 
+from hindsight.language.cjk import HAN_RUN
+from hindsight.language.gloss import GLOSS_VERSION, gloss
 from hindsight.language.speakers import speaker_of
 
 SPEAKER_LEAN = 1.5
@@ -22,6 +25,31 @@ SPEAKER_LEAN = 1.5
 _KEPT = 1_024
 _lock = threading.Lock()
 _names: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+
+
+def gloss_chinese(embedder) -> None:
+    """Have `embedder` (a model that reads English only) read Chinese through its English gloss
+    (language/gloss.py), stored texts and queries alike. The recorded model's name says so: the
+    vectors of texts holding Chinese differ, and a change of it re-embeds those
+    (engine/memory/reembedding.py)."""
+    embedder.prepare = gloss
+    embedder.reads_han = True
+    embedder.name = f"{embedder.name}{GLOSS_VERSION}"
+
+
+_GLOSS_NAME = re.compile(r"\+zh-gloss-\d+$")
+
+
+def gloss_changed_only(recorded: str, loaded: str) -> bool:
+    """Whether two recorded model names differ in their Chinese gloss alone (on, off, or its
+    version): then only the vectors of texts it glosses differ."""
+    return recorded != loaded and _GLOSS_NAME.sub("", recorded) == _GLOSS_NAME.sub("", loaded)
+
+
+def glosses(text: str) -> bool:
+    """Whether the gloss may change the stored vector of a text: it holds Han characters (in
+    itself or in its speaker's name, whose vector leans it even when the line is Japanese)."""
+    return HAN_RUN.search(text) is not None
 
 
 def memory_vectors(embedder, texts: Sequence[str], spread: bool = True) -> np.ndarray:

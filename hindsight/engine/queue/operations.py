@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
 from hindsight.db.sql import Q
-from hindsight.engine.errors import NotFound, parse_uuid
+from hindsight.engine.errors import Conflict, NotFound, parse_uuid
 from hindsight.engine.queue.schemas import TERMINAL, Operation, OperationList, OperationQuery
 
 if TYPE_CHECKING:
@@ -28,6 +29,20 @@ if TYPE_CHECKING:
 class Cancelled(Exception):
     """A handler's way to say its work has no subject any more (the mental model was deleted):
     the operation ends as cancelled at once, with this message, instead of failing and retrying."""
+
+
+class RetryLater(Exception):
+    """A handler's way to name the wait before its next attempt (a webhook's own backoff); the
+    attempt counts, and after the last one the operation fails."""
+
+    def __init__(self, message: str, seconds: float):
+        super().__init__(message)
+        self.seconds = seconds
+
+
+class GiveUp(Exception):
+    """A handler's way to say another attempt cannot help (a destination the server refuses):
+    the operation fails now, whatever attempts it has left."""
 
 
 class Job:
@@ -135,6 +150,48 @@ async def cancel_operation(rt: Runtime, bank_id: str, operation_id: str) -> Oper
     return await get_operation(rt, bank_id, operation_id)
 
 
+async def retry_operation(rt: Runtime, bank_id: str, operation_id: str) -> Operation:
+    """A failed operation queued again as new, under its id (its payload is what it had). Only a
+    failed one: queued or running work is under way, and finished work is done or was stopped."""
+    oid = parse_operation_id(operation_id)
+    async with rt.pool.acquire() as conn:
+        try:
+            retried = await conn.fetchval(Q.operation_retry, oid, bank_id)
+        except asyncpg.UniqueViolationError:
+            raise Conflict(
+                f"operation_id: a newer operation for the same work is already queued or running in bank {bank_id!r}",
+                "operation_id",
+            ) from None
+    if retried is None:
+        op = await get_operation(rt, bank_id, operation_id)  # NotFound when it is not the bank's
+        raise Conflict(
+            f"operation_id: operation {operation_id} is {op.status}; only a failed one is retried", "operation_id"
+        )
+    rt.queue.poke()
+    return await get_operation(rt, bank_id, operation_id)
+
+
+async def retry_failed_operations(rt: Runtime, bank_id: str, types: list[str]) -> int:
+    """The bank's failed operations of these types (those without a dedup key) queued again;
+    returns how many."""
+    async with rt.pool.acquire() as conn:
+        rows = await conn.fetch(Q.operation_retry_failed, bank_id, types)
+    if rows:
+        rt.queue.poke()
+    return len(rows)
+
+
+async def delete_operation(rt: Runtime, bank_id: str, operation_id: str) -> Operation:
+    """Forget a finished operation (what it did stays done); returns it as it was. Queued or
+    running work is cancelled first (cancel_operation), not deleted."""
+    op = await get_operation(rt, bank_id, operation_id)
+    async with rt.pool.acquire() as conn:
+        deleted = await conn.fetchval(Q.operation_delete, parse_operation_id(operation_id), bank_id)
+    if deleted is None:
+        raise Conflict(f"operation_id: operation {operation_id} is still {op.status}; cancel it first", "operation_id")
+    return op
+
+
 async def wait_for_operation(
     rt: Runtime,
     bank_id: str,
@@ -178,27 +235,48 @@ async def renew_lease(rt: Runtime, job: Job, lease: float) -> bool:
         return bool(await conn.fetchval(Q.operation_heartbeat, job.id, job.worker_id, lease, job.bank_id))
 
 
-async def mark_succeeded(conn, job: Job, result: Any) -> None:
+async def mark_succeeded(conn, job: Job, result: Any) -> bool:
     """Mark done; callers may pass their own connection so that the result and the data it
-    describes commit together."""
-    await conn.execute(Q.operation_succeed, job.id, job.worker_id, json.dumps(result, default=str), job.bank_id)
+    describes commit together. False when the operation was no longer this worker's to finish
+    (cancelled meanwhile, or taken over after a lost lease)."""
+    done = await conn.execute(Q.operation_succeed, job.id, job.worker_id, json.dumps(result, default=str), job.bank_id)
+    return done == "UPDATE 1"
 
 
-async def mark_failed(rt: Runtime, job: Job, error: str) -> str:
-    """Queue a retry, or fail for good after the last attempt. Returns the status the operation
-    now has: a user may have cancelled it meanwhile, and then it stays cancelled."""
-    final = job.attempts >= job.max_attempts
-    backoff = min(300.0, 2.0**job.attempts)
+async def drop_items(conn, job: Job) -> None:
+    """A retain whose items are stored keeps their count in its payload, not their text: the text
+    is in the memories, and leaves with them when they are forgotten (engine/forgetting/)."""
+    await conn.execute(Q.operation_drop_items, job.id, job.bank_id)
+
+
+async def mark_failed(
+    rt: Runtime,
+    job: Job,
+    error: str,
+    *,
+    backoff: float | None = None,
+    final: bool = False,
+    on_failed: Callable[[asyncpg.Connection], Awaitable[Any]] | None = None,
+) -> str:
+    """Queue a retry after `backoff` seconds (default: doubling, five minutes at most), or fail
+    for good after the last attempt (or at once, `final`); `on_failed(conn)` runs in the
+    transaction that fails it for good. Returns the status the operation now has: a user may
+    have cancelled it meanwhile, and then it stays cancelled."""
+    final = final or job.attempts >= job.max_attempts
+    wait = min(300.0, 2.0**job.attempts) if backoff is None else backoff
     async with rt.pool.acquire() as conn:
-        status = await conn.fetchval(
-            Q.operation_fail,
-            job.id,
-            job.worker_id,
-            "failed" if final else "queued",
-            error[:2000],
-            backoff,
-            job.bank_id,
-        )
+        async with conn.transaction():
+            status = await conn.fetchval(
+                Q.operation_fail,
+                job.id,
+                job.worker_id,
+                "failed" if final else "queued",
+                error[:2000],
+                wait,
+                job.bank_id,
+            )
+            if status == "failed" and on_failed is not None:
+                await on_failed(conn)
         return status or await conn.fetchval(Q.operation_status, job.id, job.bank_id)
 
 

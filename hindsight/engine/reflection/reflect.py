@@ -20,9 +20,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from hindsight.db.sql import Q
+from hindsight.engine.directives.schemas import AppliedDirective
+from hindsight.engine.directives.store import directives_for
 from hindsight.engine.errors import LLMUnavailable
 from hindsight.engine.rules.fields import clean_tags, not_blank
 from hindsight.engine.rules.tags import TagsMatch
@@ -47,9 +49,9 @@ FAILED_NOTE = "The LLM failed ({cause}): this answer lists the most relevant mem
 FAILED_STRUCTURED = "structured output needs the LLM, which failed"
 MAX_SCHEMA_BYTES = 32_768
 # Values in a response_schema (objects, arrays and scalars): jsonschema checks a schema against its
-# metaschema in pure Python during request validation, ~0.12 ms a value, and 32 KiB of {"allOf":
-# [{}, {}, ...]} took 1 s. A schema with 100 typed and described properties has ~300, a Pydantic
-# model of 56 optional described fields ~540; at most ~125 ms.
+# metaschema in pure Python during request validation, at a cost per value, so a bound on values
+# bounds that time. A schema with 100 typed and described properties has ~300, a Pydantic model
+# of 56 optional described fields ~540.
 MAX_SCHEMA_VALUES = 1_000
 # The longest answer taken from the LLM when the request sets no max_tokens: the largest it may set.
 MAX_ANSWER_TOKENS = 32_768
@@ -180,6 +182,14 @@ class ReflectResult(BaseModel):
     llm_error: LLMFailure | None = Field(
         None, description="The LLM failed and, as on_llm_failure allowed, this answer is extractive instead."
     )
+    directives: list[str] = Field(
+        default_factory=list, description="Ids of the bank's directives the LLM was given to follow (LLM only)."
+    )
+    # The memories and mental models the answer was written from sight of (all those put before
+    # the LLM, not only those it cited): a mental model's refresh is not kept when one of them was
+    # forgotten meanwhile (engine/reflection/mental_models.py). Not part of the response.
+    _shown: list[str] = PrivateAttr(default_factory=list)
+    _shown_models: list[str] = PrivateAttr(default_factory=list)
 
 
 class ReflectOutput(BaseModel):
@@ -198,6 +208,18 @@ You are the reasoning voice of a memory bank. Answer the question using only the
 mental models given; say so when they do not contain the answer. Be direct and specific.
 Cite the ids of the memories and mental models you relied on.
 Reply with JSON only: {"answer": "...", "memory_ids": ["..."], "mental_model_ids": ["..."]}"""
+
+DIRECTIVES_HEAD = """DIRECTIVES: the bank owner's standing instructions. Follow every one in your answer, whatever
+the memories say; when two conflict, the one listed first wins. Do not mention them."""
+DIRECTIVES_REMINDER = "REMINDER: the answer must follow the DIRECTIVES given above."
+
+
+def system_prompt(directives: list[AppliedDirective]) -> str:
+    """reflect's system message, with the directives it applies, highest priority first."""
+    if not directives:
+        return SYSTEM
+    rules = [f"- {d.name}: {d.content}" for d in directives]
+    return "\n".join([SYSTEM, "", DIRECTIVES_HEAD, *rules])
 
 
 def empty_bank_reflection(bank_id: str, req: ReflectRequest) -> ReflectResult:
@@ -258,6 +280,7 @@ async def reflect(
                 MODEL_MIN_SIMILARITY,
                 MODEL_LIMIT,
             )
+            directives = await directives_for(conn, bank_id, req.tags, req.tags_match)
     memories = recalled.results
     limit = max_answer_tokens or req.max_tokens or MAX_ANSWER_TOKENS
     if not rt.llm.configured("reflect"):
@@ -281,6 +304,8 @@ async def reflect(
             else (f" (said {m.mentioned_at.date()})" if m.mentioned_at else "")
         )
         body.append(f"[memory {m.id}] {m.text}{when}")
+    if directives:
+        body.append(DIRECTIVES_REMINDER)
     usage = Usage()
 
     def check(out: ReflectOutput) -> None:
@@ -292,7 +317,7 @@ async def reflect(
     try:
         out = await rt.llm.json(
             "reflect",
-            [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n".join(body)}],
+            [{"role": "system", "content": system_prompt(directives)}, {"role": "user", "content": "\n".join(body)}],
             ReflectOutput,
             bank_id=bank_id,
             operation=operation,
@@ -318,11 +343,14 @@ async def reflect(
         answer=out.answer.strip(),
         mode="llm",
         model=rt.llm.model_name("reflect"),
+        directives=[d.directive_id for d in directives],
         based_on=BasedOn(
             memories=[i for i in dict.fromkeys(out.memory_ids) if i in known_m],
             mental_models=[i for i in dict.fromkeys(out.mental_model_ids) if i in known_mm],
         ),
     )
+    result._shown = list(known_m)
+    result._shown_models = list(known_mm)
     if req.response_schema is not None:
         prompt = "\n".join(
             [
@@ -370,7 +398,7 @@ def _extractive(bank_id: str, req: ReflectRequest, memories: list, limit: int, n
         lines.append(line)
         used.append(m.id)
         budget -= len(line) + 1
-    return ReflectResult(
+    result = ReflectResult(
         bank_id=bank_id,
         query=req.query,
         answer=EXTRACTIVE_HEAD + "\n".join(lines or ["- (no memories match this question)"]),
@@ -379,3 +407,5 @@ def _extractive(bank_id: str, req: ReflectRequest, memories: list, limit: int, n
         note=note,
         structured_output_error=why_no_structured if req.response_schema is not None else None,
     )
+    result._shown = used
+    return result

@@ -8,7 +8,6 @@
 
 No tags in the request means no filter, except for `exact`. A mental model with tags draws
 from the memories that carry all of them (`all_strict`), as the reference does.
-Before 2026-11 our `any` and `all` were what are now `any_strict` and `all_strict`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """One rule for what a client may send, checked once, at the edge.
 
-Why: a NUL character, an unpaired surrogate or a date PostgreSQL cannot hold used to travel
-through validation and fail deep inside a request (asyncpg refuses to encode a lone surrogate;
-PostgreSQL text cannot hold NUL; `0001-01-01T00:00:00+14:00` overflows when turned into UTC),
-each a 500, sometimes a reset connection. None of them ever carries meaning, so they are
-refused, with the argument named, before anything runs.
+Why: a NUL character, an unpaired surrogate or a date PostgreSQL cannot hold would otherwise pass
+validation and fail deep inside a request (asyncpg refuses to encode a lone surrogate;
+PostgreSQL text cannot hold NUL; `0001-01-01T00:00:00+14:00` overflows when turned into UTC), a
+500 or a reset connection. None of them ever carries meaning, so they are refused, with the
+argument named, before anything runs.
 
 Every request model derives from `Strict`: its validator walks each field's value (strings in
 lists, dict keys and values, to any depth) after the field's own validation, so a nested model

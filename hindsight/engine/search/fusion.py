@@ -29,9 +29,10 @@ KEYWORD = 0.15
 TIME = 0.15
 NEIGHBOUR = 0.3
 SOURCE = 0.4
-# The semantic weight for a query in a script the embedding model was not trained on (Chinese,
-# Japanese or Korean with the English MiniLM): its similarities there are mostly noise, and at full
-# weight they outranked the keyword arm's exact matches.
+# The semantic weight for a query in a script the embedding model does not read (Japanese or
+# Korean with the English MiniLM; Chinese too when the gloss is off, recall.reads): its
+# similarities there are mostly noise, and at full weight they outranked the keyword arm's exact
+# matches.
 SEMANTIC_UNREAD = 0.25
 
 

@@ -33,7 +33,7 @@ from hindsight.engine.search.details import Limits, Ranking, Words, read_ranked
 from hindsight.engine.search.fusion import candidates, weights_for
 from hindsight.engine.search.schemas import RecallRequest, RecallResult
 from hindsight.engine.search.trace import recall_trace
-from hindsight.language.cjk import has_cjk
+from hindsight.language.cjk import has_cjk, has_cjk_beyond_han
 from hindsight.language.query_terms import content_words
 from hindsight.language.time_expressions import find_time_windows
 from hindsight.text import tokens_of_chars
@@ -86,7 +86,7 @@ async def recall(rt: Runtime, bank_id: str, req: RecallRequest) -> RecallResult:
     # In a fixed order: a memory's arms are listed the same way whichever arm finished first.
     ids, found_by = candidates({arm: found[arm] for arm in ("semantic", "keyword", "temporal") if arm in found})
 
-    weights = weights_for(req.mode, rt.embedder.reads_cjk or not has_cjk(req.query))
+    weights = weights_for(req.mode, reads(rt.embedder, req.query))
     limits = Limits(req.threshold(), req.top_k, req.max_tokens)
     ranking = Ranking(bank_id, ids, f, req.mode, req.query, qvec, weighed, window, weights, limits, inside)
     read, best = await (timed("semantic", read_ranked(rt, ranking)) if inside else read_ranked(rt, ranking))
@@ -110,3 +110,11 @@ async def recall(rt: Runtime, bank_id: str, req: RecallRequest) -> RecallResult:
     if req.trace:
         trace = recall_trace(weights, [x.ranked for x, _, _ in kept], arms_of, best)
     return RecallResult(bank_id=bank_id, query=req.query, results=results, total_tokens=total, trace=trace)
+
+
+def reads(embedder, query: str) -> bool:
+    """Whether the embedding model reads `query`: any text when it reads CJK; Chinese when it reads
+    it through its gloss (engine/memory/vectors.py), but not kana or hangul."""
+    if embedder.reads_cjk or not has_cjk(query):
+        return True
+    return embedder.reads_han and not has_cjk_beyond_han(query)

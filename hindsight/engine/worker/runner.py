@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from hindsight.config import Settings
 from hindsight.engine.errors import HindsightError, LLMUnavailable, unavailable
+from hindsight.engine.notify import events
 from hindsight.engine.queue import operations as ops
 from hindsight.engine.queue.operations import Job
 from hindsight.engine.worker.operation_kinds import KINDS
@@ -69,8 +70,9 @@ class Worker:
 
     rt: Runtime
 
-    def __init__(self, s: Settings):
-        self.concurrency = s.worker_concurrency
+    def __init__(self, s: Settings, claims: bool = True):
+        # An `api` process claims nothing (HINDSIGHT_API_ROLE): its worker only waits for operations.
+        self.concurrency = s.worker_concurrency if claims else 0
         self.lease = s.operation_lease
         self.timeout = s.operation_timeout
         self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -167,18 +169,35 @@ class Worker:
                 raise RuntimeError(f"no handler for operation type {job.type!r}")
             with deadline(self.timeout):  # LLM waits and retries stay within the attempt's limit
                 result = await asyncio.wait_for(kind.run(self.rt, job), self.timeout)
+            # Where its writes are, recorded before anyone can see the operation finished: a
+            # caller that waited for it then reads them from any replica (db/replicas.py).
+            await self.rt.reads.wrote(job.bank_id)
             async with pool.acquire() as conn:
                 await ops.mark_succeeded(conn, job, result)
             self.poke()  # a finished job frees a slot
             return "succeeded", ""
         except ops.Cancelled as exc:
+            await self.rt.reads.wrote(job.bank_id)  # what it wrote before it stopped
             await ops.mark_cancelled(self.rt, job, str(exc))
             return "cancelled", str(exc)
+        except ops.RetryLater as exc:
+            status = await ops.mark_failed(
+                self.rt, job, str(exc), backoff=exc.seconds, on_failed=self._announce(job, exc)
+            )
+            if status == "failed":
+                self.poke()  # its failure's deliveries (operation.failed), if any were queued
+            return _OUTCOMES.get(status, "failed"), str(exc)
+        except ops.GiveUp as exc:
+            status = await ops.mark_failed(self.rt, job, str(exc), final=True, on_failed=self._announce(job, exc))
+            if status == "failed":
+                self.poke()  # its failure's deliveries (operation.failed), if any were queued
+            return _OUTCOMES.get(status, "failed"), str(exc)
         except Exception as exc:
             if (down := unavailable(exc)) is not None:
                 # Recording the failure needs the database too. Its lease runs out instead and a
                 # worker claims it again (as after a crash), once the database is back.
                 return "will retry", f"{down.message}; claimed again once its lease runs out"
+            await self.rt.reads.wrote(job.bank_id)  # what it wrote before it failed
             if (wait := rate_limited(exc, self.timeout)) is not None:
                 msg = f"{exc}; waiting {wait:g} s before trying again (not counted as an attempt)"
                 status = await ops.defer_operation(self.rt, job, msg, wait)
@@ -189,8 +208,22 @@ class Worker:
                 msg = str(exc)  # says what failed in words of its own; its class adds nothing
             else:
                 msg = f"{type(exc).__name__}: {exc}"
-            status = await ops.mark_failed(self.rt, job, msg)
+            status = await ops.mark_failed(self.rt, job, msg, on_failed=self._announce(job, msg))
+            if status == "failed":
+                self.poke()  # its failure's deliveries (operation.failed), if any were queued
             return _OUTCOMES.get(status, "failed"), msg
+
+    def _announce(self, job: Job, error: object):
+        """What an operation failing for good also does, in the transaction that fails it: the
+        bank's webhooks hear of it (operation.failed), unless it was a delivery to one of them."""
+        if job.type == events.DELIVERY or job.bank_id is None:
+            return None
+
+        async def announce(conn) -> None:
+            data = {"operation_type": job.type, "error": str(error)[:2000], "attempts": job.attempts}
+            await events.fire(self.rt, conn, job.bank_id, events.OPERATION_FAILED, data, job.id, "failed")
+
+        return announce
 
     async def wait(self, bank_id: str, operation_id: str, timeout: float) -> ops.Operation:
         event = self.waiters.setdefault(operation_id, asyncio.Event())

@@ -1,6 +1,8 @@
 """The in-process scheduler (APScheduler's AsyncIOScheduler): every tick claims queued operations
-for this process's worker, and sweeps for mental models made stale by new memories. Both are safe
-to run in any number of processes against one database (SKIP LOCKED claims, deduplicated queueing).
+for this process's worker, and sweeps for mental models made stale by new memories; every
+HINDSIGHT_API_RETENTION_INTERVAL it forgets what banks' retention policies say is too old and
+prunes the audit log. All are safe to run in any number of processes against one database (SKIP
+LOCKED claims, deduplicated queueing, retention batches read under the bank's write lock).
 """
 
 from __future__ import annotations
@@ -8,16 +10,21 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
+import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from hindsight.engine.audit.logs import prune_audit_logs
+from hindsight.engine.forgetting.retention import sweep_retention
 from hindsight.engine.reflection import mental_models
 from hindsight.engine.worker.runner import Worker, log_failure
 
 if TYPE_CHECKING:
+    from hindsight.engine.audit.trail import AuditTrail
     from hindsight.engine.runtime import Runtime
 
 
@@ -25,9 +32,10 @@ log = logging.getLogger("hindsight.scheduler")
 
 
 class Scheduler:
-    def __init__(self, rt: Runtime, worker: Worker):
+    def __init__(self, rt: Runtime, worker: Worker, audit: AuditTrail | None = None):
         self.rt = rt
         self.worker = worker
+        self.audit = audit
         self._aps = AsyncIOScheduler(timezone="UTC")
         self._stopping = False
 
@@ -55,6 +63,38 @@ class Scheduler:
         except Exception as exc:
             log_failure(log, "mental-model sweep", exc)
 
+    def _forgotten(self, bank_id: str, n: int, seconds: float) -> None:
+        """A retention sweep's erasure in a bank, on the audit record like a request's."""
+        if self.audit is not None:
+            self.audit.record(
+                bank_id,
+                "system",
+                "retention",
+                None,
+                None,
+                200,
+                "ok",
+                "scheduler",
+                uuid.uuid4().hex,
+                time.time() - seconds,
+                seconds,
+                {"memories_forgotten": n},
+            )
+
+    async def _retention(self) -> None:
+        try:
+            n = await sweep_retention(self.rt, self._forgotten)
+            if n:
+                log.info("retention forgot %d memories", n)
+        except Exception as exc:
+            log_failure(log, "retention sweep", exc)
+        try:
+            pruned = await prune_audit_logs(self.rt, self.rt.settings.audit_retention_days)
+            if pruned:
+                log.info("removed %d audit records older than %d days", pruned, self.rt.settings.audit_retention_days)
+        except Exception as exc:
+            log_failure(log, "audit log pruning", exc)
+
     def start(self) -> None:
         interval = self.rt.settings.scheduler_interval
         now = datetime.now().astimezone()
@@ -64,6 +104,14 @@ class Scheduler:
         )
         self._aps.add_job(
             self._job(self._sweep), "interval", seconds=max(interval, 1.0), next_run_time=now, id="sweep", **common
+        )
+        self._aps.add_job(
+            self._job(self._retention),
+            "interval",
+            seconds=self.rt.settings.retention_interval,
+            next_run_time=now,
+            id="retention",
+            **common,
         )
         self._aps.start()
 

@@ -1,0 +1,1 @@
+"""Notifying the outside world of a bank's events: webhooks."""
