@@ -1,30 +1,33 @@
--- Recall: three arms, each one indexed query, then the scores of their hits and the memories beside
--- them, ranked in Python, and the memories kept read in full (engine/search/recall.py). /*filter*/ holds the request's conditions (tags, types, filter expression,
--- superseded units left out), bound after each statement's own parameters.
+-- Recall: three arms, each one indexed query, then one statement that scores their hits and the
+-- memories beside them, ranks them and reads the memories kept in full (engine/search/recall.py).
+-- /*filter*/ holds the request's conditions (tags, types, filter expression, superseded units left
+-- out), bound after each statement's own parameters.
 
--- recall_semantic --
--- The semantic arm: the bank's memories nearest the query vector ($2) under the filters. One
--- HNSW index serves all banks, bank-filtered by pgvector's iterative index scans, whose
--- relaxed_order (db/pool.py) returns rows only nearly by distance. `ORDER BY d + 0` sorts them:
--- PostgreSQL takes the walk's rows to be in order already and drops a plain `ORDER BY d` (19 of
--- 100 LoCoMo questions at 100k had their 60 out of order; bench/README.md, "Every timed recall
--- embeds its query").
-SELECT id FROM (SELECT m.id, m.embedding <=> $2 AS d FROM memories m
-                WHERE m.bank_id = $1 /*filter*/ ORDER BY m.embedding <=> $2 LIMIT $3) s
-ORDER BY d + 0, id;
+-- recall_semantic_walk --
+-- Fragment: the semantic arm, the bank's memories nearest the query vector (/*vector*/) under the
+-- filters, at most /*limit*/ (arms/semantic.py; run on its own, or inside recall_ranked). One HNSW
+-- index serves all banks, bank-filtered by pgvector's iterative index scans, whose relaxed_order
+-- (db/pool.py) returns rows only nearly by distance. `ORDER BY d + 0` sorts them: PostgreSQL
+-- takes the walk's rows to be in order already and drops a plain `ORDER BY d` (19 of 100 LoCoMo
+-- questions at 100k had their 60 out of order; bench/README.md, "Every timed recall embeds its
+-- query").
+SELECT id FROM (SELECT m.id, m.embedding <=> /*vector*/ AS d FROM memories m
+                WHERE m.bank_id = $1 /*filter*/ ORDER BY m.embedding <=> /*vector*/ LIMIT /*limit*/) s
+ORDER BY d + 0, id
 
--- recall_semantic_exact --
--- The semantic arm for a bank that is small beside the others (engine/recall.semantic_ids): its
--- own rows, ranked by distance. A walk of the shared index reads about $3 / (the bank's share of
--- it) rows to find $3 of the bank's; for 5,000 memories beside 100,000 that was 16-20 ms against
--- ~5 ms for this (bench/README.md, "Semantic arm: a small bank beside a big one"). At most $4 of
--- its rows are read (the count it was chosen by may be seconds old), the filters after; the
--- subquery's LIMIT also keeps it whole, so the ordering outside is a sort, never a walk. Equal
--- distances (a turn said twice) by id, the order retained (engine/memory/ids.py).
-SELECT id FROM (SELECT m.id, m.embedding <=> $2 AS d
-                FROM (SELECT * FROM memories WHERE bank_id = $1 LIMIT $4) m
+-- recall_semantic_sort --
+-- Fragment: the semantic arm for a bank that is small beside the others (engine/banks/sizes.py),
+-- as recall_semantic_walk: its own rows, ranked by distance. A walk of the shared index reads
+-- about /*limit*/ / (the bank's share of it) rows to find that many of the bank's; for 5,000
+-- memories beside 100,000 that was 16-20 ms against ~5 ms for this (bench/README.md, "Semantic
+-- arm: a small bank beside a big one"). At most /*read*/ of its rows are read (the count it was
+-- chosen by may be seconds old), the filters after; the subquery's LIMIT also keeps it whole, so
+-- the ordering outside is a sort, never a walk. Equal distances (a turn said twice) by id, the
+-- order retained (engine/memory/ids.py).
+SELECT id FROM (SELECT m.id, m.embedding <=> /*vector*/ AS d
+                FROM (SELECT * FROM memories WHERE bank_id = $1 LIMIT /*read*/) m
                 WHERE true /*filter*/) s
-ORDER BY d, id LIMIT $3;
+ORDER BY d, id LIMIT /*limit*/
 
 -- recall_bank_sizes --
 -- How many memories the bank holds (its '' lexeme, migration 004) and, as PostgreSQL counts them,
@@ -115,39 +118,99 @@ SELECT c.id, /*score*/ AS score FROM q, /*candidates*/ ORDER BY score DESC, leng
 (SELECT m.id, m.tsv FROM /*rows*/ m WHERE m.bank_id = $1 AND m.tsv @@ to_tsquery('english', /*match*/) /*filter*/
  LIMIT /*limit*/)
 
--- recall_scores --
--- What recall ranks by (engine/search/fusion.py) for the arms' hits ($2) and, when $4, the
--- memories just before and after each in its source (same source_id, adjacent position): each
--- row's similarity to the query vector ($3), its keyword score (/*keyword*/: the summed rarity of
--- the query words $5 it holds, each word parsed once in q), whether it falls in the query's time
--- window (/*window*/, NULL when the query names none), its share of the query's words (/*share*/:
--- with the similarity, its relevance, engine/search/relevance.py), its length (the token budget)
--- and its distinct words (of equal scores, more words go first). Narrow rows: the memories kept
--- after the cut are read in full by recall_rows. The filters apply to every row, the hits too: a
--- hit the keyword arm found in memory_terms (migration 015), or one edited since its arm ran, is
--- checked on the memory itself.
+-- recall_ranked --
+-- Recall's ranking in one round trip (engine/search/details.py): the hits of the semantic arm
+-- (/*semantic*/: recall_semantic_sort when it runs here, for a bank small enough to sort; none
+-- when it ran on its own) and of the other arms ($2) and, when $4, the memories just before and
+-- after each in its source (same source_id, adjacent position), scored, ranked by score-level
+-- fusion with their context (engine/search/fusion.py has the formula; $6-$10 its weights:
+-- semantic, keyword, time, neighbour, source), cut to the caller's limits, and the memories kept
+-- read in full, each with whether the semantic arm found it here. One round trip instead of a
+-- narrow read, a ranking in Python and a read of the rows kept (bench/README.md, "Recall as cheap
+-- as before"). Scored (/*scores*/, recall_scores_columns): each row's similarity to the query
+-- vector ($3), its keyword score (/*keyword*/: the summed rarity of the query words $5 it holds,
+-- each word parsed once in q), whether it falls in the query's time window (/*window*/, NULL when
+-- it names none), its length (the token budget) and its distinct words (of equal scores, more
+-- words go first, then the lower id); its share of the query's words (/*share*/; with the
+-- similarity, its relevance, engine/search/relevance.py, weighted $11 and $12) only where the
+-- relevance floor ($13) needs it, else for the rows kept. Each row is read once where it is found,
+-- a hit by its primary key, a neighbour by its tuple id once the (bank_id, source_id, position)
+-- index has found it, and a kept one again for its columns by its tuple id (the same snapshot:
+-- the same row). The filters apply to every row ranked, the hits too (a hit the keyword arm found
+-- in memory_terms, migration 015, or one edited since its arm ran, is checked on the memory
+-- itself); a hit they leave out still has its neighbours read. The cut is Python's (budget.cut,
+-- on each row's relevance as results carry it, rounded to 4 places); this passes it every row
+-- it could keep and at most one more: rows sure to pass the floor (relevance 0.0001 above it;
+-- rounding moves it by at most 0.00005) count toward top_k ($14, NULL: none) and max_tokens ($15),
+-- rows within 0.0001 of it are passed without counting, rows further below it are left out. When
+-- nothing is kept, one row with a NULL id, so that `best` (the best keyword score among the rows
+-- ranked, which a trace reports) always comes back.
 WITH q AS MATERIALIZED (SELECT array_agg(to_tsquery('english', w) ORDER BY i) AS tq
                         FROM unnest($5::text[]) WITH ORDINALITY u(w, i)),
-     hits AS MATERIALIZED (SELECT m.source_id, m.position FROM unnest($2::uuid[]) u(id),
-                                LATERAL (SELECT * FROM memories m WHERE $4 AND m.id = u.id AND m.bank_id = $1 OFFSET 0) m),
-     -- Each hit's neighbours looked up in the (bank_id, source_id, position) index: joined as a
-     -- set, the planner matched the positions alone and filtered ~30 rows a hit by source.
-     ids AS MATERIALIZED (SELECT unnest($2::uuid[]) AS id
-                          UNION
-                          SELECT n.id FROM hits h,
-                               LATERAL (SELECT m.id FROM memories m
-                                        WHERE m.bank_id = $1 AND m.source_id = h.source_id
-                                          AND m.position IN (h.position - 1, h.position + 1)) n)
--- Each row read by its primary key: OFFSET 0 keeps the lookup a lookup, where a join left to the
--- planner, with a fresh bank's row count not yet in its statistics, read the whole bank and
--- matched each row against every id (~30 ms instead of ~1 for 240 rows).
-SELECT m.id, m.source_id, m.position, length(m.text) AS chars, length(m.tsv) AS terms,
-       1 - (m.embedding <=> $3) AS similarity,
-       /*keyword*/ AS keyword, /*window*/ AS in_window, /*share*/ AS share
-FROM ids, q, LATERAL (SELECT * FROM memories m WHERE m.id = ids.id AND m.bank_id = $1 /*filter*/ OFFSET 0) m;
+     sem AS MATERIALIZED (/*semantic*/),
+     found AS (SELECT id, bool_or(semantic) AS semantic
+               FROM (SELECT id, true AS semantic FROM sem UNION ALL SELECT unnest($2::uuid[]), false) x GROUP BY id),
+     -- OFFSET 0 keeps each primary-key lookup a lookup, where a join left to the planner, with a
+     -- fresh bank's row count not yet in its statistics, read the whole bank and matched each row
+     -- against every id (~30 ms instead of ~1 for 240 rows).
+     hit AS MATERIALIZED (SELECT m.id, m.tid, m.source_id, m.position, /*scores*/, u.semantic,
+                                 coalesce(true /*filter*/, false) AS passes
+                          FROM q, found u,
+                               LATERAL (SELECT m.*, m.ctid AS tid FROM memories m WHERE m.id = u.id AND m.bank_id = $1 OFFSET 0) m),
+     -- Each hit's neighbours looked up in the (bank_id, source_id, position) index, one range a
+     -- hit (joined as a set, the planner matched the positions alone and filtered ~30 rows a hit
+     -- by source), each once, then read by its tuple id and scored.
+     near AS (SELECT DISTINCT n.id, n.tid
+              FROM hit h, LATERAL (SELECT m.id, m.ctid AS tid FROM memories m
+                                   WHERE $4 AND m.bank_id = $1 AND m.source_id = h.source_id
+                                     AND m.position BETWEEN h.position - 1 AND h.position + 1
+                                     AND m.position <> h.position /*filter*/ OFFSET 0) n
+              WHERE n.id NOT IN (SELECT id FROM hit)),
+     beside AS (SELECT m.id, m.tid, m.source_id, m.position, /*scores*/
+                FROM q, near n, LATERAL (SELECT m.*, m.ctid AS tid FROM memories m
+                                         WHERE m.ctid = n.tid AND m.id = n.id AND m.bank_id = $1 OFFSET 0) m),
+     scored AS (SELECT id, tid, source_id, position, chars, terms, similarity, keyword, in_window, share, semantic
+                FROM hit WHERE passes
+                UNION ALL
+                SELECT id, tid, source_id, position, chars, terms, similarity, keyword, in_window, share, false
+                FROM beside),
+     best AS (SELECT coalesce(max(keyword), 0) AS best FROM scored),
+     -- A vector of zeros has no direction (an import can hold one): its NaN similarity counts as 0.
+     own AS (SELECT s.*,
+                    $6::float8 * (CASE WHEN s.similarity IN ('NaN', 'Infinity', '-Infinity') THEN 0 ELSE s.similarity END)
+                    + (CASE WHEN b.best > 0 THEN $7::float8 / b.best ELSE 0 END) * s.keyword
+                    + (CASE WHEN s.in_window THEN $8::float8 ELSE 0 END) AS base
+             FROM scored s, best b),
+     -- The better base of the memories just before and after each (the positions either side of
+     -- its own, EXCLUDE GROUP leaving out those at its own), and the best base in its source: two
+     -- windows over one sort.
+     context AS (SELECT o.*, CASE WHEN $4 THEN coalesce(max(o.base) OVER around, 0) END AS neighbour,
+                        CASE WHEN $4 THEN max(o.base) OVER source END AS source
+                 FROM own o
+                 WINDOW source AS (PARTITION BY o.source_id),
+                        around AS (PARTITION BY o.source_id ORDER BY o.position
+                                   RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE GROUP)),
+     -- Relevance only counts with a floor: the share of the query's words is read for each row
+     -- then, and for the rows kept otherwise.
+     graded AS (SELECT c.*, CASE WHEN $4 THEN c.base + $9::float8 * c.neighbour + $10::float8 * c.source ELSE c.base END AS score,
+                       $13::float8 <= 0 OR r.relevance >= $13::float8 + 0.0001 AS sure
+                FROM context c,
+                     LATERAL (SELECT CASE WHEN c.similarity IN ('NaN', 'Infinity', '-Infinity') THEN 0
+                                          ELSE $11::float8 * greatest(0, c.similarity) + $12::float8 * c.share END AS relevance) r
+                WHERE $13::float8 <= 0 OR r.relevance >= $13::float8 - 0.0001),
+     cut AS (SELECT g.*, coalesce(sum(greatest(1, (g.chars + 3) / 4)) FILTER (WHERE g.sure) OVER w, 0) AS tokens_before,
+                    count(*) FILTER (WHERE g.sure) OVER w AS before
+             FROM graded g
+             WINDOW w AS (ORDER BY g.score DESC, g.terms DESC, g.id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING))
+SELECT b.best, k.* FROM best b
+LEFT JOIN LATERAL (SELECT /*columns*/, c.similarity, c.keyword, c.in_window, /*share*/ AS share, c.chars, c.terms AS words,
+                          c.base, c.neighbour, c.source, c.score, c.semantic
+                   FROM cut c, LATERAL (SELECT * FROM memories m WHERE m.ctid = c.tid AND m.id = c.id AND m.bank_id = $1 OFFSET 0) m
+                   WHERE c.before < coalesce($14::int, 2147483647) AND c.tokens_before <= $15::int) k ON true
+ORDER BY k.score DESC, k.words DESC, k.id;
 
--- recall_rows --
--- The memories a recall returns ($2: recall_scores ranked them, under the filters, and the cut
--- kept them), read in full, each by its primary key (as recall_scores reads its rows).
-SELECT /*columns*/ FROM unnest($2::uuid[]) u(id),
-       LATERAL (SELECT * FROM memories m WHERE m.id = u.id AND m.bank_id = $1 OFFSET 0) m;
+-- recall_scores_columns --
+-- Fragment of recall_ranked: what ranking needs of one memory `m` (its keyword, window and share
+-- parts filled in as /*keyword*/, /*window*/, /*share*/).
+length(m.text) AS chars, length(m.tsv) AS terms, 1 - (m.embedding <=> $3) AS similarity,
+/*keyword*/ AS keyword, /*window*/ AS in_window, CASE WHEN $13::float8 > 0 THEN /*share*/ END AS share

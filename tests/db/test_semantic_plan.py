@@ -19,7 +19,7 @@ from hindsight.db.pool import Pools
 from hindsight.db.sql import Q, fill
 from hindsight.engine.banks import sizes as sizes_module
 from hindsight.engine.banks.sizes import EXACT_BANK_ROWS, EXACT_READ_ROWS, BankSizes, ranks_exactly
-from hindsight.engine.search.arms.semantic import semantic_ids
+from hindsight.engine.search.arms.semantic import semantic_ids, semantic_sql
 from hindsight.engine.search.conditions import request_filters
 from hindsight.engine.search.fusion import ARM_LIMIT
 from hindsight.engine.search.schemas import RecallRequest
@@ -81,12 +81,13 @@ async def test_every_walk_of_the_vector_index_is_sorted_after(sized_db):
         async with pools.shared.acquire() as conn:
             qvec = await conn.fetchval("SELECT embedding FROM memories WHERE bank_id = 'big' LIMIT 1")
             f = request_filters(RecallRequest(query="x"))
+            walk = Binder("big")
+            chunks = Binder("big", qvec, ["team"], "ann", ARM_LIMIT)
             statements = {
-                "recall_semantic": Binder("big", qvec, ARM_LIMIT),
-                "chunk_semantic": Binder("big", qvec, ["team"], "ann", ARM_LIMIT),
+                "recall_semantic_walk": (semantic_sql(walk, walk(qvec), f, sort=False), walk),
+                "chunk_semantic": (fill(Q.chunk_semantic, filter=""), chunks),
             }
-            for name, p in statements.items():
-                sql = fill(getattr(Q, name), filter="" if name == "chunk_semantic" else f.into(p))
+            for name, (sql, p) in statements.items():
                 plan = json.loads(await conn.fetchval("EXPLAIN (FORMAT JSON) " + sql, *p.values))[0]["Plan"]
                 assert plan["Node Type"] == "Sort", (name, plan["Node Type"])
     finally:
@@ -134,7 +135,7 @@ async def test_the_exact_statement_never_walks_the_index(sized_db):
 
         async def run(read: int) -> tuple[list, dict]:
             p = Binder("big", qvec, ARM_LIMIT, read)
-            sql = fill(Q.recall_semantic_exact, filter=f.into(p))
+            sql = fill(Q.recall_semantic_sort, vector="$2", limit="$3", read="$4", filter=f.into(p))
             async with conn.transaction():
                 await conn.execute("SET LOCAL enable_sort = off")
                 await conn.execute("SET LOCAL enable_seqscan = off")

@@ -75,6 +75,12 @@ STAND_INS = {
     "keyword": "0",
     "share": "0",
     "window": "NULL",
+    # the semantic arm's query: its vector and how many of the bank's rows it reads
+    "vector": "$2",
+    "read": "1",
+    # recall_ranked: its scored columns and the semantic arm it may run
+    "scores": Q.recall_scores_columns,
+    "semantic": Q.recall_semantic_sort,
     # Document search's keyword statement: a branch a phrase, whose candidates are chunk seeds.
     "branches": Q.chunk_keyword_branch.replace("/*candidates*/", Q.chunk_keyword_seed + " c"),
     "phrase": "1",

@@ -1,16 +1,17 @@
-"""Recall: the arms run at once, each one indexed query; their hits and the memories beside them
-are scored and ranked, and cut to the caller's limits.
+"""Recall: the arms find the candidates, each one indexed query; one statement scores them and the
+memories beside them, ranks them and reads the memories kept.
 
 - semantic (arms/semantic.py): nearest the query's embedding;
 - keyword (arms/keyword.py): the query's content words, ranked by their rarity in the bank;
 - temporal (arms/temporal.py): memories in a time window the query names ("last May").
-The arms find the candidates; every candidate, and in hybrid mode the memories just before and
-after each in its source, is then scored the same way (details.py) and ranked by score-level
-fusion with its context (fusion.py); the ranking is cut to relevance, top_k and the token budget
-(budget.py) and only the memories kept are read in full. `mode` narrows this to the semantic arm
-(vector) or the keyword arm (keyword), each ranked by its own score without context; `filter`
-(filters.py) and the relevance threshold (relevance.py) apply in every mode. `trace` returns each
-result's scores (trace.py).
+The keyword arm runs while the query is embedded. Then every candidate, and in hybrid mode the
+memories just before and after each in its source, is scored the same way and ranked by
+score-level fusion with its context (fusion.py has the formula), cut to relevance, top_k and the
+token budget (budget.py), and the memories kept are read in full: one statement, recall_ranked
+(details.py), which also runs the semantic arm of a bank small enough to sort. `mode` narrows
+this to the semantic arm (vector) or the keyword arm (keyword), each ranked by its own score
+without context; `filter` (filters.py) and the relevance threshold (relevance.py) apply in every
+mode. `trace` returns each result's scores (trace.py).
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from hindsight.engine.search.arms.semantic import semantic_ids
 from hindsight.engine.search.arms.temporal import temporal_ids
 from hindsight.engine.search.budget import cut
 from hindsight.engine.search.conditions import request_filters
-from hindsight.engine.search.details import Words, read_memories, read_scores
-from hindsight.engine.search.fusion import candidates, rank, weights_for
+from hindsight.engine.search.details import Limits, Ranking, Words, read_ranked
+from hindsight.engine.search.fusion import candidates, weights_for
 from hindsight.engine.search.schemas import RecallRequest, RecallResult
 from hindsight.engine.search.trace import recall_trace
 from hindsight.language.cjk import has_cjk, has_cjk_beyond_han
@@ -48,6 +49,8 @@ async def recall(rt: Runtime, bank_id: str, req: RecallRequest) -> RecallResult:
     f = request_filters(req)
 
     hybrid = req.mode == "hybrid"
+    windows = find_time_windows(req.query, base) if hybrid else []
+    window = windows[0] if windows else None
     words = content_words(req.query)
     keyword: asyncio.Future | None = None
     if words and req.mode != "vector":
@@ -64,12 +67,18 @@ async def recall(rt: Runtime, bank_id: str, req: RecallRequest) -> RecallResult:
             with contextlib.suppress(BaseException):  # its own error, if it had one, is not this one
                 await keyword
         raise
+    # The semantic arm of a bank it sorts runs inside the ranking's statement, a round trip fewer,
+    # unless the time arm runs: then the two run at once, each on a connection of its own, before
+    # it. A walk of the vector index runs on its own: PostgreSQL plans it for each call (its
+    # generic plan cannot see how much of the index the bank holds), and planning the whole
+    # ranking each call would cost more than the round trip. Inside, the statement's time is the
+    # semantic arm's in /metrics.
+    inside = sort and window is None
     arms: dict[str, Awaitable] = {}
-    if req.mode != "keyword":
+    if req.mode != "keyword" and not inside:
         arms["semantic"] = timed("semantic", semantic_ids(rt, bank_id, qvec, f, sort))
-    windows = find_time_windows(req.query, base) if hybrid else []
-    if windows:
-        arms["temporal"] = timed("temporal", temporal_ids(rt, bank_id, qvec, f, windows[0]))
+    if window is not None:
+        arms["temporal"] = timed("temporal", temporal_ids(rt, bank_id, qvec, f, window))
     found = dict(zip(arms, await asyncio.gather(*arms.values())))
     weighed: Words | None = None
     if keyword is not None:
@@ -78,30 +87,28 @@ async def recall(rt: Runtime, bank_id: str, req: RecallRequest) -> RecallResult:
     ids, found_by = candidates({arm: found[arm] for arm in ("semantic", "keyword", "temporal") if arm in found})
 
     weights = weights_for(req.mode, reads(rt.embedder, req.query))
-    scored = await read_scores(
-        rt, bank_id, ids, f, req, qvec, weighed, windows[0] if windows else None, neighbours=weights.context
-    )
-    of = {s.row.id: s for s in scored}
-    ranked = rank((s.row for s in scored), weights)
+    limits = Limits(req.threshold(), req.top_k, req.max_tokens)
+    ranking = Ranking(bank_id, ids, f, req.mode, req.query, qvec, weighed, window, weights, limits, inside)
+    read, best = await (timed("semantic", read_ranked(rt, ranking)) if inside else read_ranked(rt, ranking))
     kept, total = cut(
-        ((r, r.score, of[r.id].relevance) for r in ranked),
-        req.max_tokens,
-        req.top_k,
-        req.threshold(),
-        lambda r: tokens_of_chars(of[r.id].chars),
+        ((x, x.ranked.score, x.relevance) for x in read),
+        limits.max_tokens,
+        limits.top_k,
+        limits.floor,
+        lambda x: tokens_of_chars(x.chars),
     )
-    rows = await read_memories(rt, bank_id, [r.id for r, _, _ in kept])
     # Memories are made only for the rows the cut keeps: making one costs more than anything else
     # done per row.
     results = []
-    for r, score, rel in kept:
-        if r.id in rows:
-            by = found_by.get(r.id, ["neighbour"])
-            results.append(to_memory(rows[r.id], score=round(score, 6), arms=by, relevance=rel))
+    arms_of: dict = {}
+    for x, score, rel in kept:
+        # "neighbour": read as the memory beside a hit, found by no arm.
+        by = (["semantic"] if x.semantic else []) + found_by.get(x.ranked.id, []) or ["neighbour"]
+        arms_of[x.ranked.id] = by
+        results.append(to_memory(x.row, score=round(score, 6), arms=by, relevance=rel))
     trace = None
     if req.trace:
-        best = max((s.row.keyword for s in scored), default=0.0)
-        trace = recall_trace(weights, [r for r, _, _ in kept if r.id in rows], found_by, best)
+        trace = recall_trace(weights, [x.ranked for x, _, _ in kept], arms_of, best)
     return RecallResult(bank_id=bank_id, query=req.query, results=results, total_tokens=total, trace=trace)
 
 

@@ -44,8 +44,9 @@ class RecallTrace(BaseModel):
 
 
 def recall_trace(
-    w: Weights, ranked: Sequence[Ranked], found_by: dict[Hashable, list[str]], keyword_best: float
+    w: Weights, ranked: Sequence[Ranked], arms: dict[Hashable, list[str]], keyword_best: float
 ) -> RecallTrace:
+    """The trace of the results `ranked`, in their order, each with the arms that found it."""
     weights = {"semantic": w.semantic, "keyword": w.keyword, "time": w.time}
     if w.context:
         weights |= {"neighbour": w.neighbour, "source": w.source}
@@ -55,7 +56,7 @@ def recall_trace(
         results=[
             ResultTrace(
                 id=str(r.id),
-                arms=found_by.get(r.id, ["neighbour"]),
+                arms=arms[r.id],
                 semantic=_r(r.semantic),
                 keyword=_r(r.keyword),
                 time=r.time,

@@ -20,7 +20,7 @@ async def keyword_ids(rt: Runtime, bank_id: str, words: list[str], f: Fragment) 
     """The keyword arm, ranked by the summed inverse document frequency of the query words a
     memory contains (BM25's idf with binary term frequency): its hits' ids, and the words it
     weighed with their rarity (None when the bank holds none of them), so that every row ranked
-    gets its keyword score the same way (details.read_scores).
+    gets its keyword score the same way (details.ranked_statement).
 
     Document frequencies come from bank_lexemes (migration 004), one index lookup per word.
     On a large bank, candidates are the memories holding the rarest words, taken rarest first

@@ -15,13 +15,21 @@ if TYPE_CHECKING:
     from hindsight.engine.runtime import Runtime
 
 
-async def semantic_ids(rt: Runtime, bank_id: str, qvec, f: Fragment, sort: bool) -> list:
-    """The semantic arm: the bank's memories nearest the query, by a walk of the HNSW index all
-    banks share, or (`sort`) by sorting the bank's own rows when it is small beside the others
-    (engine/banks/sizes.py; PostgreSQL's planner prices the walk as if the bank filter cost nothing, and
-    walked a bank of 5,000 memories beside one of 100,000 at 16-42 ms)."""
+def semantic_sql(p: Binder, vector: str, f: Fragment, sort: bool) -> str:
+    """The arm's query (its ids, nearest first) for the bank $1 of `p` and the query vector bound
+    at `vector`: by sorting the bank's own rows (`sort`, engine/banks/sizes.py; PostgreSQL's
+    planner prices the walk as if the bank filter cost nothing, and walked a bank of 5,000
+    memories beside one of 100,000 at 16-42 ms) or by a walk of the HNSW index all banks share.
+    Its own statement, or a part of recall_ranked's."""
     if sort:
-        p = Binder(bank_id, qvec, ARM_LIMIT, EXACT_READ_ROWS)
-        return await fetch_ids(rt, fill(Q.recall_semantic_exact, filter=f.into(p)), *p.values)
-    p = Binder(bank_id, qvec, ARM_LIMIT)
-    return await fetch_ids(rt, fill(Q.recall_semantic, filter=f.into(p)), *p.values)
+        return fill(
+            Q.recall_semantic_sort, vector=vector, limit=p(ARM_LIMIT), read=p(EXACT_READ_ROWS), filter=f.into(p)
+        )
+    return fill(Q.recall_semantic_walk, vector=vector, limit=p(ARM_LIMIT), filter=f.into(p))
+
+
+async def semantic_ids(rt: Runtime, bank_id: str, qvec, f: Fragment, sort: bool) -> list:
+    """The semantic arm on its own: the bank's memories nearest the query (semantic_sql)."""
+    p = Binder(bank_id)
+    sql = semantic_sql(p, p(qvec), f, sort)
+    return await fetch_ids(rt, sql, *p.values)
