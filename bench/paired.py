@@ -12,9 +12,8 @@ Each tree's server runs on this Python from the tree's own directory, so it impo
 finds vectors recorded as another embedding model's re-embeds them all before it serves (a model
 name changes with the code, e.g. the Chinese gloss): keep a database (--data) only between trees of
 one model name; a fresh one is made empty, before either server starts, so neither has any to
-redo. The LoCoMo
-conversations are retained through NEW and a bank is grown to --scale memories beside them
-(bench/locomo.py's synthesis). Then, on the LoCoMo banks and on the big bank: every question goes
+redo. The LoCoMo conversations are retained through NEW and a bank is grown to --scale memories
+beside them (bench/locomo.py's synthesis). Then, on the LoCoMo banks and on the big bank: every question goes
 to each server in chunks of --chunk, which server goes first alternating, for the sequential p50
 and p95, each chunk's p50 and p95 as a ratio to OLD's (the median is printed), and the server's and
 PostgreSQL's CPU a recall; 16-client phases of --per-round recalls alternate, --rounds each, for the

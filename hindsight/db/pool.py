@@ -111,9 +111,8 @@ _SETTINGS = {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100", "j
 #
 # Its connections also stop an HNSW walk at TEMPORAL_WALK_ROWS rows (pgvector's default 20,000):
 # the time arm, the one statement here that walks the index with a filter, ranks the window
-# exactly when the walk stops short; at 20,000 rows a walk took 50-66 ms on a 100k bank, and at
-# 1,500 the walks that did return 60 were less often the nearest (bench/README.md, "Temporal arm:
-# a short walk, then exact").
+# exactly when the walk stops short; a long walk is slow on a large bank, and a much shorter one
+# returns the nearest less often (bench/README.md, "Temporal arm: a short walk, then exact").
 TEMPORAL_WALK_ROWS = 3_000
 _PLANNED = _SETTINGS | {"plan_cache_mode": "force_custom_plan", "hnsw.max_scan_tuples": str(TEMPORAL_WALK_ROWS)}
 

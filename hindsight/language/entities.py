@@ -3,7 +3,7 @@
 A heuristic rather than an NLP library because the small libraries that tag names (spaCy,
 flair, stanza) fetch their models from a hub at run time, which fails offline. It finds proper
 names (people, places, organisations) in English text well enough for a bank's entities (listed,
-filtered on, shown on each memory, read by reflect); the LLM path (issue 3) replaces it.
+filtered on, shown on each memory, read by reflect); the LLM path (engine/memory/extraction.py) replaces it.
 Rules: a run of capitalised words (allowing "of", "the", "de", "&" inside) that is not a lone
 sentence-initial common word; "-ing/-ed" words, pronouns, weekdays and months are not names.
 Kind: `organization` by suffix (Inc, University, ...), `place` after in/at/from/to or by suffix

@@ -3,10 +3,10 @@
 The official MCP SDK client validates every structured tool result against the tool's output
 schema with `jsonschema`, in Python, on the caller's CPU. A recall result carries ~100
 memories of ~16 fields each, and pydantic writes each optional field as
-`anyOf: [{type: X}, {type: null}]` plus a `title` and a `default`: checking one result cost
-the client ~60-70 ms of CPU, three times what the server spent answering it (bench/README.md,
-"Where the time goes (issue 27)"). The same constraints written as `type: [X, "null"]`,
-without the annotations no client checks (`title`, `default`), cost ~40% less. Descriptions
+`anyOf: [{type: X}, {type: null}]` plus a `title` and a `default`: checking one result costs
+the client more CPU than the server spent answering it (bench/README.md, "Where the time goes
+(issue 27)"). The same constraints written as `type: [X, "null"]`, without the annotations no
+client checks (`title`, `default`), cost markedly less. Descriptions
 stay: they tell an agent what a field means.
 
 A tool's failure is its result too (SEP-1303: flagged `isError`, mcp/servers.py `tool_error`),

@@ -68,7 +68,7 @@ class RequestState:
 
 async def _from_scope(ctx: Context) -> RequestState:
     """Async although it never waits: the SDK runs a synchronous resolver on a worker thread,
-    a hop there and back on every tool call (~0.3 ms of CPU a call under load)."""
+    a hop there and back on every tool call."""
     request = ctx.request_context.request
     state = (getattr(request, "scope", None) or {}).get(SCOPE_KEY)
     if state is None:  # a server wired without the router: ours to fix, not the caller's
@@ -388,8 +388,8 @@ def _tool(td: ToolDef, engine: Engine, multi: bool, resolver, local: bool = Fals
     tool.fn_metadata.output_schema = with_tool_error(cheap_to_validate(tool.fn_metadata.output_schema))
     if td.lean_result:
         # A lean result is the dump of the tool's own response model, so the SDK's check of it
-        # against that model on the way out can only pass: ~0.3 ms of the event loop a recall of
-        # 75 memories (bench/README.md, "Small retains in the query lane"). The schema stays.
+        # against that model on the way out can only pass and costs event-loop time a call
+        # (bench/README.md, "Small retains in the query lane"). The schema stays.
         tool.fn_metadata.output_model = None
     return tool
 

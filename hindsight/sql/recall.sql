@@ -18,9 +18,9 @@ ORDER BY d + 0, id
 -- recall_semantic_sort --
 -- Fragment: the semantic arm for a bank that is small beside the others (engine/banks/sizes.py),
 -- as recall_semantic_walk: its own rows, ranked by distance. A walk of the shared index reads
--- about /*limit*/ / (the bank's share of it) rows to find that many of the bank's; for 5,000
--- memories beside 100,000 that was 16-20 ms against ~5 ms for this (bench/README.md, "Semantic
--- arm: a small bank beside a big one"). At most /*read*/ of its rows are read (the count it was
+-- about /*limit*/ / (the bank's share of it) rows to find that many of the bank's, several
+-- times the cost of this sort for a small bank (bench/README.md, "Semantic arm: a small bank
+-- beside a big one"). At most /*read*/ of its rows are read (the count it was
 -- chosen by may be seconds old), the filters after; the subquery's LIMIT also keeps it whole, so
 -- the ordering outside is a sort, never a walk. Equal distances (a turn said twice) by id, the
 -- order retained (engine/memory/ids.py).
@@ -43,8 +43,8 @@ SELECT coalesce((SELECT n FROM bank_lexemes WHERE bank_id = $1 AND lexeme = ''),
 -- nearest the query vector first. Planned for each call's window (engine/recall.temporal_ids):
 -- a narrow window is read whole and sorted, a wide one walked through the HNSW index with the
 -- window as a filter. That walk assumes the window's memories are spread evenly among the query's
--- neighbours; when they were not (a month of other speakers' turns) it walked ~19,000 rows for
--- 50-66 ms and still returned mostly the wrong ones. The planned pool's connections stop a walk
+-- neighbours; when they are not (a month of other speakers' turns) it walks far and still
+-- returns mostly the wrong ones. The planned pool's connections stop a walk
 -- at 3,000 rows (db/pool.py); a walk that stops short of $3 memories (a window far from the
 -- query, or one the request's filters thin out) is replaced by an exact ranking of the window
 -- (bench/README.md, "Temporal arm: a short walk, then exact"). That ranking reads a bounded
@@ -113,8 +113,8 @@ SELECT c.id, /*score*/ AS score FROM q, /*candidates*/ ORDER BY score DESC, leng
 -- recall_keyword_seed --
 -- Fragment of recall_keyword for a large bank: the memories one seed query (/*match*/) finds under
 -- the filters, at most /*limit*/ of them; the candidates are the union of these. /*rows*/ as in
--- recall_keyword_own: memory_terms, ~0.3 KB a row, costs ~0.6 ms less a recall at 100,000 memories
--- than the ~2 KB rows of memories (migration 015).
+-- recall_keyword_own: memory_terms, rows a fraction of the size of memories' (migration 015), so
+-- fewer pages are read a recall.
 (SELECT m.id, m.tsv FROM /*rows*/ m WHERE m.bank_id = $1 AND m.tsv @@ to_tsquery('english', /*match*/) /*filter*/
  LIMIT /*limit*/)
 
@@ -151,8 +151,8 @@ WITH q AS MATERIALIZED (SELECT array_agg(to_tsquery('english', w) ORDER BY i) AS
      found AS (SELECT id, bool_or(semantic) AS semantic
                FROM (SELECT id, true AS semantic FROM sem UNION ALL SELECT unnest($2::uuid[]), false) x GROUP BY id),
      -- OFFSET 0 keeps each primary-key lookup a lookup, where a join left to the planner, with a
-     -- fresh bank's row count not yet in its statistics, read the whole bank and matched each row
-     -- against every id (~30 ms instead of ~1 for 240 rows).
+     -- fresh bank's row count not yet in its statistics, may read the whole bank and match each row
+     -- against every id.
      hit AS MATERIALIZED (SELECT m.id, m.tid, m.source_id, m.position, /*scores*/, u.semantic,
                                  coalesce(true /*filter*/, false) AS passes
                           FROM q, found u,

@@ -85,8 +85,8 @@ def recall_scores(t: ResultTrace) -> M.RecallScores:
 def recall_answer(result: RecallResult) -> bytes:
     """The recall answer as JSON, in RecallOut's shape (every field, nulls too), written from the
     engine's result in one pass. Why: making a RecallResultOut of each of ~100 results and then
-    FastAPI's check of the whole answer against its response model took ~3 ms a recall, a third
-    of the recall itself (bench/README.md, "Recall that finds what matters")."""
+    FastAPI's check of the whole answer against its response model would cost a large share of
+    the recall itself (bench/README.md, "Recall that finds what matters")."""
     traced = result.trace.results if result.trace is not None else None
     rows = [
         {
@@ -487,7 +487,7 @@ def source(d: RetainedSource) -> M.DocumentOut:
     )
 
 
-# ---- the rest of the reference's surface (issue 52) ----------------------------------------------
+# ---- the rest of the reference's surface ------------------------------------------------------------
 def disposition_update(body: M.UpdateDispositionIn, bank: Bank) -> dict[str, Any]:
     """The traits of a PUT of the profile, merged into the bank's own disposition."""
     return {"disposition": {**(bank.disposition or {}), **body.disposition.model_dump()}}

@@ -523,7 +523,7 @@ class Liveness(BaseModel):
     uptime_seconds: float
 
 
-# ---- the rest of the reference's surface (issue 52) ----------------------------------------------
+# ---- the rest of the reference's surface ------------------------------------------------------------
 class DispositionIn(Lenient):
     skepticism: int = Field(ge=1, le=5)
     literalism: int = Field(ge=1, le=5)

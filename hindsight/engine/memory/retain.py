@@ -220,8 +220,8 @@ STEP_UNITS = 128
 # A retain of at most SHORT_ITEMS items and SHORT_CHARS characters in all (an agent's one fact,
 # a turn or two: about the model's 256-token window) is a query's worth of model work. It is split
 # and embedded in one hop on the query threads (embedder.short), in turn with recalls. Through the
-# CPU slots it took two turns at a semaphore of two, each handover waiting for the event loop:
-# under 64 MCP clients retains took 870 ms at the median where recalls took 120 (bench/README.md,
+# CPU slots it would take two turns at a semaphore of two, each handover waiting for the event
+# loop, so under many clients small retains would wait far longer than recalls (bench/README.md,
 # "Small retains in the query lane").
 SHORT_ITEMS = 4
 SHORT_CHARS = 1_200

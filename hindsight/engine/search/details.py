@@ -101,7 +101,7 @@ async def read_ranked(rt: Runtime, r: Ranking) -> tuple[list[Read], float]:
 
 # The statement's text depends on how many query words it weighs; padded to the next of these
 # counts, a few texts serve every query, and PostgreSQL keeps a plan of each for each pooled
-# connection instead of planning the statement anew (~1 ms) whenever the count changes.
+# connection instead of planning the statement anew whenever the count changes.
 WORD_COUNTS = (4, 8, 16, MAX_QUERY_WORDS)
 
 

@@ -18,9 +18,9 @@ if TYPE_CHECKING:
 KEYWORD_SCAN_CAP = 3_000
 
 
-# Lower saved ~0.3 ms a keyword arm at 100k, but each seed past it is a full-text AND that decodes
-# every other query word's postings: 32 words, ten of them seeds, took 42 ms instead of 15 at 300
-# (bench/README.md, "Keyword arm: fetch fewer seeds whole (measured, not kept)").
+# Lower would save a little per keyword arm, but each seed past it is a full-text AND that decodes
+# every other query word's postings, far dearer for a long query (bench/README.md, "Keyword arm:
+# fetch fewer seeds whole (measured, not kept)").
 SEED_FETCH_ALL = 1_000
 
 

@@ -73,8 +73,8 @@ async def keyword_ids(rt: Runtime, bank_id: str, words: list[str], f: Fragment) 
             # a short list too (as document search does) gave 6 of 308 LoCoMo questions at 100k up
             # to 43 more memories sharing only a common word, whose fused ranks reach a top 10;
             # and a second statement only when needed keeps the usual one as it was (as one
-            # statement, +0.2-0.5 ms at 100k; bench/README.md, "Documents: the keyword arm weighs
-            # rare words").
+            # statement it would cost every recall; bench/README.md, "Documents: the keyword arm
+            # weighs rare words").
             sql, values = statement(left)
             rows = await conn.fetch(sql, *values)
     return [r[0] for r in rows], Words([w for _, w in present], idf)

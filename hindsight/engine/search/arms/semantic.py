@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 def semantic_sql(p: Binder, vector: str, f: Fragment, sort: bool) -> str:
     """The arm's query (its ids, nearest first) for the bank $1 of `p` and the query vector bound
     at `vector`: by sorting the bank's own rows (`sort`, engine/banks/sizes.py; PostgreSQL's
-    planner prices the walk as if the bank filter cost nothing, and walked a bank of 5,000
-    memories beside one of 100,000 at 16-42 ms) or by a walk of the HNSW index all banks share.
+    planner prices the walk as if the bank filter cost nothing, so it would walk a small bank
+    beside a big one) or by a walk of the HNSW index all banks share.
     Its own statement, or a part of recall_ranked's."""
     if sort:
         return fill(
