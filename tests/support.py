@@ -279,6 +279,11 @@ def tool_error(result) -> dict:
     return body
 
 
+async def tool_failure_message(client, name: str, args: dict) -> str:
+    """The message of a tool call that failed (tool_error's checks), called through `client`."""
+    return tool_error(await client.call_tool(name, args))["message"]
+
+
 class Receiver:
     """A webhook receiver on 127.0.0.1: records every request (path, headers, body) and answers
     with the statuses `answers` holds, in turn (then 200s); `verify(secret)` checks each

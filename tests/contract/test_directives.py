@@ -13,7 +13,7 @@ import pytest
 from hindsight.engine.access.keys import Principal
 
 from conftest import fresh_database, llm_env, mcp_local, running_app
-from support import tool_error as failed
+from support import tool_failure_message as tool_error
 
 
 def _system_prompts(stub, task: str, since: int) -> list[str]:
@@ -24,11 +24,6 @@ def _system_prompts(stub, task: str, since: int) -> list[str]:
         if f"TASK: {task}" in system:
             out.append(system)
     return out
-
-
-async def tool_error(client, name: str, args: dict) -> str:
-    """The message of a tool call that failed: a result flagged isError (the MCP specification)."""
-    return failed(await client.call_tool(name, args))["message"]
 
 
 async def test_directives_over_rest_and_the_reference_api(rest, bank):

@@ -10,18 +10,13 @@ import asyncio
 from hindsight.engine.access.keys import Principal
 
 from conftest import mcp_local
-from support import tool_error as failed
+from support import tool_failure_message as tool_error
 
 
 async def recall_texts(rest, bank, query):
     r = await rest.post(f"/v1/banks/{bank}/recall", json={"query": query})
     assert r.status_code == 200, r.text
     return [m["text"] for m in r.json()["results"]]
-
-
-async def tool_error(client, name: str, args: dict) -> str:
-    """The message of a tool call that failed: a result flagged isError (the MCP specification)."""
-    return failed(await client.call_tool(name, args))["message"]
 
 
 async def test_written_pages_are_found_by_recall(rest, bank):
