@@ -122,7 +122,8 @@ SELECT c.id, /*score*/ AS score FROM q, /*candidates*/ ORDER BY score DESC, leng
 -- Recall's ranking in one round trip (engine/search/details.py): the hits of the semantic arm
 -- (/*semantic*/: recall_semantic_sort when it runs here, for a bank small enough to sort; none
 -- when it ran on its own) and of the other arms ($2) and, when $4, the memories just before and
--- after each in its source (same source_id, adjacent position), scored, ranked by score-level
+-- after each of the best $16 hits (the leads) in its source (same source_id, adjacent position),
+-- scored, ranked by score-level
 -- fusion with their context (engine/search/fusion.py has the formula; $6-$10 its weights:
 -- semantic, keyword, time, neighbour, source), cut to the caller's limits, and the memories kept
 -- read in full, each with whether the semantic arm found it here. One round trip instead of a
@@ -138,7 +139,7 @@ SELECT c.id, /*score*/ AS score FROM q, /*candidates*/ ORDER BY score DESC, leng
 -- index has found it, and a kept one again for its columns by its tuple id (the same snapshot:
 -- the same row). The filters apply to every row ranked, the hits too (a hit the keyword arm found
 -- in memory_terms, migration 015, or one edited since its arm ran, is checked on the memory
--- itself); a hit they leave out still has its neighbours read. The cut is Python's (budget.cut,
+-- itself), and a hit they leave out is no lead. The cut is Python's (budget.cut,
 -- on each row's relevance as results carry it, rounded to 4 places); this passes it every row
 -- it could keep and at most one more: rows sure to pass the floor (relevance 0.0001 above it;
 -- rounding moves it by at most 0.00005) count toward top_k ($14, NULL: none) and max_tokens ($15),
@@ -157,11 +158,21 @@ WITH q AS MATERIALIZED (SELECT array_agg(to_tsquery('english', w) ORDER BY i) AS
                                  coalesce(true /*filter*/, false) AS passes
                           FROM q, found u,
                                LATERAL (SELECT m.*, m.ctid AS tid FROM memories m WHERE m.id = u.id AND m.bank_id = $1 OFFSET 0) m),
-     -- Each hit's neighbours looked up in the (bank_id, source_id, position) index, one range a
-     -- hit (joined as a set, the planner matched the positions alone and filtered ~30 rows a hit
+     -- The hits whose neighbours are read: the best $16 of those the filters keep by their own
+     -- score (recall_base, its keyword part scaled by the best keyword score among them), the lower
+     -- id first of equals. A weaker hit still gains from a lead beside it, and a memory beside a
+     -- weak hit alone seldom ranks high: reading fewer neighbours costs the ranking little and
+     -- saves a lookup and a scored row each (bench/README.md, "Neighbours of the best hits").
+     lead AS (SELECT s.source_id, s.position
+              FROM hit s, (SELECT coalesce(max(keyword), 0) AS best FROM hit WHERE passes) b
+              WHERE s.passes
+              ORDER BY /*base*/ DESC, s.id
+              LIMIT $16::int),
+     -- Each lead's neighbours looked up in the (bank_id, source_id, position) index, one range a
+     -- lead (joined as a set, the planner matched the positions alone and filtered ~30 rows a hit
      -- by source), each once, then read by its tuple id and scored.
      near AS (SELECT DISTINCT n.id, n.tid
-              FROM hit h, LATERAL (SELECT m.id, m.ctid AS tid FROM memories m
+              FROM lead h, LATERAL (SELECT m.id, m.ctid AS tid FROM memories m
                                    WHERE $4 AND m.bank_id = $1 AND m.source_id = h.source_id
                                      AND m.position BETWEEN h.position - 1 AND h.position + 1
                                      AND m.position <> h.position /*filter*/ OFFSET 0) n
@@ -176,11 +187,7 @@ WITH q AS MATERIALIZED (SELECT array_agg(to_tsquery('english', w) ORDER BY i) AS
                 FROM beside),
      best AS (SELECT coalesce(max(keyword), 0) AS best FROM scored),
      -- A vector of zeros has no direction (an import can hold one): its NaN similarity counts as 0.
-     own AS (SELECT s.*,
-                    $6::float8 * (CASE WHEN s.similarity IN ('NaN', 'Infinity', '-Infinity') THEN 0 ELSE s.similarity END)
-                    + (CASE WHEN b.best > 0 THEN $7::float8 / b.best ELSE 0 END) * s.keyword
-                    + (CASE WHEN s.in_window THEN $8::float8 ELSE 0 END) AS base
-             FROM scored s, best b),
+     own AS (SELECT s.*, /*base*/ AS base FROM scored s, best b),
      -- The better base of the memories just before and after each (the positions either side of
      -- its own, EXCLUDE GROUP leaving out those at its own), and the best base in its source: two
      -- windows over one sort.
@@ -208,6 +215,13 @@ LEFT JOIN LATERAL (SELECT /*columns*/, c.similarity, c.keyword, c.in_window, /*s
                    FROM cut c, LATERAL (SELECT * FROM memories m WHERE m.ctid = c.tid AND m.id = c.id AND m.bank_id = $1 OFFSET 0) m
                    WHERE c.before < coalesce($14::int, 2147483647) AND c.tokens_before <= $15::int) k ON true
 ORDER BY k.score DESC, k.words DESC, k.id;
+
+-- recall_base --
+-- Fragment of recall_ranked: a memory's own score (fusion.py) from its row `s` (similarity,
+-- keyword, in_window) and the best keyword score `b.best`.
+$6::float8 * (CASE WHEN s.similarity IN ('NaN', 'Infinity', '-Infinity') THEN 0 ELSE s.similarity END)
++ (CASE WHEN b.best > 0 THEN $7::float8 / b.best ELSE 0 END) * s.keyword
++ (CASE WHEN s.in_window THEN $8::float8 ELSE 0 END)
 
 -- recall_scores_columns --
 -- Fragment of recall_ranked: what ranking needs of one memory `m` (its keyword, window and share

@@ -24,7 +24,7 @@ from hindsight.engine.search.arms.semantic import semantic_ids
 from hindsight.engine.search.budget import cut
 from hindsight.engine.search.conditions import request_filters
 from hindsight.engine.search.details import Limits, Ranking, Words, ranked_statement, read_ranked
-from hindsight.engine.search.fusion import Weights, weights_for
+from hindsight.engine.search.fusion import CONTEXT_LEADS, Weights, weights_for
 from hindsight.engine.search.relevance import relevance_from
 from hindsight.engine.search.schemas import RecallRequest
 from hindsight.language.time_expressions import TimeWindow
@@ -186,14 +186,30 @@ def _hits(seed: int, n: int = 40) -> list:
     return random.Random(seed).sample([m["id"] for m in MEMORIES], n) + [OTHER_ID, uuid.uuid4()]
 
 
-def _expected_ids(hits: list, context: bool) -> set:
+def leads(rows: list, hits: list, w: Weights) -> list:
+    """The hits whose neighbours are read: of the hits the filters keep (among `rows`, as the
+    statement read them), the best CONTEXT_LEADS by their own score, its keyword part scaled by
+    the best keyword score among them; of equal scores the lower id."""
+    kept = [r for r in rows if r["id"] in set(hits)]
+    best = max((r["keyword"] for r in kept), default=0.0)
+    scale = w.keyword / best if best > 0 else 0.0
+
+    def own(r) -> float:
+        similarity = r["similarity"] if math.isfinite(r["similarity"]) else 0.0
+        return w.semantic * similarity + scale * r["keyword"] + (w.time if r["in_window"] else 0.0)
+
+    return sorted(kept, key=lambda r: (-own(r), r["id"]))[:CONTEXT_LEADS]
+
+
+def _expected_ids(hits: list, context: bool, rows: list | None = None, w: Weights | None = None) -> set:
     """The hits of this bank the filters keep and, with context, the memories just before and
-    after each hit (kept or not) that the filters keep."""
+    after each lead (leads(), from the `rows` read with weights `w`) that the filters keep."""
     by_id = {m["id"]: m for m in MEMORIES}
     found = [by_id[h] for h in hits if h in by_id]
     ids = {m["id"] for m in found if not m["superseded"]}
     if context:
-        places = {(m["source_id"], m["position"] + d) for m in found for d in (-1, 1)}
+        assert rows is not None and w is not None
+        places = {(r["source_id"], r["position"] + d) for r in leads(rows, hits, w) for d in (-1, 1)}
         ids |= {m["id"] for m in MEMORIES if (m["source_id"], m["position"]) in places and not m["superseded"]}
     return ids
 
@@ -216,7 +232,7 @@ async def test_the_statement_ranks_as_the_formula_does(conn, query, mode, window
     hits = _hits(len(query))
     r = _ranking(query, hits, mode, window)
     rows = await _rows(conn, r)
-    assert {row["id"] for row in rows} == _expected_ids(hits, r.weights.context)
+    assert {row["id"] for row in rows} == _expected_ids(hits, r.weights.context, rows, r.weights)
     want = reference(rows, r.weights)
     got = [(row["id"], row["base"], row["neighbour"], row["source"], row["score"]) for row in rows]
     assert got == want  # the same order and the same floats
@@ -259,6 +275,23 @@ async def test_a_turn_after_a_strong_match_rises_with_it(conn):
     for row in after:
         assert row["neighbour"] >= by_id[first["id"]]["base"]
         assert row["source"] >= by_id[first["id"]]["base"]
+
+
+async def test_only_the_best_hits_have_their_neighbours_read(conn):
+    """With more hits than CONTEXT_LEADS, a memory beside a weak hit alone is not ranked, and
+    each lead's neighbours are."""
+    query = "when did we take the ferry to the harbour"
+    hits = _hits(17, n=60)
+    rows = await _rows(conn, _ranking(query, hits))
+    ids = {row["id"] for row in rows}
+    chosen = leads(rows, hits, weights_for("hybrid", True))
+    assert len(chosen) == CONTEXT_LEADS
+    beside = {(m["source_id"], m["position"]): m["id"] for m in MEMORIES if not m["superseded"]}
+    around = lambda r: {beside.get((r["source_id"], r["position"] + d)) for d in (-1, 1)} - {None}  # noqa: E731
+    assert set().union(*(around(r) for r in chosen)) <= ids
+    weak = [r for r in rows if r["id"] in set(hits) and r not in chosen]
+    left_out = set().union(*(around(r) for r in weak)) - set().union(*(around(r) for r in chosen)) - set(hits)
+    assert left_out and not left_out & ids
 
 
 async def test_without_context_no_neighbour_is_read_and_none_counts(conn):
