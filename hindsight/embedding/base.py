@@ -19,6 +19,12 @@ from hindsight.metrics import EMBED_SECONDS, EMBED_TEXTS
 T = TypeVar("T")
 
 
+# Query vectors kept for queries asked again (an agent re-asking within a task), ~1.9 KB each: the
+# recent repeats in half a megabyte, and a query naming what an erasure removed leaves another
+# process's cache after this many newer ones (docs/privacy.md).
+QUERY_CACHE = 256
+
+
 class BaseEmbedder:
     name: str
     dim: int
@@ -128,6 +134,6 @@ class BaseEmbedder:
             vec = self._run(self._prepared([text]))[0].astype(np.float32)
         with self._lock:
             self._cache[text] = vec
-            if len(self._cache) > 1024:
+            if len(self._cache) > QUERY_CACHE:
                 self._cache.popitem(last=False)
         return vec
