@@ -4,28 +4,57 @@ over REST (URL from --url / HINDSIGHT_URL, key from --key / HINDSIGHT_KEY)."""
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import os
 import sys
 
 import click
 
-from hindsight.cli.audit_commands import register as register_audit_commands
 from hindsight.cli.client import DEFAULT_URL, Client, make_group, pass_client
 from hindsight.cli.client import out as _out
-from hindsight.cli.directive_commands import register as register_directive_commands
-from hindsight.cli.document_commands import register as register_document_commands
-from hindsight.cli.forget_commands import register as register_forget_commands
-from hindsight.cli.llm_commands import register as register_llm_commands
-from hindsight.cli.memory_commands import register as register_memory_commands
-from hindsight.cli.migrate import register as register_migrate
 from hindsight.cli.options import body, fields
 from hindsight.engine.banks.schemas import BankCreate, BankUpdate
 from hindsight.engine.memory.schemas import RetainItem
 from hindsight.engine.search.schemas import RecallRequest
 
+# The modules of the client commands that live apart from this one, each with a `register(group)`.
+COMMAND_MODULES = (
+    "llm_commands",
+    "document_commands",
+    "memory_commands",
+    "migrate",
+    "directive_commands",
+    "forget_commands",
+    "audit_commands",
+)
 
-@click.group()
+
+class Commands(click.Group):
+    """The top-level group. COMMAND_MODULES register their commands when a command not defined
+    here, or the list of them, is first asked for: a server process (`serve`) never imports them."""
+
+    loaded = False
+
+    def load(self) -> None:
+        if not self.loaded:
+            self.loaded = True
+            for name in COMMAND_MODULES:
+                importlib.import_module(f"hindsight.cli.{name}").register(self)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        found = super().get_command(ctx, cmd_name)
+        if found is None and not self.loaded:
+            self.load()
+            found = super().get_command(ctx, cmd_name)
+        return found
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self.load()
+        return super().list_commands(ctx)
+
+
+@click.group(cls=Commands)
 @click.version_option(package_name="hindsight-memory")
 def cli() -> None:
     """Hindsight: memory banks for AI agents."""
@@ -314,15 +343,6 @@ def docs(paths: tuple[str, ...], check: bool) -> None:
             click.echo(f"{f}: tables updated")
     if stale:
         raise click.ClickException(f"out of date with the code: {', '.join(stale)}: run `hindsight docs`")
-
-
-register_llm_commands(cli)
-register_document_commands(cli)
-register_memory_commands(cli)
-register_migrate(cli)
-register_directive_commands(cli)
-register_forget_commands(cli)
-register_audit_commands(cli)
 
 
 def main() -> None:

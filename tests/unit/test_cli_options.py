@@ -43,9 +43,12 @@ def test_options_carry_the_fields_type_choices_and_repeats_and_send_only_what_wa
     ],
 )
 def test_a_model_backed_commands_field_options_are_the_models_fields_with_their_help(path, model):
-    command = cli
+    command: click.Command = cli
+    ctx = click.Context(cli)
     for name in path:
-        command = command.commands[name]  # type: ignore[attr-defined]
+        found = command.get_command(ctx, name)  # type: ignore[attr-defined]
+        assert found is not None, name
+        command = found
     shared = [p for p in command.params if isinstance(p, click.Option) and p.name in model.model_fields]
     assert shared
     for option in shared:
