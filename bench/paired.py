@@ -6,6 +6,7 @@ before").
     .venv/bin/python bench/paired.py /tmp/old .              # LoCoMo banks and a bank of 100k
     .venv/bin/python bench/paired.py /tmp/old . --scale 0    # the LoCoMo banks only
     .venv/bin/python bench/paired.py /tmp/old . --data /tmp/paired   # keep the database for the next run
+    .venv/bin/python bench/paired.py /tmp/old . --new-env HINDSIGHT_API_AUDIT_ENABLED=false   # NEW without a feature
 
 Each tree's server runs on this Python from the tree's own directory, so it imports that tree's
 `hindsight`; both must accept the same database (NEW starts first and migrates it). A server that
@@ -47,12 +48,14 @@ from hindsight.testing import Server, machine  # noqa: E402
 BIG = "scale_bank"
 
 
-def serve(tree: Path, url: str) -> Server:
-    """A server of the code in `tree` (the current directory is first on `python -m`'s path)."""
+def serve(tree: Path, url: str, env: dict | None = None) -> Server:
+    """A server of the code in `tree` (the current directory is first on `python -m`'s path), with
+    the settings `env` beside the database's."""
     here = os.getcwd()
     os.chdir(tree)
     try:
-        return Server({"HINDSIGHT_API_DATABASE_URL": url, "HINDSIGHT_API_LOG_LEVEL": "warning"}).start(timeout=300)
+        settings = {"HINDSIGHT_API_DATABASE_URL": url, "HINDSIGHT_API_LOG_LEVEL": "warning", **(env or {})}
+        return Server(settings).start(timeout=300)
     finally:
         os.chdir(here)
 
@@ -154,7 +157,7 @@ async def main(a) -> None:
     out["load_average_before"] = [round(x, 2) for x in os.getloadavg()]
     servers: dict = {}
     try:
-        servers["new"] = serve(trees["new"], url)  # it migrates the database
+        servers["new"] = serve(trees["new"], url, dict(kv.split("=", 1) for kv in a.new_env))  # it migrates
         servers["old"] = serve(trees["old"], url)
         convs = list(L.locomo.locomo_conversations())
         await prepare(url, servers["new"], a.scale, convs)
@@ -202,5 +205,13 @@ if __name__ == "__main__":
     ap.add_argument("--chunk", type=int, default=20, help="recalls each server answers in turn, sequentially")
     ap.add_argument("--rounds", type=int, default=6, help="16-client phases of each server")
     ap.add_argument("--per-round", type=int, default=200, help="recalls in a 16-client phase")
+    ap.add_argument(
+        "--new-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting of NEW's server (repeatable), e.g. HINDSIGHT_API_AUDIT_ENABLED=false to leave out a"
+        " feature OLD did not have",
+    )
     ap.add_argument("--data", default="", help="keep the database here (reused by the next run)")
     asyncio.run(main(ap.parse_args()))
