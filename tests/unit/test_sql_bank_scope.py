@@ -80,6 +80,7 @@ STAND_INS = {
     "read": "1",
     # recall_ranked: its scored columns and the semantic arm it may run
     "scores": Q.recall_scores_columns,
+    "base": Q.recall_base,
     "semantic": Q.recall_semantic_sort,
     # Document search's keyword statement: a branch a phrase, whose candidates are chunk seeds.
     "branches": Q.chunk_keyword_branch.replace("/*candidates*/", Q.chunk_keyword_seed + " c"),
