@@ -156,7 +156,7 @@ async def retain_all(client, convs, rss):
 
 
 class Fresh:
-    """Query texts the server has not seen. It keeps the last 1,024 query vectors (agents re-ask),
+    """Query texts the server has not seen. It keeps the last 256 query vectors (agents re-ask),
     and the benchmarks ask each question more than once (a warm-up, the sequential pass, the
     concurrent phases, the next bank size), so a repeat would leave the model out of the figure.
     A text already sent goes again with trailing spaces, which neither the model's tokenizer nor
