@@ -122,7 +122,8 @@ SELECT c.id, /*score*/ AS score FROM q, /*candidates*/ ORDER BY score DESC, leng
 -- Recall's ranking in one round trip (engine/search/details.py): the hits of the semantic arm
 -- (/*semantic*/: recall_semantic_sort when it runs here, for a bank small enough to sort; none
 -- when it ran on its own) and of the other arms ($2) and, when $4, the memories just before and
--- after each of the best $16 hits (the leads) in its source (same source_id, adjacent position),
+-- after each of the best hits (the leads: $16 by own score, $17 by keyword score) in its source
+-- (same source_id, adjacent position),
 -- scored, ranked by score-level
 -- fusion with their context (engine/search/fusion.py has the formula; $6-$10 its weights:
 -- semantic, keyword, time, neighbour, source), cut to the caller's limits, and the memories kept
@@ -158,16 +159,23 @@ WITH q AS MATERIALIZED (SELECT array_agg(to_tsquery('english', w) ORDER BY i) AS
                                  coalesce(true /*filter*/, false) AS passes
                           FROM q, found u,
                                LATERAL (SELECT m.*, m.ctid AS tid FROM memories m WHERE m.id = u.id AND m.bank_id = $1 OFFSET 0) m),
-     -- The hits whose neighbours are read: the best $16 of those the filters keep by their own
-     -- score (recall_base, its keyword part scaled by the best keyword score among them), the lower
-     -- id first of equals. A weaker hit still gains from a lead beside it, and a memory beside a
-     -- weak hit alone seldom ranks high: reading fewer neighbours costs the ranking little and
-     -- saves a lookup and a scored row each (bench/README.md, "Neighbours of the best hits").
-     lead AS (SELECT s.source_id, s.position
-              FROM hit s, (SELECT coalesce(max(keyword), 0) AS best FROM hit WHERE passes) b
-              WHERE s.passes
-              ORDER BY /*base*/ DESC, s.id
-              LIMIT $16::int),
+     -- The hits whose neighbours are read (the leads), among those the filters keep: the best $16
+     -- by their own score (recall_base, its keyword part scaled by the best keyword score among
+     -- them) and the best $17 by keyword score alone (a rare word a memory holds, where many
+     -- memories much like the query crowd the first), the lower id first of equals. A weaker hit
+     -- still gains from a lead beside it, and a memory beside a weak hit alone seldom ranks high:
+     -- reading fewer neighbours costs the ranking little and saves a lookup and a scored row each
+     -- (bench/README.md, "Neighbours of the best hits").
+     lead AS ((SELECT s.source_id, s.position
+               FROM hit s, (SELECT coalesce(max(keyword), 0) AS best FROM hit WHERE passes) b
+               WHERE s.passes
+               ORDER BY /*base*/ DESC, s.id
+               LIMIT $16::int)
+              UNION
+              (SELECT s.source_id, s.position FROM hit s
+               WHERE s.passes AND s.keyword > 0
+               ORDER BY s.keyword DESC, s.id
+               LIMIT $17::int)),
      -- Each lead's neighbours looked up in the (bank_id, source_id, position) index, one range a
      -- lead (joined as a set, the planner matched the positions alone and filtered ~30 rows a hit
      -- by source), each once, then read by its tuple id and scored.

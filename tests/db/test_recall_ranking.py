@@ -24,7 +24,7 @@ from hindsight.engine.search.arms.semantic import semantic_ids
 from hindsight.engine.search.budget import cut
 from hindsight.engine.search.conditions import request_filters
 from hindsight.engine.search.details import Limits, Ranking, Words, ranked_statement, read_ranked
-from hindsight.engine.search.fusion import CONTEXT_LEADS, Weights, weights_for
+from hindsight.engine.search.fusion import CONTEXT_LEADS, KEYWORD_LEADS, Weights, weights_for
 from hindsight.engine.search.relevance import relevance_from
 from hindsight.engine.search.schemas import RecallRequest
 from hindsight.language.time_expressions import TimeWindow
@@ -189,7 +189,8 @@ def _hits(seed: int, n: int = 40) -> list:
 def leads(rows: list, hits: list, w: Weights) -> list:
     """The hits whose neighbours are read: of the hits the filters keep (among `rows`, as the
     statement read them), the best CONTEXT_LEADS by their own score, its keyword part scaled by
-    the best keyword score among them; of equal scores the lower id."""
+    the best keyword score among them, and the best KEYWORD_LEADS by keyword score (above 0);
+    of equal scores the lower id."""
     kept = [r for r in rows if r["id"] in set(hits)]
     best = max((r["keyword"] for r in kept), default=0.0)
     scale = w.keyword / best if best > 0 else 0.0
@@ -198,7 +199,9 @@ def leads(rows: list, hits: list, w: Weights) -> list:
         similarity = r["similarity"] if math.isfinite(r["similarity"]) else 0.0
         return w.semantic * similarity + scale * r["keyword"] + (w.time if r["in_window"] else 0.0)
 
-    return sorted(kept, key=lambda r: (-own(r), r["id"]))[:CONTEXT_LEADS]
+    by_own = sorted(kept, key=lambda r: (-own(r), r["id"]))[:CONTEXT_LEADS]
+    by_keyword = sorted((r for r in kept if r["keyword"] > 0), key=lambda r: (-r["keyword"], r["id"]))[:KEYWORD_LEADS]
+    return by_own + [r for r in by_keyword if r not in by_own]
 
 
 def _expected_ids(hits: list, context: bool, rows: list | None = None, w: Weights | None = None) -> set:
@@ -285,7 +288,7 @@ async def test_only_the_best_hits_have_their_neighbours_read(conn):
     rows = await _rows(conn, _ranking(query, hits))
     ids = {row["id"] for row in rows}
     chosen = leads(rows, hits, weights_for("hybrid", True))
-    assert len(chosen) == CONTEXT_LEADS
+    assert CONTEXT_LEADS < len(chosen) <= CONTEXT_LEADS + KEYWORD_LEADS  # some leads by keyword alone
     beside = {(m["source_id"], m["position"]): m["id"] for m in MEMORIES if not m["superseded"]}
     around = lambda r: {beside.get((r["source_id"], r["position"] + d)) for d in (-1, 1)} - {None}  # noqa: E731
     assert set().union(*(around(r) for r in chosen)) <= ids

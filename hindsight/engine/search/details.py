@@ -12,7 +12,7 @@ from hindsight.db.binder import Binder, Fragment
 from hindsight.db.sql import Q, fill
 from hindsight.engine.memory.records import COLUMNS
 from hindsight.engine.search.arms.semantic import semantic_sql
-from hindsight.engine.search.fusion import CONTEXT_LEADS, Ranked, Weights
+from hindsight.engine.search.fusion import CONTEXT_LEADS, KEYWORD_LEADS, Ranked, Weights
 from hindsight.engine.search.lexical import MAX_QUERY_WORDS, rarity_score
 from hindsight.engine.search.relevance import WEIGHTS, relevance_from, word_share_sql
 from hindsight.language.time_expressions import TimeWindow
@@ -73,8 +73,9 @@ class Read:
 
 
 async def read_ranked(rt: Runtime, r: Ranking) -> tuple[list[Read], float]:
-    """The hits and (weights.context) the memories just before and after each of the best
-    CONTEXT_LEADS hits the filters keep, under the filters,
+    """The hits and (weights.context) the memories just before and after each lead (of the hits
+    the filters keep, the best CONTEXT_LEADS by own score and KEYWORD_LEADS by keyword score),
+    under the filters,
     ranked best first: every row the cut to the limits could keep (budget.cut makes it, on each
     row's relevance as results carry it), at most one more, and the rows within 0.0001 of the
     relevance floor; and the best keyword score among all the rows ranked. One round trip."""
@@ -140,6 +141,7 @@ def ranked_statement(r: Ranking) -> tuple[str, list]:
         r.limits.top_k,
         r.limits.max_tokens,
         CONTEXT_LEADS,
+        KEYWORD_LEADS,
     )
     keyword = rarity_score(len(terms), p(idf, "float8[]"), row="m") if terms else "0"
     # One statement text with or without a window (NULL bounds: none), so that its plan is kept.

@@ -9,7 +9,7 @@ query words it holds), and TIME when it falls in a time window the query names. 
 adds NEIGHBOUR times the better base of the memories just before and after it in its source (in a
 conversation the answer is often the turn after the question) and SOURCE times the best base in
 its source (a session that holds a strong match is where the rest of the answer is), among the
-rows ranked: the hits, and the memories beside the best CONTEXT_LEADS of them. Raw scores,
+rows ranked: the hits, and the memories beside the best of them (the leads). Raw scores,
 not ranks: a rank gives the same credit for being third by a hair as third by a mile. The weights
 and what each part gains are in bench/README.md, "Recall that finds what matters". Of equal
 scores, the memory holding more distinct words goes first (a longer turn with the same query words
@@ -24,11 +24,13 @@ from dataclasses import dataclass
 
 # Each arm hands fusion its best ARM_LIMIT hits.
 ARM_LIMIT = 60
-# The memories beside the best CONTEXT_LEADS hits (by their own score) are read and ranked with
-# them; the rest of the hits still gain from any lead beside them. Beside all ~120 hits the
-# ranking read twice the rows for the same evidence recall (bench/README.md, "Neighbours of the
-# best hits").
+# The memories beside the leads are read and ranked with the hits: the best CONTEXT_LEADS hits by
+# their own score and the best KEYWORD_LEADS by keyword score alone (a rare word the memory holds,
+# where many memories much like the query crowd the first); the rest of the hits still gain from
+# any lead beside them. Beside all ~120 hits the ranking read twice the rows for the same evidence
+# recall (bench/README.md, "Neighbours of the best hits").
 CONTEXT_LEADS = 15
+KEYWORD_LEADS = 5
 
 SEMANTIC = 1.0
 KEYWORD = 0.15
