@@ -123,9 +123,8 @@ SELECT c.id, /*score*/ AS score FROM q, /*candidates*/ ORDER BY score DESC, leng
 -- (/*semantic*/: recall_semantic_sort when it runs here, for a bank small enough to sort; none
 -- when it ran on its own) and of the other arms ($2) and, when $4, the memories just before and
 -- after each of the best hits (the leads: $16 by own score, $17 by keyword score) in its source
--- (same source_id, adjacent position),
--- scored, ranked by score-level
--- fusion with their context (engine/search/fusion.py has the formula; $6-$10 its weights:
+-- (same source_id, adjacent position), scored, ranked by score-level fusion with their context
+-- (engine/search/fusion.py has the formula; $6-$10 its weights:
 -- semantic, keyword, time, neighbour, source), cut to the caller's limits, and the memories kept
 -- read in full, each with whether the semantic arm found it here. One round trip instead of a
 -- narrow read, a ranking in Python and a read of the rows kept (bench/README.md, "Recall as cheap
@@ -194,7 +193,6 @@ WITH q AS MATERIALIZED (SELECT array_agg(to_tsquery('english', w) ORDER BY i) AS
                 SELECT id, tid, source_id, position, chars, terms, similarity, keyword, in_window, share, false
                 FROM beside),
      best AS (SELECT coalesce(max(keyword), 0) AS best FROM scored),
-     -- A vector of zeros has no direction (an import can hold one): its NaN similarity counts as 0.
      own AS (SELECT s.*, /*base*/ AS base FROM scored s, best b),
      -- The better base of the memories just before and after each (the positions either side of
      -- its own, EXCLUDE GROUP leaving out those at its own), and the best base in its source: two
@@ -226,7 +224,8 @@ ORDER BY k.score DESC, k.words DESC, k.id;
 
 -- recall_base --
 -- Fragment of recall_ranked: a memory's own score (fusion.py) from its row `s` (similarity,
--- keyword, in_window) and the best keyword score `b.best`.
+-- keyword, in_window) and the best keyword score `b.best`. A vector of zeros has no direction (an
+-- import can hold one): its NaN similarity counts as 0.
 $6::float8 * (CASE WHEN s.similarity IN ('NaN', 'Infinity', '-Infinity') THEN 0 ELSE s.similarity END)
 + (CASE WHEN b.best > 0 THEN $7::float8 / b.best ELSE 0 END) * s.keyword
 + (CASE WHEN s.in_window THEN $8::float8 ELSE 0 END)
