@@ -371,11 +371,13 @@ def test_a_person_forgets_in_the_console_and_reads_the_audit_log(page, auth_serv
 
         # the audit log: what was done here, by whom; nothing of what it said (its records are
         # written in batches within a second, so the tab is opened once they are)
-        def forgets_recorded() -> int:
-            items = admin.get(f"/v1/banks/{bank}/audit-logs", params={"limit": 200}).json()["items"]
-            return sum(r["action"] == "forget_entity" for r in items)
+        def recorded() -> bool:  # both forgets and the purge before them
+            actions = [
+                r["action"] for r in admin.get(f"/v1/banks/{bank}/audit-logs", params={"limit": 200}).json()["items"]
+            ]
+            return actions.count("forget_entity") == 2 and "purge_memories" in actions
 
-        wait_for(lambda: forgets_recorded() == 2)
+        wait_for(recorded)
         page.click("a[data-tab=audit]")
         expect(page.locator("#audit-list [data-action=forget_entity]")).to_have_count(2, timeout=10_000)
         expect(page.locator("#audit-list [data-action=purge_memories]").first).to_contain_text("200 ok")
