@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hindsight_client import Hindsight  # noqa: E402
-from locomo import CATS, FRESH, Client, bank_of, locomo, pct, retain_all, save  # noqa: E402
+from locomo import FRESH, Client, asked, bank_of, locomo, pct, retain_all, save  # noqa: E402
 
 from hindsight.db.embedded import EmbeddedPostgres  # noqa: E402
 from hindsight.testing import Server, machine  # noqa: E402
@@ -65,10 +65,7 @@ async def run(args) -> dict:
     out: dict = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), "conversations": args.conversations}
     try:
         convs = list(locomo.locomo_conversations())[: args.conversations]
-        last = {c["sample_id"]: max(s["timestamp"] for s in c["sessions"] if s["timestamp"]) + "Z" for c in convs}
-        questions = [
-            q for q in locomo.locomo_questions() if q["sample_id"] in last and q["category"] in CATS and q["evidence"]
-        ]
+        questions, last = asked(convs)
         async with Client(server.url) as client:
             _, ours_s = await retain_all(client, convs, _NoRss())
             compat_s = await retain_compat(client, convs)

@@ -76,6 +76,22 @@ def bank_of(record) -> str:
     return "locomo_" + record["sample_id"].replace("-", "_")
 
 
+def asked(convs) -> tuple[list, dict]:
+    """The questions of `convs` the benchmark asks (categories CATS, with evidence), and each
+    conversation's last session time (its questions' query_timestamp) by sample id."""
+    last = {c["sample_id"]: max(s["timestamp"] for s in c["sessions"] if s["timestamp"]) + "Z" for c in convs}
+    questions = [
+        q for q in locomo.locomo_questions() if q["sample_id"] in last and q["category"] in CATS and q["evidence"]
+    ]
+    return questions, last
+
+
+def recall_jobs(convs) -> list[tuple[str, str, str]]:
+    """(bank, question, query_timestamp) for each question asked of `convs`."""
+    questions, last = asked(convs)
+    return [(bank_of(q), q["question"], last[q["sample_id"]]) for q in questions]
+
+
 def turn_items(conv):
     for s in conv["sessions"]:
         items = []
@@ -432,12 +448,7 @@ async def main(args):
     out["huge_pages"] = await huge_pages_status(pg_url)
     try:
         convs = list(locomo.locomo_conversations())[: args.conversations]
-        last_ts = {c["sample_id"]: max(s["timestamp"] for s in c["sessions"] if s["timestamp"]) + "Z" for c in convs}
-        questions = [
-            q
-            for q in locomo.locomo_questions()
-            if q["sample_id"] in last_ts and q["category"] in CATS and q["evidence"]
-        ]
+        questions, last_ts = asked(convs)
         async with Client(server.url) as client:
             print(f"retaining {sum(len(c['turns']) for c in convs)} turns ...", flush=True)
             n, dt = await retain_all(client, convs, rss)

@@ -50,12 +50,7 @@ async def main(a) -> None:
         rss.sample()
         out["ready"] = {"sampled": rss.peak // 2**20, **status(pid)}
         convs = list(L.locomo.locomo_conversations())
-        last = {c["sample_id"]: max(s["timestamp"] for s in c["sessions"] if s["timestamp"]) + "Z" for c in convs}
-        jobs = [
-            (L.bank_of(q), q["question"], last[q["sample_id"]])
-            for q in L.locomo.locomo_questions()
-            if q["sample_id"] in last and q["category"] in L.CATS and q["evidence"]
-        ]
+        jobs = L.recall_jobs(convs)
         async with L.Client(server.url) as c:
             await L.retain_all(c, convs, rss)
             out["after_retain"] = {"sampled": rss.peak // 2**20, **status(pid)}

@@ -161,12 +161,7 @@ async def main(a) -> None:
         servers["old"] = serve(trees["old"], url)
         convs = list(L.locomo.locomo_conversations())
         await prepare(url, servers["new"], a.scale, convs)
-        last = {c["sample_id"]: max(s["timestamp"] for s in c["sessions"] if s["timestamp"]) + "Z" for c in convs}
-        questions = [
-            q
-            for q in L.locomo.locomo_questions()
-            if q["sample_id"] in last and q["category"] in L.CATS and q["evidence"]
-        ]
+        questions, last = L.asked(convs)
         jobs = [(L.bank_of(q), q["question"], last[q["sample_id"]]) for q in questions]
         big = [(BIG, q["question"], None) for q in questions[:: max(1, len(questions) // 300)]]
         rss = {k: L.RSS(servers[k].proc.pid) for k in names}

@@ -124,12 +124,8 @@ async def main(args) -> None:
     print("== PostgreSQL profile of recall ==", lb.machine(), time.strftime("%Y-%m-%d"))
     try:
         convs = list(lb.locomo.locomo_conversations())[: args.conversations]
-        last = {c["sample_id"]: max(s["timestamp"] for s in c["sessions"] if s["timestamp"]) + "Z" for c in convs}
-        questions = [
-            q
-            for q in lb.locomo.locomo_questions()
-            if q["sample_id"] in last and q["category"] in lb.CATS and q["evidence"]
-        ][:: max(1, 1986 // args.queries)][: args.queries]
+        questions, last = lb.asked(convs)
+        questions = questions[:: max(1, 1986 // args.queries)][: args.queries]
         async with httpx.AsyncClient(base_url=server.url, timeout=300) as client:
             await lb.retain_all(client, convs, lb.RSS(server.proc.pid))
             jobs = [(lb.bank_of(q), q["question"], last[q["sample_id"]]) for q in questions]

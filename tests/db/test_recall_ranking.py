@@ -128,15 +128,19 @@ async def conn(ranking_db):
     await c.close()
 
 
+def own_score(r, w: Weights, best: float) -> float:
+    """A row's own score (fusion.py's base) as the statement reads it, its keyword score scaled by
+    `best`; a NaN similarity (a vector of zeros) counts as 0."""
+    similarity = r["similarity"] if math.isfinite(r["similarity"]) else 0.0
+    scale = w.keyword / best if best > 0 else 0.0
+    return w.semantic * similarity + scale * r["keyword"] + (w.time if r["in_window"] else 0.0)
+
+
 def reference(rows: list, w: Weights) -> list[tuple]:
     """The ranking by fusion.py's formula, from each row's similarity, keyword score and time
     flag as the statement read them: (id, base, neighbour, source, score), best first."""
     best = max(r["keyword"] for r in rows)
-    scale = w.keyword / best if best > 0 else 0.0
-    base = {}
-    for r in rows:
-        similarity = r["similarity"] if math.isfinite(r["similarity"]) else 0.0
-        base[r["id"]] = w.semantic * similarity + scale * r["keyword"] + (w.time if r["in_window"] else 0.0)
+    base = {r["id"]: own_score(r, w, best) for r in rows}
     at: dict[tuple, float] = {}
     in_source: dict[str, float] = {}
     for r in rows:
@@ -193,13 +197,7 @@ def leads(rows: list, hits: list, w: Weights) -> list:
     of equal scores the lower id."""
     kept = [r for r in rows if r["id"] in set(hits)]
     best = max((r["keyword"] for r in kept), default=0.0)
-    scale = w.keyword / best if best > 0 else 0.0
-
-    def own(r) -> float:
-        similarity = r["similarity"] if math.isfinite(r["similarity"]) else 0.0
-        return w.semantic * similarity + scale * r["keyword"] + (w.time if r["in_window"] else 0.0)
-
-    by_own = sorted(kept, key=lambda r: (-own(r), r["id"]))[:CONTEXT_LEADS]
+    by_own = sorted(kept, key=lambda r: (-own_score(r, w, best), r["id"]))[:CONTEXT_LEADS]
     by_keyword = sorted((r for r in kept if r["keyword"] > 0), key=lambda r: (-r["keyword"], r["id"]))[:KEYWORD_LEADS]
     return by_own + [r for r in by_keyword if r not in by_own]
 
