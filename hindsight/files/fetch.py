@@ -25,10 +25,12 @@ import socket
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import httpx
+from typing import TYPE_CHECKING
 
 from hindsight.files.readers import UnreadableFile
+
+if TYPE_CHECKING:
+    import httpx
 
 TIMEOUT_S = 30
 MAX_REDIRECTS = 5
@@ -75,6 +77,8 @@ async def fetch(
     """The body and content type at `url`. Raises UnreadableFile naming the URL (and the hop that
     was refused, when a redirect led there). `resolver`, `is_public` and `ssl_context` are there
     for tests, which serve "public" sites and made-up names on this machine."""
+    import httpx  # loaded by the first fetch: a server that fetches nothing never holds it (~4 MB)
+
     verify = httpx.create_ssl_context() if ssl_context is None else ssl_context
     try:
         current = httpx.URL(url)
@@ -129,6 +133,8 @@ async def _open(client: httpx.AsyncClient, at: httpx.URL, addresses: list[str]) 
     unreachable address, an IPv6 one on a host without IPv6 say, moves on to the next, as
     httpx's own connect would; a timeout does not, so that a name with many silent addresses
     cannot hold the import for long)."""
+    import httpx
+
     extensions = {"sni_hostname": at.raw_host.decode("ascii")} if at.scheme == "https" else {}
     for i, address in enumerate(addresses):
         request = client.build_request(
@@ -175,6 +181,8 @@ async def send(
 ) -> Sent:
     """POST `content` to `url` (with `params` added to its query), to an address its name resolved
     to and that passed the check, as fetch() connects. Raises Refused or Unreachable."""
+    import httpx  # as in fetch()
+
     verify = httpx.create_ssl_context() if ssl_context is None else ssl_context
     try:
         at = httpx.URL(url)
