@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from hindsight.bank_ids import invalid_bank_id, valid_bank_id
 from hindsight.engine.errors import known
+from hindsight.mcp.on_demand import OnDemand
 from hindsight.mcp.servers import SCOPE_KEY, RequestState
-from hindsight.mcp.single_exchange import SingleExchange
 from hindsight.oauth.resource import endpoint_bank
 from hindsight.web.audit import note_of
 from hindsight.web.errors import InvalidHeader, MethodNotAllowed, send_error
@@ -33,13 +33,15 @@ _ACCEPT = b"application/json, text/event-stream"
 
 class MCPRouter:
     """Resolves who calls and which bank an HTTP request is for, then hands it to the single- or
-    multi-bank server: through its SDK session manager, a plain request in one exchange
-    (exchange.py). Refusals are engine errors, answered by api/errors.py like every other."""
+    multi-bank server (each built by its first request, on_demand.py): through its SDK session
+    manager, a plain request in one exchange (single_exchange.py). Refusals are engine errors, answered by api/errors.py like every other."""
 
-    def __init__(self, engine: Engine, single, multi, authenticate: Callable[[Any], Awaitable[Principal]]):
+    def __init__(
+        self, engine: Engine, single: OnDemand, multi: OnDemand, authenticate: Callable[[Any], Awaitable[Principal]]
+    ):
         self.engine = engine
-        self.single = SingleExchange(single)  # in front of the session managers
-        self.multi = SingleExchange(multi)
+        self.single = single  # the servers, each built by its first request
+        self.multi = multi
         # who calls, from the request (server/app.py: the OAuth guard, or the API key alone)
         self.authenticate = authenticate
 
@@ -70,7 +72,8 @@ class MCPRouter:
             end_user={"x-user-id": header(scope, b"x-user-id"), "x-session-tags": header(scope, b"x-session-tags")},
             audit=note,
         )
-        await (self.single if bank_id is not None else self.multi)(scope, receive, send)
+        exchange = await (self.single if bank_id is not None else self.multi).exchange()
+        await exchange(scope, receive, send)
 
     async def _admit(self, scope) -> tuple[Principal, str | None, str | None]:
         """(caller, bank from the URL, bank from X-Bank-Id), or the error that refuses the request."""

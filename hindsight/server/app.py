@@ -32,6 +32,7 @@ from hindsight.api.rest import build_rest
 from hindsight.config import Settings
 from hindsight.engine.access.keys import Principal
 from hindsight.engine.facade import Engine
+from hindsight.mcp.on_demand import OnDemand
 from hindsight.mcp.routing import MCPRouter
 from hindsight.mcp.servers import build_server, http_session_manager
 from hindsight.oauth import endpoints as oauth_endpoints
@@ -115,10 +116,11 @@ class App:
                 self.guard = Guard(engine.rt, engine.authenticate, external)
             self.oauth = oauth_endpoints.Endpoints(engine.rt)
             if settings.mcp_enabled and settings.role != "worker":
-                single = http_session_manager(build_server(engine, False))
-                multi = http_session_manager(build_server(engine, True))
-                await stack.enter_async_context(single.run())
-                await stack.enter_async_context(multi.run())
+                # each built by its first request (mcp/on_demand.py), stopped with the app
+                single = OnDemand(lambda: http_session_manager(build_server(engine, False)))
+                multi = OnDemand(lambda: http_session_manager(build_server(engine, True)))
+                stack.push_async_callback(single.close)
+                stack.push_async_callback(multi.close)
                 self.mcp = MCPRouter(engine, single, multi, self.mcp_principal)
             log.warning(
                 "hindsight %s ready: %s; %s; MCP %s; auth %s",

@@ -154,7 +154,7 @@ async def surfaces(app, rest, bank):
     with a memory in the bank; calls that reach the manager are counted."""
     r = await rest.post(f"/v1/banks/{bank}/memories", json={"content": "Ivo keeps bees on the roof"})
     assert r.status_code == 200, r.text
-    exchange = app.mcp.single
+    exchange = await app.mcp.single.exchange()
     manager = exchange.manager
     reached: list[bytes] = []
     handle = manager.handle_request
