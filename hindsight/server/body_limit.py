@@ -12,7 +12,7 @@ import re
 
 from hindsight.config import Settings
 from hindsight.engine.errors import TooLarge
-from hindsight.server.body_weight import FREE, PER_BYTE, JsonWeight
+from hindsight.server.body_weight import FREE, PER_BYTE, UNWEIGHED, JsonWeight
 
 # The one route whose body is not JSON and not held in memory: an export file, streamed to disk.
 BANK_IMPORT = re.compile(r"/v1/banks/[^/]+/import")
@@ -34,20 +34,35 @@ class BodyLimit:
         for k, v in scope.get("headers", []):
             if k == b"content-length" and v.isdigit() and int(v) > limit:
                 raise too_large
-        weight = JsonWeight()
         hopeless = max(FREE, PER_BYTE * limit)
         # A multipart form (an upload) is not JSON, and its parser streams file parts to disk:
         # only its size is bounded.
         json_body = not _multipart(scope)
+        size = 0
+        # What arrived while the body was no larger than UNWEIGHED, which no JSON of that size can
+        # weigh too much for: a body that stays that small (most requests) is never weighed.
+        held: list[bytes] = []
+        weight: JsonWeight | None = None
 
         async def bounded():
+            nonlocal size, weight
             message = await receive()
-            weight.feed(message.get("body", b""))
-            if weight.size > limit:
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
                 raise too_large
-            if json_body and (
-                weight.weight() > hopeless or (not message.get("more_body", False) and weight.too_heavy())
-            ):
+            if not json_body:
+                return message
+            if weight is None:
+                if size <= UNWEIGHED:
+                    held.append(chunk)
+                    return message
+                weight = JsonWeight()
+                for earlier in held:
+                    weight.feed(earlier)
+                held.clear()
+            weight.feed(chunk)
+            if weight.weight() > hopeless or (not message.get("more_body", False) and weight.too_heavy()):
                 raise TooLarge(
                     f"body: its JSON would take ~{weight.weight() // 2**20} MiB of memory to parse, more than "
                     f"{FREE // 2**20} MiB and {PER_BYTE} bytes for each byte of the body "

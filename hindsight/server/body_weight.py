@@ -49,6 +49,10 @@ _UCS2_ESCAPE = re.compile(rb"\\u(?!00)")  # U+0100 or past
 
 FREE = 128 * 2**20  # a body that would weigh less than this is never refused
 PER_BYTE = 4  # past FREE, at most this many bytes for each byte of body
+# No body of this many bytes or fewer can weigh FREE: a byte weighs at most 200 (`{`) + 8 (a
+# character inside a string at four bytes, counted twice) and n digits n²/512, ~22 MB at 64 KiB.
+# BodyLimit weighs a body only once it grows past this (weighing costs ~20 numpy calls a chunk).
+UNWEIGHED = 64 * 1024
 
 
 class JsonWeight:

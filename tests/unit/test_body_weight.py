@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hindsight.server.body_weight import FREE, PER_BYTE, JsonWeight
+from hindsight.server.body_weight import FREE, PER_BYTE, UNWEIGHED, JsonWeight
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), max_size=12) | st.sampled_from(
     ['"', "\\", '\\"', "[{,:}]", '"\\\\"', "\\\\", '{"a": [1, 2]}']
@@ -133,3 +134,25 @@ def test_text_weighs_its_characters_at_the_width_of_the_widest():
             assert w.width == width, (body[-20:], back)
             assert 2 * 200_000 <= w.chars + w.string_chars <= 2 * 200_000 + 40
             assert w.weight() >= width * 400_000
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"{" * UNWEIGHED,
+        b"[" * (UNWEIGHED // 2) + b"," * (UNWEIGHED // 2),
+        b"1" * UNWEIGHED,
+        b"[" + b"9" * (UNWEIGHED - 1),
+        ('"' + "\U0001f600" * ((UNWEIGHED - 2) // 4) + '"').encode(),
+        '{"a": ['.encode("utf-16-le") + "{".encode("utf-16-le") * (UNWEIGHED // 2 - 7),
+        "[".encode("utf-32-le") + "{".encode("utf-32-le") * (UNWEIGHED // 4 - 1),
+    ],
+    ids=["braces", "brackets-commas", "digits", "one-number", "emoji", "utf16", "utf32"],
+)
+def test_no_body_of_unweighed_bytes_can_weigh_enough_to_be_refused(body):
+    """BodyLimit never weighs a body of UNWEIGHED bytes or fewer: the heaviest ones, however cut,
+    weigh less than FREE (and a byte more of them could not be refused either)."""
+    assert len(body) <= UNWEIGHED
+    for cuts in ([], [1, 2, 3], list(range(0, len(body), 4096))):
+        w = weigh(body, cuts)
+        assert w.weight() < FREE / 4 and not w.too_heavy()
