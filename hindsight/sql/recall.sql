@@ -5,15 +5,14 @@
 
 -- recall_semantic_walk --
 -- Fragment: the semantic arm, the bank's memories nearest the query vector (/*vector*/) under the
--- filters, at most /*limit*/, each with its tuple id, which recall_ranked reads it by (arms/semantic.py;
--- run on its own, or inside recall_ranked). One HNSW
+-- filters, at most /*limit*/ (arms/semantic.py; run on its own, or inside recall_ranked). One HNSW
 -- index serves all banks, bank-filtered by pgvector's iterative index scans, whose relaxed_order
 -- (db/pool.py) returns rows only nearly by distance. `ORDER BY d + 0` sorts them: PostgreSQL
 -- takes the walk's rows to be in order already and drops a plain `ORDER BY d` (19 of 100 LoCoMo
 -- questions at 100k had their 60 out of order; bench/README.md, "Every timed recall embeds its
 -- query").
-SELECT id, tid FROM (SELECT m.id, m.ctid AS tid, m.embedding <=> /*vector*/ AS d FROM memories m
-                     WHERE m.bank_id = $1 /*filter*/ ORDER BY m.embedding <=> /*vector*/ LIMIT /*limit*/) s
+SELECT id FROM (SELECT m.id, m.embedding <=> /*vector*/ AS d FROM memories m
+                WHERE m.bank_id = $1 /*filter*/ ORDER BY m.embedding <=> /*vector*/ LIMIT /*limit*/) s
 ORDER BY d + 0, id
 
 -- recall_semantic_sort --
@@ -25,9 +24,9 @@ ORDER BY d + 0, id
 -- chosen by may be seconds old), the filters after; the subquery's LIMIT also keeps it whole, so
 -- the ordering outside is a sort, never a walk. Equal distances (a turn said twice) by id, the
 -- order retained (engine/memory/ids.py).
-SELECT id, tid FROM (SELECT m.id, m.tid, m.embedding <=> /*vector*/ AS d
-                     FROM (SELECT *, ctid AS tid FROM memories WHERE bank_id = $1 LIMIT /*read*/) m
-                     WHERE true /*filter*/) s
+SELECT id FROM (SELECT m.id, m.embedding <=> /*vector*/ AS d
+                FROM (SELECT * FROM memories WHERE bank_id = $1 LIMIT /*read*/) m
+                WHERE true /*filter*/) s
 ORDER BY d, id LIMIT /*limit*/
 
 -- recall_bank_sizes --
@@ -41,8 +40,7 @@ SELECT coalesce((SELECT n FROM bank_lexemes WHERE bank_id = $1 AND lexeme = ''),
 
 -- recall_temporal --
 -- The temporal arm: memories that occurred or were mentioned within the query's window [$4, $5),
--- nearest the query vector first, each with its tuple id (as recall_semantic_walk's). Planned for
--- each call's window (engine/recall.temporal_ids):
+-- nearest the query vector first. Planned for each call's window (engine/recall.temporal_ids):
 -- a narrow window is read whole and sorted, a wide one walked through the HNSW index with the
 -- window as a filter. That walk assumes the window's memories are spread evenly among the query's
 -- neighbours; when they are not (a month of other speakers' turns) it walks far and still
@@ -56,7 +54,7 @@ SELECT coalesce((SELECT n FROM bank_lexemes WHERE bank_id = $1 AND lexeme = ''),
 -- after. What the walk found is ranked with them, so a window wider than that is never ranked
 -- worse than the walk alone. $7: a bank small beside the others (engine/banks/sizes.py) skips the walk,
 -- which would read most of its 3,000 rows for nothing (planned for true, the walk is pruned).
-WITH walk AS MATERIALIZED (SELECT m.id, m.ctid AS tid, m.embedding <=> $2 AS d FROM memories m
+WITH walk AS MATERIALIZED (SELECT m.id, m.embedding <=> $2 AS d FROM memories m
                            WHERE NOT $7 AND m.bank_id = $1
                              AND ((m.occurred_start < $5 AND m.occurred_end > $4) OR (m.mentioned_at >= $4 AND m.mentioned_at < $5))
                              /*filter*/
@@ -65,22 +63,22 @@ WITH walk AS MATERIALIZED (SELECT m.id, m.ctid AS tid, m.embedding <=> $2 AS d F
      -- Each row read once, its distance taken there: reading ids first and the rows after read
      -- each twice (bench/README.md, "Time arm: a small bank sorted"). MATERIALIZED: ranked by a
      -- sort of these rows, never by another walk of the index.
-     every AS MATERIALIZED ((SELECT m.id, m.tid, m.embedding <=> $2 AS d
-                             FROM (SELECT *, ctid AS tid FROM memories
+     every AS MATERIALIZED ((SELECT m.id, m.embedding <=> $2 AS d
+                             FROM (SELECT * FROM memories
                                    WHERE (SELECT yes FROM short) AND bank_id = $1 AND mentioned_at >= $4 AND mentioned_at < $5
                                    LIMIT $6) m
                              WHERE true /*filter*/)
                             UNION
-                            (SELECT m.id, m.tid, m.embedding <=> $2 AS d
-                             FROM (SELECT *, ctid AS tid FROM memories
+                            (SELECT m.id, m.embedding <=> $2 AS d
+                             FROM (SELECT * FROM memories
                                    WHERE (SELECT yes FROM short) AND bank_id = $1 AND occurred_start < $5
                                    ORDER BY occurred_start DESC LIMIT $6) m
                              WHERE m.occurred_end > $4 /*filter*/)
                             UNION
-                            (SELECT id, tid, d FROM walk WHERE (SELECT yes FROM short)))
-SELECT id, tid FROM ((SELECT id, tid, d FROM walk WHERE NOT (SELECT yes FROM short))
-                     UNION ALL
-                     (SELECT id, tid, d FROM every ORDER BY d, id LIMIT $3)) s
+                            (SELECT id, d FROM walk WHERE (SELECT yes FROM short)))
+SELECT id FROM ((SELECT id, d FROM walk WHERE NOT (SELECT yes FROM short))
+                UNION ALL
+                (SELECT id, d FROM every ORDER BY d, id LIMIT $3)) s
 ORDER BY d + 0, id; -- sorted, as recall_semantic's walk
 
 -- recall_word_frequencies --
@@ -137,7 +135,7 @@ SELECT c.id, /*score*/ AS score FROM q, /*candidates*/ ORDER BY score DESC, leng
 -- words go first, then the lower id); its share of the query's words (/*share*/; with the
 -- similarity, its relevance, engine/search/relevance.py, weighted $11 and $12) only where the
 -- relevance floor ($13) needs it, else for the rows kept. Each row is read once where it is found,
--- a hit by the tuple id its arm saw (else its primary key; $18), a neighbour by its tuple id once the (bank_id, source_id, position)
+-- a hit by its primary key, a neighbour by its tuple id once the (bank_id, source_id, position)
 -- index has found it, and a kept one again for its columns by its tuple id (the same snapshot:
 -- the same row). The filters apply to every row ranked, the hits too (a hit the keyword arm found
 -- in memory_terms, migration 015, or one edited since its arm ran, is checked on the memory
@@ -151,23 +149,15 @@ SELECT c.id, /*score*/ AS score FROM q, /*candidates*/ ORDER BY score DESC, leng
 WITH q AS MATERIALIZED (SELECT array_agg(to_tsquery('english', w) ORDER BY i) AS tq
                         FROM unnest($5::text[]) WITH ORDINALITY u(w, i)),
      sem AS MATERIALIZED (/*semantic*/),
-     found AS (SELECT id, bool_or(semantic) AS semantic, min(tid) AS tid
-               FROM (SELECT id, true AS semantic, tid FROM sem
-                     UNION ALL SELECT unnest($2::uuid[]), false, unnest($18::tid[])) x GROUP BY id),
-     -- Each hit read by the tuple id its arm saw it at ($18, aligned with $2; NULL where the arm
-     -- read another table), a fetch from its page, else by its primary key: a row updated since
-     -- its arm ran lies elsewhere now, and its old version is not seen. The LIMIT runs the lookup
-     -- by key only when the first finds nothing, and, as OFFSET 0 would, keeps each a lookup,
-     -- where a join left to the planner, with a fresh bank's row count not yet in its statistics,
-     -- may read the whole bank and match each row against every id.
+     found AS (SELECT id, bool_or(semantic) AS semantic
+               FROM (SELECT id, true AS semantic FROM sem UNION ALL SELECT unnest($2::uuid[]), false) x GROUP BY id),
+     -- OFFSET 0 keeps each primary-key lookup a lookup, where a join left to the planner, with a
+     -- fresh bank's row count not yet in its statistics, may read the whole bank and match each row
+     -- against every id.
      hit AS MATERIALIZED (SELECT m.id, m.tid, m.source_id, m.position, /*scores*/, u.semantic,
                                  coalesce(true /*filter*/, false) AS passes
                           FROM q, found u,
-                               LATERAL ((SELECT m.*, m.ctid AS tid FROM memories m
-                                         WHERE m.ctid = u.tid AND m.id = u.id AND m.bank_id = $1)
-                                        UNION ALL
-                                        (SELECT m.*, m.ctid AS tid FROM memories m WHERE m.id = u.id AND m.bank_id = $1)
-                                        LIMIT 1) m),
+                               LATERAL (SELECT m.*, m.ctid AS tid FROM memories m WHERE m.id = u.id AND m.bank_id = $1 OFFSET 0) m),
      -- The hits whose neighbours are read (the leads), among those the filters keep: the best $16
      -- by their own score (recall_base, its keyword part scaled by the best keyword score among
      -- them) and the best $17 by keyword score alone (a rare word a memory holds, where many

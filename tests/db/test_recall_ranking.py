@@ -9,7 +9,6 @@ time window; each result must come back in the same order with the same scores, 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import random
 import uuid
@@ -296,49 +295,6 @@ async def test_only_the_best_hits_have_their_neighbours_read(conn):
     assert left_out and not left_out & ids
 
 
-async def test_a_hit_is_read_where_its_arm_saw_it_else_by_its_key(conn):
-    """The arms' tuple ids (Ranking.tids) only say where to look first: a hit's own, another
-    memory's, another bank's memory's, one past the table's end or one its row has left since (an
-    update) give the rows that none give; another bank's memory is never read for this one."""
-    query = "when did we take the ferry to the harbour"
-    hits = _hits(7)
-
-    async def ranked(tids: dict) -> list:
-        return [(r["id"], r["score"], r["text"]) for r in await _rows(conn, _ranking(query, hits, tids=tids))]
-
-    plain = await ranked({})
-    assert OTHER_ID in hits and OTHER_ID not in {x[0] for x in plain}
-    at = {r["id"]: r["ctid"] for r in await conn.fetch("SELECT id, ctid FROM memories WHERE id = ANY($1)", hits)}
-    ours = [h for h in hits if h in at and h != OTHER_ID]
-    elsewhere = await conn.fetchval("SELECT ctid FROM memories WHERE bank_id = $1", OTHER)
-    shifted = {h: at[ours[(i + 1) % len(ours)]] for i, h in enumerate(ours)}
-    for tids in (at, shifted, dict.fromkeys(hits, elsewhere), dict.fromkeys(hits, (10**6, 1))):
-        assert await ranked(tids) == plain
-
-    async def by_key(tids: dict) -> int:
-        """How many hits were looked up by their primary key."""
-        sql, values = ranked_statement(_ranking(query, hits, tids=tids))
-        plan = json.loads(await conn.fetchval("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, *values))[0]["Plan"]
-        nodes, loops = [plan], 0
-        while nodes:
-            node = nodes.pop()
-            nodes += node.get("Plans", [])
-            loops += node["Actual Loops"] if node.get("Index Name") == "memories_pkey" else 0
-        return loops
-
-    # each hit by its key without tuple ids; with them, only those the arms did not see here
-    assert await by_key({}) == len(hits) and await by_key(at) == len(hits) - len(ours)
-    moving = conn.transaction()
-    await moving.start()
-    try:
-        await conn.execute("UPDATE memories SET tags = tags WHERE id = ANY($1)", ours)
-        moved = {r["id"]: r["ctid"] for r in await conn.fetch("SELECT id, ctid FROM memories WHERE id = ANY($1)", ours)}
-        assert all(moved[h] != at[h] for h in ours)  # every row is elsewhere now
-        assert await ranked(at) == plain
-    finally:
-        await moving.rollback()
-
-
 async def test_without_context_no_neighbour_is_read_and_none_counts(conn):
     hits = _hits(3)
     rows = await _rows(conn, _ranking("ferry violin", hits, mode="vector"))
@@ -378,7 +334,7 @@ async def test_the_semantic_arm_inside_finds_what_it_finds_on_its_own(conn, rank
     r = _ranking(query, others, semantic_here=True)
     pools = SimpleNamespace(pool=await asyncpg.create_pool(ranking_db, min_size=1, max_size=1, init=register_vector))
     try:
-        semantic, _ = await semantic_ids(pools, BANK, r.vector, r.filters, True)
+        semantic = await semantic_ids(pools, BANK, r.vector, r.filters, True)
     finally:
         await pools.pool.close()
     inside = await _rows(conn, r)

@@ -5,8 +5,7 @@ caller's limits in the statement, the memories kept read in full."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hindsight.db.binder import Binder, Fragment
@@ -45,8 +44,7 @@ class Ranking:
     """What one recall ranks (recall_ranked): the ids its arms found (`hits`; with `semantic_here`,
     the semantic arm runs in the statement, sorting the bank's own rows, and its hits are not among
     them), under the request's filters, by the query (`mode`, its text, its vector, the words the
-    keyword arm weighed, the time window it names) with `weights`, cut to `limits`; `tids`, where
-    the arms that read memories saw their hits, lets the statement read those from their pages."""
+    keyword arm weighed, the time window it names) with `weights`, cut to `limits`."""
 
     bank_id: str
     hits: list
@@ -59,8 +57,6 @@ class Ranking:
     weights: Weights
     limits: Limits
     semantic_here: bool = False
-    # Where an arm saw a hit (its tuple id), by id, for the hits whose arm read memories itself.
-    tids: Mapping[object, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +116,7 @@ def padded(words: Words) -> tuple[list[str], list[float]]:
 
 
 # recall_ranked's semantic arm when it ran on its own: no rows.
-NO_SEMANTIC = "SELECT NULL::uuid AS id, NULL::tid AS tid WHERE false"
+NO_SEMANTIC = "SELECT NULL::uuid AS id WHERE false"
 
 
 def ranked_statement(r: Ranking) -> tuple[str, list]:
@@ -146,7 +142,6 @@ def ranked_statement(r: Ranking) -> tuple[str, list]:
         r.limits.max_tokens,
         CONTEXT_LEADS,
         KEYWORD_LEADS,
-        [r.tids.get(i) for i in r.hits],
     )
     keyword = rarity_score(len(terms), p(idf, "float8[]"), row="m") if terms else "0"
     # One statement text with or without a window (NULL bounds: none), so that its plan is kept.

@@ -79,11 +79,7 @@ async def recall(rt: Runtime, bank_id: str, req: RecallRequest) -> RecallResult:
         arms["semantic"] = timed("semantic", semantic_ids(rt, bank_id, qvec, f, sort))
     if window is not None:
         arms["temporal"] = timed("temporal", temporal_ids(rt, bank_id, qvec, f, window))
-    found: dict[str, list] = {}
-    tids: dict = {}  # where the semantic and time arms saw their hits (the keyword arm reads another table)
-    for arm, (hits, where) in zip(arms, await asyncio.gather(*arms.values())):
-        found[arm] = hits
-        tids.update(where)
+    found = dict(zip(arms, await asyncio.gather(*arms.values())))
     weighed: Words | None = None
     if keyword is not None:
         found["keyword"], weighed = await keyword
@@ -92,7 +88,7 @@ async def recall(rt: Runtime, bank_id: str, req: RecallRequest) -> RecallResult:
 
     weights = weights_for(req.mode, reads(rt.embedder, req.query))
     limits = Limits(req.threshold(), req.top_k, req.max_tokens)
-    ranking = Ranking(bank_id, ids, f, req.mode, req.query, qvec, weighed, window, weights, limits, inside, tids)
+    ranking = Ranking(bank_id, ids, f, req.mode, req.query, qvec, weighed, window, weights, limits, inside)
     read, best = await (timed("semantic", read_ranked(rt, ranking)) if inside else read_ranked(rt, ranking))
     kept, total = cut(
         ((x, x.ranked.score, x.relevance) for x in read),

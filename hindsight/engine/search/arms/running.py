@@ -19,15 +19,6 @@ async def fetch_ids(rt: Runtime, sql: str, *params, planned: bool = False) -> li
         return [r[0] for r in await conn.fetch(sql, *params)]
 
 
-async def fetch_hits(rt: Runtime, sql: str, *params, planned: bool = False) -> tuple[list, dict]:
-    """An arm's hits as fetch_ids has them (its first column), and where each row lay when the arm
-    read it (its second, the tuple id), by id: recall_ranked reads a hit from its page then,
-    rather than through the primary key (details.py)."""
-    async with (rt.planned if planned else rt.pool).acquire() as conn:
-        rows = await conn.fetch(sql, *params)
-    return [r[0] for r in rows], {r[0]: r[1] for r in rows}
-
-
 async def timed(arms: str | tuple[str, ...], query):
     """One arm's query (or one statement serving several arms), its time observed for each arm in
     /metrics (hindsight_recall_arm_seconds)."""

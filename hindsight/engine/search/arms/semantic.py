@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from hindsight.db.binder import Binder, Fragment
 from hindsight.db.sql import Q, fill
 from hindsight.engine.banks.sizes import EXACT_READ_ROWS
-from hindsight.engine.search.arms.running import fetch_hits
+from hindsight.engine.search.arms.running import fetch_ids
 from hindsight.engine.search.fusion import ARM_LIMIT
 
 if TYPE_CHECKING:
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def semantic_sql(p: Binder, vector: str, f: Fragment, sort: bool) -> str:
-    """The arm's query (its ids, nearest first, and their tuple ids) for the bank $1 of `p` and the query vector bound
+    """The arm's query (its ids, nearest first) for the bank $1 of `p` and the query vector bound
     at `vector`: by sorting the bank's own rows (`sort`, engine/banks/sizes.py; PostgreSQL's
     planner prices the walk as if the bank filter cost nothing, so it would walk a small bank
     beside a big one) or by a walk of the HNSW index all banks share.
@@ -28,9 +28,8 @@ def semantic_sql(p: Binder, vector: str, f: Fragment, sort: bool) -> str:
     return fill(Q.recall_semantic_walk, vector=vector, limit=p(ARM_LIMIT), filter=f.into(p))
 
 
-async def semantic_ids(rt: Runtime, bank_id: str, qvec, f: Fragment, sort: bool) -> tuple[list, dict]:
-    """The semantic arm on its own: the bank's memories nearest the query (semantic_sql), and their
-    tuple ids (running.fetch_hits)."""
+async def semantic_ids(rt: Runtime, bank_id: str, qvec, f: Fragment, sort: bool) -> list:
+    """The semantic arm on its own: the bank's memories nearest the query (semantic_sql)."""
     p = Binder(bank_id)
     sql = semantic_sql(p, p(qvec), f, sort)
-    return await fetch_hits(rt, sql, *p.values)
+    return await fetch_ids(rt, sql, *p.values)

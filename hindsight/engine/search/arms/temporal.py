@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from hindsight.db.binder import Binder, Fragment
 from hindsight.db.sql import Q, fill
-from hindsight.engine.search.arms.running import fetch_hits
+from hindsight.engine.search.arms.running import fetch_ids
 from hindsight.engine.search.fusion import ARM_LIMIT
 from hindsight.language.time_expressions import TimeWindow
 
@@ -21,9 +21,8 @@ if TYPE_CHECKING:
 TEMPORAL_EXACT_CAP = 5_000
 
 
-async def temporal_ids(rt: Runtime, bank_id: str, qvec, f: Fragment, window: TimeWindow) -> tuple[list, dict]:
-    """The temporal arm: memories in the window, nearest the query first, and their tuple ids
-    (running.fetch_hits).
+async def temporal_ids(rt: Runtime, bank_id: str, qvec, f: Fragment, window: TimeWindow) -> list:
+    """The temporal arm: memories in the window, nearest the query first.
 
     Planned for each call's window: a generic plan cannot tell a day from a year, and the one
     PostgreSQL kept on a large bank sorted every memory of a wide window by distance where the
@@ -35,4 +34,4 @@ async def temporal_ids(rt: Runtime, bank_id: str, qvec, f: Fragment, window: Tim
     # only the first TEMPORAL_EXACT_CAP memories of a wide window.
     sort = await rt.sizes.sorts(bank_id, at_most=TEMPORAL_EXACT_CAP)
     p = Binder(bank_id, qvec, ARM_LIMIT, window.start, window.end, TEMPORAL_EXACT_CAP, sort)
-    return await fetch_hits(rt, fill(Q.recall_temporal, filter=f.into(p)), *p.values, planned=True)
+    return await fetch_ids(rt, fill(Q.recall_temporal, filter=f.into(p)), *p.values, planned=True)
