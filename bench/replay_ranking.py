@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import pickle
 import statistics
 import sys
@@ -28,6 +27,7 @@ import time
 from pathlib import Path
 
 import asyncpg
+import psutil
 from pgvector.asyncpg import register_vector
 
 HERE = Path(__file__).resolve().parent
@@ -54,13 +54,6 @@ def ranked_statement(r):
     return sql, values
 details.ranked_statement = ranked_statement
 """
-
-
-def backend_cpu(pid: int) -> float:
-    """CPU seconds of a PostgreSQL backend on this machine."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def captured(path: Path) -> list[tuple]:
@@ -90,7 +83,7 @@ async def capture(tree: Path, url: str, jobs: list, hook: Path, into: Path) -> l
 async def replay(url: str, statements: dict, rounds: int) -> dict:
     conn = await asyncpg.connect(url)
     await register_vector(conn)
-    pid = await conn.fetchval("SELECT pg_backend_pid()")
+    backend = psutil.Process(await conn.fetchval("SELECT pg_backend_pid()"))
     names = list(statements)
     groups = sorted({g for per_tree in statements.values() for g in per_tree})
     cost: dict = {(k, g): [] for k in names for g in groups}
@@ -103,11 +96,11 @@ async def replay(url: str, statements: dict, rounds: int) -> dict:
         for r in range(rounds):
             for k in names if r % 2 == 0 else names[::-1]:
                 for g, group in statements[k].items():
-                    t0 = backend_cpu(pid)
+                    t0 = paired.cpu(backend)
                     for _ in range(2):
                         for _, sql, values in group:
                             await conn.fetch(sql, *values)
-                    cost[(k, g)].append((backend_cpu(pid) - t0) * 1000 / (2 * len(group)))
+                    cost[(k, g)].append((paired.cpu(backend) - t0) * 1000 / (2 * len(group)))
     finally:
         await conn.close()
     return cost

@@ -34,7 +34,8 @@ _ACCEPT = b"application/json, text/event-stream"
 class MCPRouter:
     """Resolves who calls and which bank an HTTP request is for, then hands it to the single- or
     multi-bank server (each built by its first request, on_demand.py): through its SDK session
-    manager, a plain request in one exchange (single_exchange.py). Refusals are engine errors, answered by api/errors.py like every other."""
+    manager, a plain request in one exchange (single_exchange.py). Refusals are engine errors,
+    answered by api/errors.py like every other."""
 
     def __init__(
         self, engine: Engine, single: OnDemand, multi: OnDemand, authenticate: Callable[[Any], Awaitable[Principal]]
