@@ -115,6 +115,17 @@ _SETTINGS = {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100", "j
 # returns the nearest less often (bench/README.md, "Temporal arm: a short walk, then exact").
 TEMPORAL_WALK_ROWS = 3_000
 _PLANNED = _SETTINGS | {"plan_cache_mode": "force_custom_plan", "hnsw.max_scan_tuples": str(TEMPORAL_WALK_ROWS)}
+# ...and the walks pool's: a walk of the vector index for a bank's nearest memories (recall's
+# semantic arm on a bank it does not sort, engine/banks/sizes.py), planned once a connection and
+# always a walk. Left to PostgreSQL, a generic plan of it estimates a bank at the average bank's
+# share of the table, and with a few hundred small banks beside a big one it picked a sort of the
+# big bank's rows by distance after five calls (~5 ms walked, 250-570 ms sorted at 100,000
+# memories); kept from it, the walk was planned anew every call. With sorting disabled the walk is
+# the one plan left that orders rows by distance (a statement still ends in its own small sort,
+# the cheapest plan having the fewest disabled steps), so a generic plan is safe, and it saves the
+# planning (bench/README.md, "The semantic walk planned once").
+_WALKS = _SETTINGS | {"plan_cache_mode": "force_generic_plan", "enable_sort": "off"}
+_KINDS = {"shared": _SETTINGS, "planned": _PLANNED, "walks": _WALKS}
 
 
 # Statements the planned pool's connections keep prepared. Its statements change text with the
@@ -124,32 +135,33 @@ _PLANNED = _SETTINGS | {"plan_cache_mode": "force_custom_plan", "hnsw.max_scan_t
 _PLANNED_STATEMENTS = 24
 
 
-def _connect_args(planned: bool, pooled: bool = False) -> dict:
-    """`pooled`: through a transaction pooler (HINDSIGHT_API_DB_POOL_MODE=transaction). PgBouncer
-    refuses session settings in the startup packet, and a statement prepared on one of its server
-    connections is not there on the next transaction's: no settings are sent (the database has
-    them as its defaults, `pooled_defaults`) and no statement is kept prepared, so each is planned
-    for its own parameters, as the planned pool's are anyway."""
+def _connect_args(kind: str, pooled: bool = False) -> dict:
+    """A `kind` of pool's (_KINDS) connection arguments. `pooled`: through a transaction pooler
+    (HINDSIGHT_API_DB_POOL_MODE=transaction). PgBouncer refuses session settings in the startup
+    packet, and a statement prepared on one of its server connections is not there on the next
+    transaction's: no settings are sent (the database has them as its defaults, `pooled_defaults`)
+    and no statement is kept prepared, so each is planned for its own parameters, as the planned
+    pool's are anyway (a walk so planned sees its bank's share)."""
     if pooled:
         return {"statement_cache_size": 0}
-    if planned:
+    if kind == "planned":
         return {"server_settings": _PLANNED, "statement_cache_size": _PLANNED_STATEMENTS}
-    return {"server_settings": _SETTINGS}
+    return {"server_settings": _KINDS[kind]}
 
 
 async def create_pool(
     url: str,
     min_size: int,
     max_size: int,
-    planned: bool = False,
+    kind: str = "shared",
     backend_nice: int = 0,
     pooled: bool = False,
     connect_timeout: float = 60.0,
 ) -> asyncpg.Pool:
-    """A pool of connections opened with our session settings; `planned`: they plan every
-    statement for its own parameters (the statements on other connections keep PostgreSQL's
-    choice, a generic plan once it is as good, which saves planning them every call).
-    `backend_nice`: the priority a local backend yields to the server at (db/priority.py);
+    """A pool of connections opened with our session settings; `kind` "planned": they plan every
+    statement for its own parameters, "walks": they walk the vector index (_WALKS), "shared": the
+    rest, PostgreSQL's choice (a generic plan once it is as good, which saves planning them every
+    call). `backend_nice`: the priority a local backend yields to the server at (db/priority.py);
     `pooled`: through a transaction pooler (_connect_args)."""
     logging.getLogger("asyncpg.pool").addFilter(_one_line)
     return await asyncpg.create_pool(
@@ -159,7 +171,7 @@ async def create_pool(
         init=_connection_setup(backend_nice),
         reset=_no_reset,
         timeout=connect_timeout,
-        **_connect_args(planned, pooled),
+        **_connect_args(kind, pooled),
     )
 
 
@@ -202,28 +214,33 @@ async def pooled_defaults(direct_url: str, pooled_url: str) -> bool:
     return changed
 
 
-def sizes(min_size: int, max_size: int) -> tuple[int, int, int, int]:
-    """(shared min, shared max, planned min, planned max) for HINDSIGHT_API_DB_POOL_MIN/MAX: a
-    third of the connections plan each call (recall's keyword arm holds its connection for two
-    statements and is its slowest on a large bank: a third of a recall's connection time or
-    more), at least one of each kind, so a maximum of 1 still opens 2. The minimum is the two
-    pools' together; a planned connection is kept open from a minimum of 2."""
+def sizes(min_size: int, max_size: int) -> dict[str, tuple[int, int]]:
+    """Each pool's (min, max) for HINDSIGHT_API_DB_POOL_MIN/MAX: a third of the connections plan
+    each call (recall's keyword arm holds its connection for two statements and is its slowest on
+    a large bank: a third of a recall's connection time or more), a fifth walk the vector index
+    (a walk is a single statement, a few milliseconds on a large bank), the rest are shared, at
+    least one of each kind, so a maximum of 1 still opens 3. The minimum is the shared and planned
+    pools' together; a planned connection is kept open from a minimum of 2, a walking one is opened
+    by the first walk."""
     planned_max = max(1, max_size // 3)
+    walks_max = max(1, max_size // 5)
+    shared_max = max(1, max_size - planned_max - walks_max)
     if min_size == 0:  # a read replica's pools: nothing opened until a read needs it
-        return 0, max(1, max_size - planned_max), 0, planned_max
-    shared_max = max(1, max_size - planned_max)
+        return {"shared": (0, shared_max), "planned": (0, planned_max), "walks": (0, walks_max)}
     planned_min = 1 if min_size >= 2 else 0
     shared_min = min(max(1, min_size - planned_min), shared_max)
-    return shared_min, shared_max, planned_min, planned_max
+    return {"shared": (shared_min, shared_max), "planned": (planned_min, planned_max), "walks": (0, walks_max)}
 
 
 @dataclass
 class Pools:
-    """The server's two pools: `shared` for everything, `planned` for the statements that need a
-    plan of their own each call; `HINDSIGHT_API_DB_POOL_MIN/MAX` bound both together (sizes)."""
+    """The server's three pools: `shared` for everything, `planned` for the statements that need a
+    plan of their own each call, `walks` for the walks of the vector index (_WALKS);
+    `HINDSIGHT_API_DB_POOL_MIN/MAX` bound them together (sizes)."""
 
     shared: asyncpg.Pool
     planned: asyncpg.Pool
+    walks: asyncpg.Pool
 
     pooled: bool = False  # through a transaction pooler (_connect_args)
 
@@ -237,24 +254,25 @@ class Pools:
         pooled: bool = False,
         connect_timeout: float = 60.0,
     ) -> Pools:
-        shared_min, shared_max, planned_min, planned_max = sizes(min_size, max_size)
-        shared = await create_pool(url, shared_min, shared_max, False, backend_nice, pooled, connect_timeout)
+        opened: dict[str, asyncpg.Pool] = {}
         try:
-            planned = await create_pool(url, planned_min, planned_max, True, backend_nice, pooled, connect_timeout)
+            for kind, (least, most) in sizes(min_size, max_size).items():
+                opened[kind] = await create_pool(url, least, most, kind, backend_nice, pooled, connect_timeout)
         except BaseException:
-            await shared.close()
+            for pool in opened.values():
+                await pool.close()
             raise
-        return cls(shared, planned, pooled)
+        return cls(opened["shared"], opened["planned"], opened["walks"], pooled)
 
     def __iter__(self) -> Iterator[asyncpg.Pool]:
-        return iter((self.shared, self.planned))
+        return iter((self.shared, self.planned, self.walks))
 
     def repoint(self, url: str) -> None:
         """Open the pools' next connections to `url` (a restarted embedded PostgreSQL on another
         socket; the caller expires the current ones). This rather than new pools: whatever holds
         them (the engine, the LLM client, the tenant extension) follows."""
-        self.shared.set_connect_args(url, **_connect_args(False, self.pooled))
-        self.planned.set_connect_args(url, **_connect_args(True, self.pooled))
+        for kind, pool in zip(("shared", "planned", "walks"), self):
+            pool.set_connect_args(url, **_connect_args(kind, self.pooled))
 
     async def expire_connections(self) -> None:
         for pool in self:

@@ -130,6 +130,7 @@ class Lifecycle:
             settings=s,
             pool=pool,
             planned=pools.planned,
+            walks=pools.walks,
             writes=BankWrites(pool),
             gates=Gates(s),
             embedder=embedder,
@@ -164,7 +165,8 @@ class Lifecycle:
         the write queue, the LLM's usage records and the bank sizes stay on the primary."""
         if target.replica is None:
             return self.rt
-        return dataclasses.replace(self.rt, pool=target.pools.shared, planned=target.pools.planned)
+        pools = target.pools
+        return dataclasses.replace(self.rt, pool=pools.shared, planned=pools.planned, walks=pools.walks)
 
     async def _database_restarted(self, url: str) -> None:
         """The embedded PostgreSQL is back: its old connections are dead (asyncpg would find
@@ -202,7 +204,7 @@ class Lifecycle:
         if self.watchdog is not None and self.watchdog.restarting:
             return "the embedded PostgreSQL is restarting"
         try:
-            for pool in self.pools:  # both: a recall needs a connection of each
+            for pool in self.pools:  # each: a recall may need a connection of each
                 async with pool.acquire(timeout=timeout) as conn:
                     try:
                         await conn.fetchval(Q.database_ping, timeout=timeout)

@@ -1,6 +1,7 @@
-"""The server's two connection pools (db/pool.py, Pools): HINDSIGHT_API_DB_POOL_MAX bounds them
-together, a third of it (at least one) plans every statement for its own parameters, and both
-open their connections with the same settings otherwise, also once repointed."""
+"""The server's three connection pools (db/pool.py, Pools): HINDSIGHT_API_DB_POOL_MAX bounds them
+together, a third of it (at least one) plans every statement for its own parameters, a fifth (at
+least one) walks the vector index with one plan a statement, and all open their connections with
+the same settings otherwise, also once repointed."""
 
 from __future__ import annotations
 
@@ -9,12 +10,17 @@ import pytest
 from hindsight.db.pool import Pools
 
 
-@pytest.mark.parametrize(("max_size", "shared", "planned"), [(10, 7, 3), (40, 27, 13), (4, 3, 1), (2, 1, 1), (1, 1, 1)])
-async def test_pool_max_is_shared_between_the_two(api, pg_url, max_size, shared, planned):
+@pytest.mark.parametrize(
+    ("max_size", "shared", "planned", "walks"),
+    [(10, 5, 3, 2), (40, 19, 13, 8), (4, 2, 1, 1), (2, 1, 1, 1), (1, 1, 1, 1)],
+)
+async def test_pool_max_is_shared_between_the_three(api, pg_url, max_size, shared, planned, walks):
     pools = await Pools.open(pg_url, 2, max_size)
     try:
-        assert (pools.shared.get_max_size(), pools.planned.get_max_size()) == (shared, planned)
-        assert (pools.shared.get_min_size(), pools.planned.get_min_size()) == (1, 1)  # the minimum, 2, in all
+        got = (pools.shared.get_max_size(), pools.planned.get_max_size(), pools.walks.get_max_size())
+        assert got == (shared, planned, walks)
+        # The minimum, 2, in the shared and planned pools; a walking connection opens with a walk.
+        assert (pools.shared.get_min_size(), pools.planned.get_min_size(), pools.walks.get_min_size()) == (1, 1, 0)
     finally:
         await pools.close()
 
@@ -23,9 +29,15 @@ async def test_settings_of_each_pool_also_after_repoint(api, pg_url):  # api: th
     pools = await Pools.open(pg_url, 1, 8)
     try:
         for _ in range(2):
-            for pool, plans in ((pools.shared, "auto"), (pools.planned, "force_custom_plan")):
+            kinds = (
+                (pools.shared, "auto", "on"),
+                (pools.planned, "force_custom_plan", "on"),
+                (pools.walks, "force_generic_plan", "off"),
+            )
+            for pool, plans, sorts in kinds:
                 async with pool.acquire() as conn:
                     assert await conn.fetchval("SHOW plan_cache_mode") == plans
+                    assert await conn.fetchval("SHOW enable_sort") == sorts
                     assert await conn.fetchval("SHOW hnsw.ef_search") == "100"
                     assert await conn.fetchval("SHOW jit") == "off"
             # What the engine does when the embedded PostgreSQL comes back (here: on the same URL).

@@ -208,7 +208,7 @@ async def search_chunks(
     semantic = []
     for vec in vectors:  # none in keyword mode
         p = Binder(bank_id, vec, end_user.session_tags, end_user.user_id, PER_ARM)
-        semantic.append(fetch_ids(rt, fill(Q.chunk_semantic, filter=filt.into(p)), *p.values))
+        semantic.append(fetch_ids(rt.pool, fill(Q.chunk_semantic, filter=filt.into(p)), *p.values))
     by_phrase, *nearest = await asyncio.gather(keyword, *semantic)
     # Phrase by phrase, semantic then keyword: the order ties of the fused score keep.
     lists: list[tuple[str, list]] = []

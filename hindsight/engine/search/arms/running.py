@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 from hindsight.metrics import RECALL_ARM_SECONDS
 
 if TYPE_CHECKING:
-    from hindsight.engine.runtime import Runtime
+    import asyncpg
 
 
-async def fetch_ids(rt: Runtime, sql: str, *params, planned: bool = False) -> list:
-    """First column of a query on its own pooled connection, so several run concurrently.
-    `planned`: on a connection that plans it for this call's parameters (db/pool.py, Pools)."""
-    async with (rt.planned if planned else rt.pool).acquire() as conn:
+async def fetch_ids(pool: asyncpg.Pool, sql: str, *params) -> list:
+    """First column of a query on a connection of its own from `pool` (the runtime's shared,
+    planned or walking connections, db/pool.py, Pools), so several run concurrently."""
+    async with pool.acquire() as conn:
         return [r[0] for r in await conn.fetch(sql, *params)]
 
 

@@ -34,4 +34,4 @@ async def temporal_ids(rt: Runtime, bank_id: str, qvec, f: Fragment, window: Tim
     # only the first TEMPORAL_EXACT_CAP memories of a wide window.
     sort = await rt.sizes.sorts(bank_id, at_most=TEMPORAL_EXACT_CAP)
     p = Binder(bank_id, qvec, ARM_LIMIT, window.start, window.end, TEMPORAL_EXACT_CAP, sort)
-    return await fetch_ids(rt, fill(Q.recall_temporal, filter=f.into(p)), *p.values, planned=True)
+    return await fetch_ids(rt.planned, fill(Q.recall_temporal, filter=f.into(p)), *p.values)
