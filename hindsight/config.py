@@ -101,8 +101,9 @@ class Settings(BaseSettings):
         ge=1,
         le=200,
         description=(
-            "Maximum database connections (at least 2 are opened): a third of them plan each"
-            " statement for its own parameters (recall's keyword and time arms)."
+            "Maximum database connections (3 at the least: one of each kind below): a third of them plan each"
+            " statement for its own parameters (recall's keyword and time arms), a fifth walk the vector"
+            " index with one plan a connection (recall's semantic arm on a large bank), the rest are shared."
         ),
     )
     db_backend_nice: int = Field(

@@ -115,17 +115,20 @@ _SETTINGS = {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100", "j
 # returns the nearest less often (bench/README.md, "Temporal arm: a short walk, then exact").
 TEMPORAL_WALK_ROWS = 3_000
 _PLANNED = _SETTINGS | {"plan_cache_mode": "force_custom_plan", "hnsw.max_scan_tuples": str(TEMPORAL_WALK_ROWS)}
-# ...and the walks pool's: a walk of the vector index for a bank's nearest memories (recall's
-# semantic arm on a bank it does not sort, engine/banks/sizes.py), planned once a connection and
-# always a walk. Left to PostgreSQL, a generic plan of it estimates a bank at the average bank's
-# share of the table, and with a few hundred small banks beside a big one it picked a sort of the
-# big bank's rows by distance after five calls (~5 ms walked, 250-570 ms sorted at 100,000
-# memories); kept from it, the walk was planned anew every call. With sorting disabled the walk is
-# the one plan left that orders rows by distance (a statement still ends in its own small sort,
-# the cheapest plan having the fewest disabled steps), so a generic plan is safe, and it saves the
-# planning (bench/README.md, "The semantic walk planned once").
-_WALKS = _SETTINGS | {"plan_cache_mode": "force_generic_plan", "enable_sort": "off"}
-_KINDS = {"shared": _SETTINGS, "planned": _PLANNED, "walks": _WALKS}
+# ...and the fixed pool's: statements whose one plan is right for every parameter, planned once a
+# connection. Recall's walk of the vector index for a bank's nearest memories (its semantic arm on
+# a bank it does not sort, engine/banks/sizes.py): left to PostgreSQL, a generic plan of it
+# estimates a bank at the average bank's share of the table, and with a few hundred small banks
+# beside a big one it picked a sort of the big bank's rows by distance after five calls (~5 ms
+# walked, 250-570 ms sorted at 100,000 memories); kept from it, the walk was planned anew every
+# call. With sorting disabled the walk is the one plan left that orders rows by distance (the
+# statement still ends in its own small sort: the cheapest plan has the fewest disabled steps).
+# And the word counts (recall_word_frequencies), an index lookup a word whatever the words,
+# which PostgreSQL planned anew every call too (its generic plan guesses 10 words). Each saves
+# its planning: 0.9 and 0.1 ms of PostgreSQL's CPU a recall (bench/README.md, "One plan for the
+# walk and the word counts").
+_FIXED = _SETTINGS | {"plan_cache_mode": "force_generic_plan", "enable_sort": "off"}
+_KINDS = {"shared": _SETTINGS, "planned": _PLANNED, "fixed": _FIXED}
 
 
 # Statements the planned pool's connections keep prepared. Its statements change text with the
@@ -159,7 +162,7 @@ async def create_pool(
     connect_timeout: float = 60.0,
 ) -> asyncpg.Pool:
     """A pool of connections opened with our session settings; `kind` "planned": they plan every
-    statement for its own parameters, "walks": they walk the vector index (_WALKS), "shared": the
+    statement for its own parameters, "fixed": they keep one plan a statement (_FIXED), "shared": the
     rest, PostgreSQL's choice (a generic plan once it is as good, which saves planning them every
     call). `backend_nice`: the priority a local backend yields to the server at (db/priority.py);
     `pooled`: through a transaction pooler (_connect_args)."""
@@ -217,30 +220,30 @@ async def pooled_defaults(direct_url: str, pooled_url: str) -> bool:
 def sizes(min_size: int, max_size: int) -> dict[str, tuple[int, int]]:
     """Each pool's (min, max) for HINDSIGHT_API_DB_POOL_MIN/MAX: a third of the connections plan
     each call (recall's keyword arm holds its connection for two statements and is its slowest on
-    a large bank: a third of a recall's connection time or more), a fifth walk the vector index
-    (a walk is a single statement, a few milliseconds on a large bank), the rest are shared, at
+    a large bank: a third of a recall's connection time or more), a fifth keep one plan a statement
+    (the vector index's walk and the word counts: single statements, a few milliseconds at most), the rest are shared, at
     least one of each kind, so a maximum of 1 still opens 3. The minimum is the shared and planned
-    pools' together; a planned connection is kept open from a minimum of 2, a walking one is opened
-    by the first walk."""
+    pools' together; a planned connection is kept open from a minimum of 2, a fixed one is opened
+    by the first statement it runs."""
     planned_max = max(1, max_size // 3)
-    walks_max = max(1, max_size // 5)
-    shared_max = max(1, max_size - planned_max - walks_max)
+    fixed_max = max(1, max_size // 5)
+    shared_max = max(1, max_size - planned_max - fixed_max)
     if min_size == 0:  # a read replica's pools: nothing opened until a read needs it
-        return {"shared": (0, shared_max), "planned": (0, planned_max), "walks": (0, walks_max)}
+        return {"shared": (0, shared_max), "planned": (0, planned_max), "fixed": (0, fixed_max)}
     planned_min = 1 if min_size >= 2 else 0
     shared_min = min(max(1, min_size - planned_min), shared_max)
-    return {"shared": (shared_min, shared_max), "planned": (planned_min, planned_max), "walks": (0, walks_max)}
+    return {"shared": (shared_min, shared_max), "planned": (planned_min, planned_max), "fixed": (0, fixed_max)}
 
 
 @dataclass
 class Pools:
     """The server's three pools: `shared` for everything, `planned` for the statements that need a
-    plan of their own each call, `walks` for the walks of the vector index (_WALKS);
+    plan of their own each call, `fixed` for those that keep one plan (_FIXED);
     `HINDSIGHT_API_DB_POOL_MIN/MAX` bound them together (sizes)."""
 
     shared: asyncpg.Pool
     planned: asyncpg.Pool
-    walks: asyncpg.Pool
+    fixed: asyncpg.Pool
 
     pooled: bool = False  # through a transaction pooler (_connect_args)
 
@@ -262,16 +265,16 @@ class Pools:
             for pool in opened.values():
                 await pool.close()
             raise
-        return cls(opened["shared"], opened["planned"], opened["walks"], pooled)
+        return cls(opened["shared"], opened["planned"], opened["fixed"], pooled)
 
     def __iter__(self) -> Iterator[asyncpg.Pool]:
-        return iter((self.shared, self.planned, self.walks))
+        return iter((self.shared, self.planned, self.fixed))
 
     def repoint(self, url: str) -> None:
         """Open the pools' next connections to `url` (a restarted embedded PostgreSQL on another
         socket; the caller expires the current ones). This rather than new pools: whatever holds
         them (the engine, the LLM client, the tenant extension) follows."""
-        for kind, pool in zip(("shared", "planned", "walks"), self):
+        for kind, pool in zip(("shared", "planned", "fixed"), self):
             pool.set_connect_args(url, **_connect_args(kind, self.pooled))
 
     async def expire_connections(self) -> None:

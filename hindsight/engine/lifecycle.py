@@ -130,7 +130,7 @@ class Lifecycle:
             settings=s,
             pool=pool,
             planned=pools.planned,
-            walks=pools.walks,
+            fixed=pools.fixed,
             writes=BankWrites(pool),
             gates=Gates(s),
             embedder=embedder,
@@ -166,7 +166,7 @@ class Lifecycle:
         if target.replica is None:
             return self.rt
         pools = target.pools
-        return dataclasses.replace(self.rt, pool=pools.shared, planned=pools.planned, walks=pools.walks)
+        return dataclasses.replace(self.rt, pool=pools.shared, planned=pools.planned, fixed=pools.fixed)
 
     async def _database_restarted(self, url: str) -> None:
         """The embedded PostgreSQL is back: its old connections are dead (asyncpg would find

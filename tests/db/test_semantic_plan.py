@@ -97,7 +97,7 @@ async def test_every_walk_of_the_vector_index_is_sorted_after(sized_db):
 async def test_the_arm_sorts_the_small_bank_and_walks_the_big_one(sized_db):
     pools = await Pools.open(sized_db, 1, 2)  # pools of one connection each: their statements show
     try:
-        rt = SimpleNamespace(pool=pools.shared, walks=pools.walks, sizes=BankSizes(pools.shared))
+        rt = SimpleNamespace(pool=pools.shared, fixed=pools.fixed, sizes=BankSizes(pools.shared))
         # All memories: 3,012 once the inserting connection's statistics are flushed (as its
         # backend exits, which may trail the close); the choices below hold either way.
         small, big = await rt.sizes.get("small"), await rt.sizes.get("big")
@@ -116,12 +116,12 @@ async def test_the_arm_sorts_the_small_bank_and_walks_the_big_one(sized_db):
         big = await semantic_ids(rt, "big", qvec, f, False)
         assert len(big) == ARM_LIMIT
         prepared = {}
-        for kind, pool in (("shared", pools.shared), ("walks", pools.walks)):
+        for kind, pool in (("shared", pools.shared), ("fixed", pools.fixed)):
             async with pool.acquire() as conn:
                 prepared[kind] = [r[0] for r in await conn.fetch("SELECT statement FROM pg_prepared_statements")]
-        # The sort on a shared connection, the walk on a walking one (db/pool.py, _WALKS).
+        # The sort on a shared connection, the walk on a fixed one (db/pool.py, _FIXED).
         assert sum("FROM memories WHERE bank_id = $1 LIMIT $4" in s for s in prepared["shared"]) == 1
-        assert sum("ORDER BY m.embedding <=> $2 LIMIT $3" in s for s in prepared["walks"]) == 1
+        assert sum("ORDER BY m.embedding <=> $2 LIMIT $3" in s for s in prepared["fixed"]) == 1
         assert not any("ORDER BY m.embedding <=> $2 LIMIT $3" in s for s in prepared["shared"])
     finally:
         await pools.close()
@@ -131,27 +131,29 @@ async def test_the_walk_stays_a_walk_planned_once_beside_many_banks(sized_db):
     """A generic plan estimates a bank at the average bank's share of the table: with a few hundred
     banks PostgreSQL's generic plan of the walk reads the bank by its key and sorts it, which a
     shared connection takes after five calls (at 100,000 memories: ~5 ms walked, 250-570 ms
-    sorted). The walking connections keep one generic plan, and it is the walk, with the same
+    sorted). The fixed connections keep one generic plan, and it is the walk, with the same
     nearest memories a walk planned for the call finds."""
     pools = await Pools.open(sized_db, 1, 2)
     admin = await asyncpg.connect(sized_db)
     try:
         await admin.execute("ALTER TABLE memories ALTER COLUMN bank_id SET (n_distinct = 1000)")
         await admin.execute("ANALYZE memories")
-        rt = SimpleNamespace(pool=pools.shared, walks=pools.walks, sizes=BankSizes(pools.shared))
+        rt = SimpleNamespace(pool=pools.shared, fixed=pools.fixed, sizes=BankSizes(pools.shared))
         f = request_filters(RecallRequest(query="x"))
         async with pools.shared.acquire() as conn:
             vectors = [r[0] for r in await conn.fetch("SELECT embedding FROM memories WHERE bank_id = 'big' LIMIT 8")]
             p = Binder("big")
             sql = semantic_sql(p, p(vectors[0]), f, sort=False)
-            generic = json.loads(await conn.fetchval("EXPLAIN (GENERIC_PLAN, FORMAT JSON) " + sql, *p.values))[0]["Plan"]
+            generic = json.loads(await conn.fetchval("EXPLAIN (GENERIC_PLAN, FORMAT JSON) " + sql, *p.values))[0][
+                "Plan"
+            ]
         assert "memories_embedding_hnsw" not in _index_names(generic)  # what a shared connection would keep
         async with pools.planned.acquire() as conn, conn.transaction():  # a walk planned for each call
             await conn.execute("SET LOCAL enable_sort = off")
             custom = [[r[0] for r in await conn.fetch(sql, "big", v, *p.values[2:])] for v in vectors]
         walked = [await semantic_ids(rt, "big", v, f, False) for v in vectors]
         assert walked == custom and all(len(w) == ARM_LIMIT for w in walked)
-        async with pools.walks.acquire() as conn:
+        async with pools.fixed.acquire() as conn:
             plans = await conn.fetchrow(
                 "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1", sql
             )

@@ -86,15 +86,18 @@ async def test_keyword_ranking_on_a_large_bank(api, bank, pg_url):
     r = api.post(f"/v1/banks/{bank}/recall", json=body)
     assert sorted(m["text"] for m in r.json()["results"]) == [f"Note {i}: the log was checked." for i in range(3)]
 
-    # The arm runs on the planned pool, whose connections plan every call for its own words (a
-    # generic plan cannot see how common they are); the shared pool keeps the server's default.
+    # The arm's statement runs on the planned pool, whose connections plan every call for its own
+    # words (a generic plan cannot see how common they are); the shared pool keeps the server's
+    # default.
     pools = await Pools.open(pg_url, 1, 4)  # a planned pool of one connection: every run on it
     try:
         async with pools.shared.acquire() as conn:
             assert await conn.fetchval("SHOW plan_cache_mode") == "auto"
         f = request_filters(RecallRequest(query="x"))
         for _ in range(8):  # past the five custom plans after which PostgreSQL may keep a generic one
-            found, _ = await keyword_ids(SimpleNamespace(planned=pools.planned), bank, ["greenhouse", "hose"], f)
+            found, _ = await keyword_ids(
+                SimpleNamespace(planned=pools.planned, fixed=pools.fixed), bank, ["greenhouse", "hose"], f
+            )
             assert len(found) == 4
         async with pools.planned.acquire() as conn:
             assert await conn.fetchval("SHOW plan_cache_mode") == "force_custom_plan"
@@ -103,5 +106,13 @@ async def test_keyword_ranking_on_a_large_bank(api, bank, pg_url):
                 " AND statement NOT LIKE '%pg_prepared_statements%'"
             )
             assert [tuple(p) for p in plans] == [(0, 8)]
+        # The word counts, an index lookup a word whatever the words, keep one plan on a fixed
+        # connection (db/pool.py, _FIXED): planned once, not every call.
+        async with pools.fixed.acquire() as conn:
+            plans = await conn.fetch(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%AS total FROM unnest%'"
+                " AND statement NOT LIKE '%pg_prepared_statements%'"
+            )
+            assert [tuple(p) for p in plans] == [(8, 0)]
     finally:
         await pools.close()

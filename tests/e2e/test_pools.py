@@ -1,6 +1,6 @@
 """The server's three connection pools (db/pool.py, Pools): HINDSIGHT_API_DB_POOL_MAX bounds them
 together, a third of it (at least one) plans every statement for its own parameters, a fifth (at
-least one) walks the vector index with one plan a statement, and all open their connections with
+least one) keeps one plan a statement (sorting disabled), and all open their connections with
 the same settings otherwise, also once repointed."""
 
 from __future__ import annotations
@@ -11,16 +11,16 @@ from hindsight.db.pool import Pools
 
 
 @pytest.mark.parametrize(
-    ("max_size", "shared", "planned", "walks"),
+    ("max_size", "shared", "planned", "fixed"),
     [(10, 5, 3, 2), (40, 19, 13, 8), (4, 2, 1, 1), (2, 1, 1, 1), (1, 1, 1, 1)],
 )
-async def test_pool_max_is_shared_between_the_three(api, pg_url, max_size, shared, planned, walks):
+async def test_pool_max_is_shared_between_the_three(api, pg_url, max_size, shared, planned, fixed):
     pools = await Pools.open(pg_url, 2, max_size)
     try:
-        got = (pools.shared.get_max_size(), pools.planned.get_max_size(), pools.walks.get_max_size())
-        assert got == (shared, planned, walks)
-        # The minimum, 2, in the shared and planned pools; a walking connection opens with a walk.
-        assert (pools.shared.get_min_size(), pools.planned.get_min_size(), pools.walks.get_min_size()) == (1, 1, 0)
+        got = (pools.shared.get_max_size(), pools.planned.get_max_size(), pools.fixed.get_max_size())
+        assert got == (shared, planned, fixed)
+        # The minimum, 2, in the shared and planned pools; a fixed connection opens with its first statement.
+        assert (pools.shared.get_min_size(), pools.planned.get_min_size(), pools.fixed.get_min_size()) == (1, 1, 0)
     finally:
         await pools.close()
 
@@ -32,7 +32,7 @@ async def test_settings_of_each_pool_also_after_repoint(api, pg_url):  # api: th
             kinds = (
                 (pools.shared, "auto", "on"),
                 (pools.planned, "force_custom_plan", "on"),
-                (pools.walks, "force_generic_plan", "off"),
+                (pools.fixed, "force_generic_plan", "off"),
             )
             for pool, plans, sorts in kinds:
                 async with pool.acquire() as conn:

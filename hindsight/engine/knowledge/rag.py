@@ -161,18 +161,20 @@ def keyword_statement(bank_id: str, counts: list[list], end_user: EndUser, filt:
 
 
 async def _keyword_lists(rt: Runtime, bank_id: str, words: list[list[str]], end_user: EndUser, filt: Fragment) -> list:
-    """Each phrase's keyword arm (chunk ids, best first), from the bank's word frequencies; planned
-    for its words, as recall's keyword arm is (how common they are sets the plan)."""
+    """Each phrase's keyword arm (chunk ids, best first), from the bank's word frequencies (on a
+    fixed connection, as recall's word counts: one plan, db/pool.py, _FIXED); planned for its
+    words, as recall's keyword arm is (how common they are sets the plan)."""
     wanted = sorted({w for ws in words for w in ws})
     if not wanted:
         return [[] for _ in words]
     # The keyword search of a phrase asked twice (or with the same words, in the same order) runs once.
     distinct = list(dict.fromkeys(tuple(ws) for ws in words))
     found: list[list] = [[] for _ in distinct]
-    async with rt.planned.acquire() as conn:
+    async with rt.fixed.acquire() as conn:
         counts = {r["w"]: r for r in await conn.fetch(Q.chunk_word_frequencies, bank_id, wanted)}
-        statement = keyword_statement(bank_id, [[counts[w] for w in ws] for ws in distinct], end_user, filt)
-        if statement is not None:
+    statement = keyword_statement(bank_id, [[counts[w] for w in ws] for ws in distinct], end_user, filt)
+    if statement is not None:
+        async with rt.planned.acquire() as conn:
             for r in await conn.fetch(statement[0], *statement[1]):
                 found[r["phrase"]].append(r["id"])
     return [found[distinct.index(tuple(ws))] for ws in words]

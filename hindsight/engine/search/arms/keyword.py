@@ -37,41 +37,41 @@ async def keyword_ids(rt: Runtime, bank_id: str, words: list[str], f: Fragment) 
     those that hold it with another query word come from one full-text AND (the index
     intersects the postings). This returns the same scores as fetching every seed memory while
     reading about a third as many rows (same entry)."""
-    # A planned connection (db/pool.py, Pools): the generic plan of the arm's statement cannot see
-    # how common the words are, and took several times as long (bench/README.md, "... a custom
-    # plan each call").
-    async with rt.planned.acquire() as conn:
+    # The word counts on a fixed connection (db/pool.py, _FIXED: one plan, an index lookup a word);
+    # the arm's statement on a planned one: its generic plan cannot see how common the words are,
+    # and took several times as long (bench/README.md, "... a custom plan each call").
+    async with rt.fixed.acquire() as conn:
         present, idf, total = rarest_first(await conn.fetch(Q.recall_word_frequencies, bank_id, words))
-        if not present:
-            return [], None
-        score = rarity_score(len(present))
+    if not present:
+        return [], None
+    score = rarity_score(len(present))
+    table = keyword_rows(f)
 
-        table = keyword_rows(f)
+    def statement(seeds: list[tuple[int, str]] | None) -> tuple[str, list]:
+        """The arm's statement and values: candidates seeded by `seeds`, or (None) the bank's
+        own rows holding any word."""
+        p = Binder(bank_id, [w for _, w in present], idf, ARM_LIMIT)
+        filters = f.into(p)
+        if seeds is not None:
+            candidates = seed_candidates(Q.recall_keyword_seed, seeds, p, filters, rows=table)
+            return fill(Q.recall_keyword, own="", candidates=candidates, score=score), p.values
+        own = fill(Q.recall_keyword_own, rows=table, filter=filters)
+        candidates = fill(Q.recall_keyword_own_candidates, match=p(" | ".join(w for _, w in present)))
+        return fill(Q.recall_keyword, own=own, candidates=candidates, score=score), p.values
 
-        def statement(seeds: list[tuple[int, str]] | None) -> tuple[str, list]:
-            """The arm's statement and values: candidates seeded by `seeds`, or (None) the bank's
-            own rows holding any word."""
-            p = Binder(bank_id, [w for _, w in present], idf, ARM_LIMIT)
-            filters = f.into(p)
-            if seeds is not None:
-                candidates = seed_candidates(Q.recall_keyword_seed, seeds, p, filters, rows=table)
-                return fill(Q.recall_keyword, own="", candidates=candidates, score=score), p.values
-            own = fill(Q.recall_keyword_own, rows=table, filter=filters)
-            candidates = fill(Q.recall_keyword_own_candidates, match=p(" | ".join(w for _, w in present)))
-            return fill(Q.recall_keyword, own=own, candidates=candidates, score=score), p.values
-
-        # The full-text index is shared by all banks: for a small bank next to a big one, reading
-        # the big bank's postings costs more than testing the small bank's own rows
-        # (bench/README.md, "Keyword arm: seed cap and common seeds").
-        sql, values = statement(None if total <= SMALL_BANK else present)
+    # The full-text index is shared by all banks: for a small bank next to a big one, reading
+    # the big bank's postings costs more than testing the small bank's own rows
+    # (bench/README.md, "Keyword arm: seed cap and common seeds").
+    sql, values = statement(None if total <= SMALL_BANK else present)
+    async with rt.planned.acquire() as conn:
         rows = await conn.fetch(sql, *values)
         left = left_out(present) if not rows and total > SMALL_BANK else []
         if left:
             # Seeds are chosen by the bank's counts, which include the memories the filters (or
             # what is true now: superseded and invalidated ones) leave out: a rare word held only
             # by those emptied the arm. Then the words left out are the seeds. Only then: filling
-            # a short list too (as document search does) gave 6 of 308 LoCoMo questions at 100k up
-            # to 43 more memories sharing only a common word, whose fused ranks reach a top 10;
+            # a short list too (as document search does) gave 6 of 308 LoCoMo questions at 100k
+            # up to 43 more memories sharing only a common word, whose fused ranks reach a top 10;
             # and a second statement only when needed keeps the usual one as it was (as one
             # statement it would cost every recall; bench/README.md, "Documents: the keyword arm
             # weighs rare words").

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 async def fetch_ids(pool: asyncpg.Pool, sql: str, *params) -> list:
     """First column of a query on a connection of its own from `pool` (the runtime's shared,
-    planned or walking connections, db/pool.py, Pools), so several run concurrently."""
+    planned or fixed connections, db/pool.py, Pools), so several run concurrently."""
     async with pool.acquire() as conn:
         return [r[0] for r in await conn.fetch(sql, *params)]
 

@@ -30,7 +30,7 @@ def semantic_sql(p: Binder, vector: str, f: Fragment, sort: bool) -> str:
 
 async def semantic_ids(rt: Runtime, bank_id: str, qvec, f: Fragment, sort: bool) -> list:
     """The semantic arm on its own: the bank's memories nearest the query (semantic_sql), a walk on
-    a walking connection (db/pool.py, _WALKS: planned once, always a walk)."""
+    a fixed connection (db/pool.py, _FIXED: planned once, always a walk)."""
     p = Binder(bank_id)
     sql = semantic_sql(p, p(qvec), f, sort)
-    return await fetch_ids(rt.pool if sort else rt.walks, sql, *p.values)
+    return await fetch_ids(rt.pool if sort else rt.fixed, sql, *p.values)
