@@ -163,13 +163,14 @@ async def main(a) -> None:
         # servers measured both start on the data as it is. Measured by the one that retained, NEW
         # was ~5% more CPU a recall and ~1% fewer recalls a second than the same code beside it
         # (bench/README.md, "One plan for the walk and the word counts").
+        # OLD starts before any memory is stored, so a tree of another model name re-embeds none.
         first = serve(trees["new"], url, env)
         try:
+            servers["old"] = serve(trees["old"], url)
             await prepare(url, first, a.scale, convs)
         finally:
             first.stop()
         servers["new"] = serve(trees["new"], url, env)
-        servers["old"] = serve(trees["old"], url)
         questions, last = L.asked(convs)
         jobs = [(L.bank_of(q), q["question"], last[q["sample_id"]]) for q in questions]
         big = [(BIG, q["question"], None) for q in questions[:: max(1, len(questions) // 300)]]
