@@ -45,3 +45,9 @@ class Fragment:
     def into(self, p: Binder) -> str:
         """This fragment's SQL, its values bound in `p`."""
         return _MARK.sub(lambda m: p(*self._values[int(m.group(1))]), self.sql)
+
+    @property
+    def binds(self) -> bool:
+        """Whether the fragment binds any value (a condition of the caller's own, where the rest is
+        fixed text)."""
+        return bool(self._values)

@@ -123,6 +123,13 @@ async def test_the_arm_sorts_the_small_bank_and_walks_the_big_one(sized_db):
         assert sum("FROM memories WHERE bank_id = $1 LIMIT $4" in s for s in prepared["shared"]) == 1
         assert sum("ORDER BY m.embedding <=> $2 LIMIT $3" in s for s in prepared["fixed"]) == 1
         assert not any("ORDER BY m.embedding <=> $2 LIMIT $3" in s for s in prepared["shared"])
+        # A walk under a condition of the request's own stays on a shared connection, planned for
+        # its values (a selective tag may make sorting the few memories that pass it cheaper).
+        tagged = request_filters(RecallRequest(query="x", tags=["none-has-it"], tags_match="any_strict"))
+        assert await semantic_ids(rt, "big", qvec, tagged, False) == []
+        async with pools.shared.acquire() as conn:
+            prepared["shared"] = [r[0] for r in await conn.fetch("SELECT statement FROM pg_prepared_statements")]
+        assert sum("ORDER BY m.embedding <=> $2 LIMIT $3" in s for s in prepared["shared"]) == 1
     finally:
         await pools.close()
 
