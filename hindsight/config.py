@@ -101,10 +101,10 @@ class Settings(BaseSettings):
         ge=1,
         le=200,
         description=(
-            "Maximum database connections (3 at the least: one of each kind below): a third of them plan each"
-            " statement for its own parameters (recall's keyword and time arms), a fifth keep one plan a"
-            " statement (recall's walk of the vector index on a large bank, and the word counts), the rest"
-            " are shared."
+            "Maximum database connections (3 at the least: one of each kind below): a third of them"
+            " plan each statement for its own parameters (recall's keyword and time arms), a fifth keep"
+            " one plan a statement (recall's walk of the vector index on a large bank, and the word"
+            " counts), the rest are shared."
         ),
     )
     db_backend_nice: int = Field(

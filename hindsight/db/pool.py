@@ -118,15 +118,14 @@ _PLANNED = _SETTINGS | {"plan_cache_mode": "force_custom_plan", "hnsw.max_scan_t
 # ...and the fixed pool's: statements whose one plan is right for every parameter, planned once a
 # connection. Recall's walk of the vector index for a bank's nearest memories (its semantic arm on
 # a bank it does not sort, engine/banks/sizes.py): left to PostgreSQL, a generic plan of it
-# estimates a bank at the average bank's share of the table, and with a few hundred small banks
-# beside a big one it picked a sort of the big bank's rows by distance after five calls (~5 ms
-# walked, 250-570 ms sorted at 100,000 memories); kept from it, the walk was planned anew every
-# call. With sorting disabled the walk is the one plan left that orders rows by distance (the
-# statement still ends in its own small sort: the cheapest plan has the fewest disabled steps).
-# And the word counts (recall_word_frequencies), an index lookup a word whatever the words,
-# which PostgreSQL planned anew every call too (its generic plan guesses 10 words). Each saves
-# its planning: 0.9 and 0.1 ms of PostgreSQL's CPU a recall (bench/README.md, "One plan for the
-# walk and the word counts").
+# estimates a bank at the average bank's share of the table, so with a few hundred small banks
+# beside a big one it keeps, after five calls, a plan that sorts the big bank's rows by distance
+# (a hundred times the walk's time); with a few banks it plans the walk anew every call. With
+# sorting disabled the walk is the one plan left that orders rows by distance (the statement still
+# ends in its own small sort: the cheapest plan has the fewest disabled steps). And the word counts
+# (recall_word_frequencies, chunk_word_frequencies), an index lookup a word whatever the words,
+# which PostgreSQL planned anew every call too (its generic plan guesses 10 words). What each
+# saves: bench/README.md, "One plan for the walk and the word counts".
 _FIXED = _SETTINGS | {"plan_cache_mode": "force_generic_plan", "enable_sort": "off"}
 _KINDS = {"shared": _SETTINGS, "planned": _PLANNED, "fixed": _FIXED}
 
@@ -220,11 +219,11 @@ async def pooled_defaults(direct_url: str, pooled_url: str) -> bool:
 def sizes(min_size: int, max_size: int) -> dict[str, tuple[int, int]]:
     """Each pool's (min, max) for HINDSIGHT_API_DB_POOL_MIN/MAX: a third of the connections plan
     each call (recall's keyword arm holds its connection for two statements and is its slowest on
-    a large bank: a third of a recall's connection time or more), a fifth keep one plan a statement
-    (the vector index's walk and the word counts: single statements, a few milliseconds at most), the rest are shared, at
-    least one of each kind, so a maximum of 1 still opens 3. The minimum is the shared and planned
-    pools' together; a planned connection is kept open from a minimum of 2, a fixed one is opened
-    by the first statement it runs."""
+    a large bank: a third of a recall's connection time or more), a fifth keep one plan a
+    statement (the vector index's walk and the word counts: one short statement each), the rest
+    are shared, at least one of each kind, so a maximum of 1 still opens 3. The minimum is the
+    shared and planned pools' together; a planned connection is kept open from a minimum of 2, a
+    fixed one is opened by the first statement it runs."""
     planned_max = max(1, max_size // 3)
     fixed_max = max(1, max_size // 5)
     shared_max = max(1, max_size - planned_max - fixed_max)

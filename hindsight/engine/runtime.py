@@ -42,7 +42,8 @@ class Runtime:
     # Connections that plan each statement for its own parameters (db/pool.py, Pools): the
     # recall arms whose best plan depends on them.
     planned: asyncpg.Pool
-    # Connections that keep one plan a statement (db/pool.py, _FIXED): the vector index's walk.
+    # Connections that keep one plan a statement (db/pool.py, _FIXED): the vector index's walk
+    # and the word counts.
     fixed: asyncpg.Pool
     writes: BankWrites  # the way into a transaction that writes a bank
     gates: Gates  # per-bank gates, each named by the work it bounds (banks/gates.py)
