@@ -32,9 +32,9 @@ async def semantic_ids(rt: Runtime, bank_id: str, qvec, f: Fragment, sort: bool)
     """The semantic arm on its own: the bank's memories nearest the query (semantic_sql). A walk
     runs on a fixed connection (db/pool.py, _FIXED: planned once, always a walk), unless the
     request names conditions of its own (tags, types, a filter expression, a time: the filters
-    bind values): then on a shared one, planned for them, where a selective condition can make
-    sorting the few memories that pass it cheaper than a walk that reads far to find them, and
-    complete."""
+    bind values): then on a shared one, where PostgreSQL plans it for their values at first (a
+    selective condition can make sorting the few memories that pass it cheaper than a walk that
+    reads far to find them, and complete) and may keep a generic plan after five calls."""
     p = Binder(bank_id)
     sql = semantic_sql(p, p(qvec), f, sort)
     return await fetch_ids(rt.fixed if not sort and not f.binds else rt.pool, sql, *p.values)
