@@ -127,14 +127,20 @@ _PLANNED = _SETTINGS | {"plan_cache_mode": "force_custom_plan", "hnsw.max_scan_t
 # which PostgreSQL planned anew every call too (its generic plan guesses 10 words). What each
 # saves: bench/README.md, "One plan for the walk and the word counts".
 _FIXED = _SETTINGS | {"plan_cache_mode": "force_generic_plan", "enable_sort": "off"}
-_KINDS = {"shared": _SETTINGS, "planned": _PLANNED, "fixed": _FIXED}
 
 
 # Statements the planned pool's connections keep prepared. Its statements change text with the
 # query (the keyword arm has a term per word and a branch per seed word), so a cache of asyncpg's
 # default 100 a connection filled with variants that rarely came back, each ~5 KB of the
-# server's memory; the recurring ones (the word counts, the time arm) fit in this.
+# server's memory; the recurring ones (the time arm's) fit in this.
 _PLANNED_STATEMENTS = 24
+
+# Each kind of pool's connection arguments, in the order Pools holds them.
+_KINDS: dict[str, dict[str, object]] = {
+    "shared": {"server_settings": _SETTINGS},
+    "planned": {"server_settings": _PLANNED, "statement_cache_size": _PLANNED_STATEMENTS},
+    "fixed": {"server_settings": _FIXED},
+}
 
 
 def _connect_args(kind: str, pooled: bool = False) -> dict:
@@ -146,9 +152,7 @@ def _connect_args(kind: str, pooled: bool = False) -> dict:
     pool's are anyway (a walk so planned sees its bank's share)."""
     if pooled:
         return {"statement_cache_size": 0}
-    if kind == "planned":
-        return {"server_settings": _PLANNED, "statement_cache_size": _PLANNED_STATEMENTS}
-    return {"server_settings": _KINDS[kind]}
+    return dict(_KINDS[kind])
 
 
 async def create_pool(
@@ -273,7 +277,7 @@ class Pools:
         """Open the pools' next connections to `url` (a restarted embedded PostgreSQL on another
         socket; the caller expires the current ones). This rather than new pools: whatever holds
         them (the engine, the LLM client, the tenant extension) follows."""
-        for kind, pool in zip(("shared", "planned", "fixed"), self):
+        for kind, pool in zip(_KINDS, self):
             pool.set_connect_args(url, **_connect_args(kind, self.pooled))
 
     async def expire_connections(self) -> None:
