@@ -94,3 +94,8 @@ END $$;
 -- session_settings --
 -- The values of the named settings in this session, in the order named (checked through a pooler).
 SELECT array_agg(current_setting(n, true) ORDER BY o) AS values FROM unnest($1::text[]) WITH ORDINALITY AS t(n, o);
+
+-- walk_rows_this_transaction --
+-- How far an HNSW walk may read ($1 rows) until the transaction ends (db/pool.py, WALK_ROWS): a
+-- planned connection's walks stop at TEMPORAL_WALK_ROWS otherwise.
+SELECT set_config('hnsw.max_scan_tuples', $1::integer::text, true);

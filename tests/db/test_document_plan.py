@@ -8,14 +8,17 @@ on a database of its own: the estimate, and who sees what."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace  # document search needs the pools and an embedder
 
 import asyncpg
 import pytest
 from pgvector.asyncpg import register_vector
 
 from hindsight.db.binder import Binder, Fragment
+from hindsight.db.pool import Pools
 from hindsight.db.sql import Q, fill
-from hindsight.engine.knowledge.rag import EndUser, keyword_statement
+from hindsight.engine.knowledge.rag import EndUser, keyword_statement, search_chunks
+from hindsight.engine.search.relevance import SearchOptions
 
 from conftest import migrated_database
 from support import plan_nodes
@@ -181,3 +184,46 @@ async def test_a_rare_word_the_caller_cannot_see_leaves_the_others_found(seeds_d
         assert set(await found(["alpha"], EndUser())) <= {"alphas1", "both1"}
     finally:
         await conn.close()
+
+
+async def test_a_chunk_walk_is_planned_for_its_caller_beside_many_banks(docs_db):
+    """The semantic arm of document search names the caller's access (their tags and id): with a few
+    hundred banks a shared connection would keep, from the sixth call, a generic plan that reads
+    the bank's chunks by its key and sorts them. It runs on a planned connection, planned for its
+    values every call (engine/search/arms/running.py, fetch_walk_ids)."""
+    pools = await Pools.open(docs_db, 1, 2)  # one connection a pool
+    admin = await asyncpg.connect(docs_db)
+    try:
+        await admin.execute("ALTER TABLE chunks ALTER COLUMN bank_id SET (n_distinct = 1000)")
+        await admin.execute("ANALYZE chunks")
+        async with pools.shared.acquire() as conn:
+            vectors = [r[0] for r in await conn.fetch("SELECT embedding FROM chunks WHERE bank_id = 'big' LIMIT 6")]
+            p = Binder("big", vectors[0], [], "", 10)
+            sql = fill(Q.chunk_semantic, filter="")
+            generic = json.loads(await conn.fetchval("EXPLAIN (GENERIC_PLAN, FORMAT JSON) " + sql, *p.values))[0][
+                "Plan"
+            ]
+        assert "chunks_embedding_hnsw" not in {n.get("Index Name") for n in plan_nodes(generic)}
+
+        class Embedder:  # each search's phrase embedded as the next chunk's vector
+            def __init__(self) -> None:
+                self.next = iter(vectors)
+
+            async def query(self, text: str):
+                return next(self.next)
+
+        rt = SimpleNamespace(pool=pools.shared, planned=pools.planned, fixed=pools.fixed, embedder=Embedder())
+        for _ in vectors:
+            hits = await search_chunks(rt, "big", ["chunk"], EndUser(), SearchOptions(mode="vector"), 5)
+            assert len(hits) == 5 and hits[0].arms == ["semantic"]
+        async with pools.planned.acquire() as conn:
+            plans = await conn.fetch(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
+                " WHERE statement LIKE '%ORDER BY c.embedding <=> $2 LIMIT $5%' AND statement NOT LIKE '%pg_prepared%'"
+            )
+        assert [(r["generic_plans"], r["custom_plans"]) for r in plans] == [(0, len(vectors))]
+    finally:
+        await admin.execute("ALTER TABLE chunks ALTER COLUMN bank_id RESET (n_distinct)")
+        await admin.execute("ANALYZE chunks")
+        await admin.close()
+        await pools.close()

@@ -15,10 +15,11 @@ import pytest
 from pgvector.asyncpg import register_vector
 
 from hindsight.db.binder import Binder
-from hindsight.db.pool import Pools
+from hindsight.db.pool import TEMPORAL_WALK_ROWS, WALK_ROWS, Pools
 from hindsight.db.sql import Q, fill
 from hindsight.engine.banks import sizes as sizes_module
 from hindsight.engine.banks.sizes import EXACT_BANK_ROWS, EXACT_READ_ROWS, BankSizes, ranks_exactly
+from hindsight.engine.search.arms.running import fetch_ids, fetch_walk_ids
 from hindsight.engine.search.arms.semantic import semantic_ids, semantic_sql
 from hindsight.engine.search.conditions import request_filters
 from hindsight.engine.search.fusion import ARM_LIMIT
@@ -97,7 +98,7 @@ async def test_every_walk_of_the_vector_index_is_sorted_after(sized_db):
 async def test_the_arm_sorts_the_small_bank_and_walks_the_big_one(sized_db):
     pools = await Pools.open(sized_db, 1, 2)  # pools of one connection each: their statements show
     try:
-        rt = SimpleNamespace(pool=pools.shared, fixed=pools.fixed, sizes=BankSizes(pools.shared))
+        rt = SimpleNamespace(pool=pools.shared, planned=pools.planned, fixed=pools.fixed, sizes=BankSizes(pools.shared))
         # All memories: 3,012 once the inserting connection's statistics are flushed (as its
         # backend exits, which may trail the close); the choices below hold either way.
         small, big = await rt.sizes.get("small"), await rt.sizes.get("big")
@@ -123,13 +124,15 @@ async def test_the_arm_sorts_the_small_bank_and_walks_the_big_one(sized_db):
         assert sum("FROM memories WHERE bank_id = $1 LIMIT $4" in s for s in prepared["shared"]) == 1
         assert sum("ORDER BY m.embedding <=> $2 LIMIT $3" in s for s in prepared["fixed"]) == 1
         assert not any("ORDER BY m.embedding <=> $2 LIMIT $3" in s for s in prepared["shared"])
-        # A walk under a condition of the request's own stays on a shared connection, planned for
+        # A walk under a condition of the request's own runs on a planned connection, planned for
         # its values (a selective tag may make sorting the few memories that pass it cheaper).
         tagged = request_filters(RecallRequest(query="x", tags=["none-has-it"], tags_match="any_strict"))
         assert await semantic_ids(rt, "big", qvec, tagged, False) == []
-        async with pools.shared.acquire() as conn:
-            prepared["shared"] = [r[0] for r in await conn.fetch("SELECT statement FROM pg_prepared_statements")]
-        assert sum("ORDER BY m.embedding <=> $2 LIMIT $3" in s for s in prepared["shared"]) == 1
+        for kind, pool in (("shared", pools.shared), ("planned", pools.planned)):
+            async with pool.acquire() as conn:
+                prepared[kind] = [r[0] for r in await conn.fetch("SELECT statement FROM pg_prepared_statements")]
+        assert sum("ORDER BY m.embedding <=> $2 LIMIT $3" in s for s in prepared["planned"]) == 1
+        assert not any("ORDER BY m.embedding <=> $2 LIMIT $3" in s for s in prepared["shared"])
     finally:
         await pools.close()
 
@@ -145,7 +148,7 @@ async def test_the_walk_stays_a_walk_planned_once_beside_many_banks(sized_db):
     try:
         await admin.execute("ALTER TABLE memories ALTER COLUMN bank_id SET (n_distinct = 1000)")
         await admin.execute("ANALYZE memories")
-        rt = SimpleNamespace(pool=pools.shared, fixed=pools.fixed, sizes=BankSizes(pools.shared))
+        rt = SimpleNamespace(pool=pools.shared, planned=pools.planned, fixed=pools.fixed, sizes=BankSizes(pools.shared))
         f = request_filters(RecallRequest(query="x"))
         async with pools.shared.acquire() as conn:
             vectors = [r[0] for r in await conn.fetch("SELECT embedding FROM memories WHERE bank_id = 'big' LIMIT 8")]
@@ -167,6 +170,49 @@ async def test_the_walk_stays_a_walk_planned_once_beside_many_banks(sized_db):
             plan = json.loads(await conn.fetchval("EXPLAIN (GENERIC_PLAN, FORMAT JSON) " + sql, *p.values))[0]["Plan"]
         assert (plans["generic_plans"], plans["custom_plans"]) == (len(vectors), 0)
         assert "memories_embedding_hnsw" in _index_names(plan)
+    finally:
+        await admin.execute("ALTER TABLE memories ALTER COLUMN bank_id RESET (n_distinct)")
+        await admin.execute("ANALYZE memories")
+        await admin.close()
+        await pools.close()
+
+
+async def test_a_walk_under_the_requests_conditions_is_planned_for_them_beside_many_banks(sized_db):
+    """With a few hundred banks a shared connection would also keep, from the sixth call, a generic
+    plan of a walk under the request's own conditions (here its types) that reads the bank by its
+    key and sorts it (200-470 ms a call at 100,000 memories). Such a walk runs on a planned
+    connection: planned for its values every call, with pgvector's whole allowance of rows for its
+    transaction (db/pool.py, WALK_ROWS) where the planned connections stop the time arm's walks
+    sooner."""
+    pools = await Pools.open(sized_db, 1, 2)  # one connection a pool
+    admin = await asyncpg.connect(sized_db)
+    try:
+        await admin.execute("ALTER TABLE memories ALTER COLUMN bank_id SET (n_distinct = 1000)")
+        await admin.execute("ANALYZE memories")
+        rt = SimpleNamespace(pool=pools.shared, planned=pools.planned, fixed=pools.fixed, sizes=BankSizes(pools.shared))
+        f = request_filters(RecallRequest(query="x", types=["world", "experience"]))
+        assert f.binds
+        async with pools.shared.acquire() as conn:
+            vectors = [r[0] for r in await conn.fetch("SELECT embedding FROM memories WHERE bank_id = 'big' LIMIT 8")]
+            p = Binder("big")
+            sql = semantic_sql(p, p(vectors[0]), f, sort=False)
+            generic = json.loads(await conn.fetchval("EXPLAIN (GENERIC_PLAN, FORMAT JSON) " + sql, *p.values))[0][
+                "Plan"
+            ]
+            mine = {r[0] for r in await conn.fetch("SELECT id FROM memories WHERE bank_id = 'big'")}
+        assert "memories_embedding_hnsw" not in _index_names(generic)  # what a shared connection would keep
+        walked = [await semantic_ids(rt, "big", v, f, False) for v in vectors]
+        assert all(len(w) == ARM_LIMIT and set(w) <= mine for w in walked)
+        assert walked[0][0] != walked[1][0]  # each its own query's nearest
+        async with pools.planned.acquire() as conn:
+            plans = await conn.fetchrow(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1", sql
+            )
+        assert (plans["generic_plans"], plans["custom_plans"]) == (0, len(vectors))
+        # The allowance holds for the walk's transaction only.
+        setting = "SELECT current_setting('hnsw.max_scan_tuples')"
+        assert await fetch_walk_ids(pools.planned, setting) == [str(WALK_ROWS)]
+        assert await fetch_ids(pools.planned, setting) == [str(TEMPORAL_WALK_ROWS)]
     finally:
         await admin.execute("ALTER TABLE memories ALTER COLUMN bank_id RESET (n_distinct)")
         await admin.execute("ANALYZE memories")
