@@ -7,6 +7,7 @@ the test sets."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from types import SimpleNamespace  # the arm needs only the Runtime's shared pool and sizes
 
@@ -137,26 +138,46 @@ async def test_the_arm_sorts_the_small_bank_and_walks_the_big_one(sized_db):
         await pools.close()
 
 
+@contextlib.asynccontextmanager
+async def _beside_many_banks(url: str):
+    """Pools of one connection each on `url` and a runtime of them, with the planner's statistics
+    as beside 1,000 banks (`n_distinct` of bank_id), reset after."""
+    pools = await Pools.open(url, 1, 2)
+    admin = await asyncpg.connect(url)
+    try:
+        await admin.execute("ALTER TABLE memories ALTER COLUMN bank_id SET (n_distinct = 1000)")
+        await admin.execute("ANALYZE memories")
+        yield (
+            pools,
+            SimpleNamespace(pool=pools.shared, planned=pools.planned, fixed=pools.fixed, sizes=BankSizes(pools.shared)),
+        )
+    finally:
+        await admin.execute("ALTER TABLE memories ALTER COLUMN bank_id RESET (n_distinct)")
+        await admin.execute("ANALYZE memories")
+        await admin.close()
+        await pools.close()
+
+
+async def _walk_of_big(pools: Pools, f) -> tuple[list, str, Binder, dict]:
+    """Eight of the big bank's vectors, the walk's statement under `f` for the first and its
+    values, and the generic plan of it a shared connection would keep."""
+    async with pools.shared.acquire() as conn:
+        vectors = [r[0] for r in await conn.fetch("SELECT embedding FROM memories WHERE bank_id = 'big' LIMIT 8")]
+        p = Binder("big")
+        sql = semantic_sql(p, p(vectors[0]), f, sort=False)
+        generic = json.loads(await conn.fetchval("EXPLAIN (GENERIC_PLAN, FORMAT JSON) " + sql, *p.values))[0]["Plan"]
+    return vectors, sql, p, generic
+
+
 async def test_the_walk_stays_a_walk_planned_once_beside_many_banks(sized_db):
     """A generic plan estimates a bank at the average bank's share of the table: with a few hundred
     banks PostgreSQL's generic plan of the walk reads the bank by its key and sorts it, which a
     shared connection takes after five calls (at 100,000 memories: ~5 ms walked, 250-570 ms
     sorted). The fixed connections keep one generic plan, and it is the walk, with the same
     nearest memories a walk planned for the call finds."""
-    pools = await Pools.open(sized_db, 1, 2)
-    admin = await asyncpg.connect(sized_db)
-    try:
-        await admin.execute("ALTER TABLE memories ALTER COLUMN bank_id SET (n_distinct = 1000)")
-        await admin.execute("ANALYZE memories")
-        rt = SimpleNamespace(pool=pools.shared, planned=pools.planned, fixed=pools.fixed, sizes=BankSizes(pools.shared))
+    async with _beside_many_banks(sized_db) as (pools, rt):
         f = request_filters(RecallRequest(query="x"))
-        async with pools.shared.acquire() as conn:
-            vectors = [r[0] for r in await conn.fetch("SELECT embedding FROM memories WHERE bank_id = 'big' LIMIT 8")]
-            p = Binder("big")
-            sql = semantic_sql(p, p(vectors[0]), f, sort=False)
-            generic = json.loads(await conn.fetchval("EXPLAIN (GENERIC_PLAN, FORMAT JSON) " + sql, *p.values))[0][
-                "Plan"
-            ]
+        vectors, sql, p, generic = await _walk_of_big(pools, f)
         assert "memories_embedding_hnsw" not in _index_names(generic)  # what a shared connection would keep
         async with pools.planned.acquire() as conn, conn.transaction():  # a walk planned for each call
             await conn.execute("SET LOCAL enable_sort = off")
@@ -170,11 +191,6 @@ async def test_the_walk_stays_a_walk_planned_once_beside_many_banks(sized_db):
             plan = json.loads(await conn.fetchval("EXPLAIN (GENERIC_PLAN, FORMAT JSON) " + sql, *p.values))[0]["Plan"]
         assert (plans["generic_plans"], plans["custom_plans"]) == (len(vectors), 0)
         assert "memories_embedding_hnsw" in _index_names(plan)
-    finally:
-        await admin.execute("ALTER TABLE memories ALTER COLUMN bank_id RESET (n_distinct)")
-        await admin.execute("ANALYZE memories")
-        await admin.close()
-        await pools.close()
 
 
 async def test_a_walk_under_the_requests_conditions_is_planned_for_them_beside_many_banks(sized_db):
@@ -184,23 +200,13 @@ async def test_a_walk_under_the_requests_conditions_is_planned_for_them_beside_m
     connection: planned for its values every call, with pgvector's whole allowance of rows for its
     transaction (db/pool.py, WALK_ROWS) where the planned connections stop the time arm's walks
     sooner."""
-    pools = await Pools.open(sized_db, 1, 2)  # one connection a pool
-    admin = await asyncpg.connect(sized_db)
-    try:
-        await admin.execute("ALTER TABLE memories ALTER COLUMN bank_id SET (n_distinct = 1000)")
-        await admin.execute("ANALYZE memories")
-        rt = SimpleNamespace(pool=pools.shared, planned=pools.planned, fixed=pools.fixed, sizes=BankSizes(pools.shared))
+    async with _beside_many_banks(sized_db) as (pools, rt):
         f = request_filters(RecallRequest(query="x", types=["world", "experience"]))
         assert f.binds
-        async with pools.shared.acquire() as conn:
-            vectors = [r[0] for r in await conn.fetch("SELECT embedding FROM memories WHERE bank_id = 'big' LIMIT 8")]
-            p = Binder("big")
-            sql = semantic_sql(p, p(vectors[0]), f, sort=False)
-            generic = json.loads(await conn.fetchval("EXPLAIN (GENERIC_PLAN, FORMAT JSON) " + sql, *p.values))[0][
-                "Plan"
-            ]
-            mine = {r[0] for r in await conn.fetch("SELECT id FROM memories WHERE bank_id = 'big'")}
+        vectors, sql, _, generic = await _walk_of_big(pools, f)
         assert "memories_embedding_hnsw" not in _index_names(generic)  # what a shared connection would keep
+        async with pools.shared.acquire() as conn:
+            mine = {r[0] for r in await conn.fetch("SELECT id FROM memories WHERE bank_id = 'big'")}
         walked = [await semantic_ids(rt, "big", v, f, False) for v in vectors]
         assert all(len(w) == ARM_LIMIT and set(w) <= mine for w in walked)
         assert walked[0][0] != walked[1][0]  # each its own query's nearest
@@ -213,11 +219,6 @@ async def test_a_walk_under_the_requests_conditions_is_planned_for_them_beside_m
         setting = "SELECT current_setting('hnsw.max_scan_tuples')"
         assert await fetch_walk_ids(pools.planned, setting) == [str(WALK_ROWS)]
         assert await fetch_ids(pools.planned, setting) == [str(TEMPORAL_WALK_ROWS)]
-    finally:
-        await admin.execute("ALTER TABLE memories ALTER COLUMN bank_id RESET (n_distinct)")
-        await admin.execute("ANALYZE memories")
-        await admin.close()
-        await pools.close()
 
 
 async def test_the_exact_statement_never_walks_the_index(sized_db):
