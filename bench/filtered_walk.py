@@ -1,6 +1,6 @@
 """A walk under a request's own conditions (its types) of a bank of 100,000 memories, as PostgreSQL
-plans it on a shared connection and as recall runs it (a planned connection, a transaction with
-pgvector's whole allowance of rows: engine/search/arms/running.py, fetch_walk_ids), with the
+plans it on a shared connection and as recall runs it (a transaction of its own that plans it for
+its values: engine/search/arms/running.py, fetch_walks), with the
 planner's statistics as they are and as they would be beside a few hundred banks
 (`n_distinct` of bank_id set to --banks, reset after). Prints each way's median and largest time
 a call over --calls queries, and its backend's CPU a call (bench/README.md, "A filtered walk
@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE.parent))
 from hindsight.db.binder import Binder  # noqa: E402
 from hindsight.db.embedded import EmbeddedPostgres  # noqa: E402
 from hindsight.db.pool import create_pool  # noqa: E402
-from hindsight.engine.search.arms.running import fetch_ids, fetch_walk_ids  # noqa: E402
+from hindsight.engine.search.arms.running import fetch_ids, fetch_walks  # noqa: E402
 from hindsight.engine.search.arms.semantic import semantic_sql  # noqa: E402
 from hindsight.engine.search.conditions import request_filters  # noqa: E402
 from hindsight.engine.search.schemas import RecallRequest  # noqa: E402
@@ -43,7 +43,7 @@ def backend_cpu(pid: int) -> float:
 
 
 async def measure(url: str, calls: int) -> None:
-    shared, planned = await create_pool(url, 1, 1, "shared"), await create_pool(url, 1, 1, "planned")
+    shared, mine = await create_pool(url, 1, 1, "shared"), await create_pool(url, 1, 1, "shared")
     try:
         async with shared.acquire() as conn:
             vectors = [
@@ -53,10 +53,11 @@ async def measure(url: str, calls: int) -> None:
                 )
             ]
         f = request_filters(RecallRequest(query="x", types=["world", "experience"]))
-        for name, pool, run in (
-            ("shared connection", shared, fetch_ids),
-            ("as recall runs it", planned, fetch_walk_ids),
-        ):
+
+        async def walks(pool, sql, *values):
+            return (await fetch_walks(pool, [(sql, list(values))]))[0]
+
+        for name, pool, run in (("shared connection", shared, fetch_ids), ("as recall runs it", mine, walks)):
             async with pool.acquire() as conn:
                 pid = await conn.fetchval("SELECT pg_backend_pid()")
             took, cpu = [], backend_cpu(pid)
@@ -73,7 +74,7 @@ async def measure(url: str, calls: int) -> None:
             )
     finally:
         await shared.close()
-        await planned.close()
+        await mine.close()
 
 
 async def main(a) -> None:

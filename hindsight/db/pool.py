@@ -115,11 +115,6 @@ _SETTINGS = {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100", "j
 # returns the nearest less often (bench/README.md, "Temporal arm: a short walk, then exact").
 TEMPORAL_WALK_ROWS = 3_000
 _PLANNED = _SETTINGS | {"plan_cache_mode": "force_custom_plan", "hnsw.max_scan_tuples": str(TEMPORAL_WALK_ROWS)}
-# pgvector's own allowance for a walk: what a walk under a request's own conditions (tags, types, a
-# filter expression) keeps on a planned connection, for one transaction (arms/running.py,
-# fetch_walk_ids). A selective condition makes a walk read far to find its memories; shorter, it
-# would return fewer of them than before.
-WALK_ROWS = 20_000
 # ...and the fixed pool's: statements whose one plan is right for every parameter, planned once a
 # connection. Recall's walk of the vector index for a bank's nearest memories (its semantic arm on
 # a bank it does not sort, engine/banks/sizes.py): left to PostgreSQL, a generic plan of it

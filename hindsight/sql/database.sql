@@ -95,7 +95,7 @@ END $$;
 -- The values of the named settings in this session, in the order named (checked through a pooler).
 SELECT array_agg(current_setting(n, true) ORDER BY o) AS values FROM unnest($1::text[]) WITH ORDINALITY AS t(n, o);
 
--- walk_rows_this_transaction --
--- How far an HNSW walk may read ($1 rows) until the transaction ends (db/pool.py, WALK_ROWS): a
--- planned connection's walks stop at TEMPORAL_WALK_ROWS otherwise.
-SELECT set_config('hnsw.max_scan_tuples', $1::integer::text, true);
+-- plan_each_call_this_transaction --
+-- Until the transaction ends, every statement is planned for its own parameters, as the planned
+-- pool's always are (db/pool.py): for walks under a request's own conditions (arms/running.py).
+SELECT set_config('plan_cache_mode', 'force_custom_plan', true);

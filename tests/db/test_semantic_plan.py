@@ -16,11 +16,11 @@ import pytest
 from pgvector.asyncpg import register_vector
 
 from hindsight.db.binder import Binder
-from hindsight.db.pool import TEMPORAL_WALK_ROWS, WALK_ROWS, Pools
+from hindsight.db.pool import Pools
 from hindsight.db.sql import Q, fill
 from hindsight.engine.banks import sizes as sizes_module
 from hindsight.engine.banks.sizes import EXACT_BANK_ROWS, EXACT_READ_ROWS, BankSizes, ranks_exactly
-from hindsight.engine.search.arms.running import fetch_ids, fetch_walk_ids
+from hindsight.engine.search.arms.running import fetch_walks
 from hindsight.engine.search.arms.semantic import semantic_ids, semantic_sql
 from hindsight.engine.search.conditions import request_filters
 from hindsight.engine.search.fusion import ARM_LIMIT
@@ -125,15 +125,13 @@ async def test_the_arm_sorts_the_small_bank_and_walks_the_big_one(sized_db):
         assert sum("FROM memories WHERE bank_id = $1 LIMIT $4" in s for s in prepared["shared"]) == 1
         assert sum("ORDER BY m.embedding <=> $2 LIMIT $3" in s for s in prepared["fixed"]) == 1
         assert not any("ORDER BY m.embedding <=> $2 LIMIT $3" in s for s in prepared["shared"])
-        # A walk under a condition of the request's own runs on a planned connection, planned for
+        # A walk under a condition of the request's own stays on a shared connection, planned for
         # its values (a selective tag may make sorting the few memories that pass it cheaper).
         tagged = request_filters(RecallRequest(query="x", tags=["none-has-it"], tags_match="any_strict"))
         assert await semantic_ids(rt, "big", qvec, tagged, False) == []
-        for kind, pool in (("shared", pools.shared), ("planned", pools.planned)):
-            async with pool.acquire() as conn:
-                prepared[kind] = [r[0] for r in await conn.fetch("SELECT statement FROM pg_prepared_statements")]
-        assert sum("ORDER BY m.embedding <=> $2 LIMIT $3" in s for s in prepared["planned"]) == 1
-        assert not any("ORDER BY m.embedding <=> $2 LIMIT $3" in s for s in prepared["shared"])
+        async with pools.shared.acquire() as conn:
+            prepared["shared"] = [r[0] for r in await conn.fetch("SELECT statement FROM pg_prepared_statements")]
+        assert sum("ORDER BY m.embedding <=> $2 LIMIT $3" in s for s in prepared["shared"]) == 1
     finally:
         await pools.close()
 
@@ -196,10 +194,9 @@ async def test_the_walk_stays_a_walk_planned_once_beside_many_banks(sized_db):
 async def test_a_walk_under_the_requests_conditions_is_planned_for_them_beside_many_banks(sized_db):
     """With a few hundred banks a shared connection would also keep, from the sixth call, a generic
     plan of a walk under the request's own conditions (here its types) that reads the bank by its
-    key and sorts it (200-470 ms a call at 100,000 memories). Such a walk runs on a planned
-    connection: planned for its values every call, with pgvector's whole allowance of rows for its
-    transaction (db/pool.py, WALK_ROWS) where the planned connections stop the time arm's walks
-    sooner."""
+    key and sorts it (177 ms a call at 100,000 memories, up to 410, against 20 walked). Such a walk
+    is planned for its values every call: in a transaction of its own that plans each statement
+    so, on a shared connection (whose walks may read pgvector's whole allowance of rows)."""
     async with _beside_many_banks(sized_db) as (pools, rt):
         f = request_filters(RecallRequest(query="x", types=["world", "experience"]))
         assert f.binds
@@ -210,15 +207,17 @@ async def test_a_walk_under_the_requests_conditions_is_planned_for_them_beside_m
         walked = [await semantic_ids(rt, "big", v, f, False) for v in vectors]
         assert all(len(w) == ARM_LIMIT and set(w) <= mine for w in walked)
         assert walked[0][0] != walked[1][0]  # each its own query's nearest
-        async with pools.planned.acquire() as conn:
+        async with pools.shared.acquire() as conn:
             plans = await conn.fetchrow(
                 "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1", sql
             )
+            # The setting holds for the walk's transaction only.
+            assert await conn.fetchval("SHOW plan_cache_mode") == "auto"
+            assert await conn.fetchval("SHOW hnsw.max_scan_tuples") == "20000"  # pgvector's own allowance
         assert (plans["generic_plans"], plans["custom_plans"]) == (0, len(vectors))
-        # The allowance holds for the walk's transaction only.
-        setting = "SELECT current_setting('hnsw.max_scan_tuples')"
-        assert await fetch_walk_ids(pools.planned, setting) == [str(WALK_ROWS)]
-        assert await fetch_ids(pools.planned, setting) == [str(TEMPORAL_WALK_ROWS)]
+        setting = "SELECT current_setting('plan_cache_mode')"
+        assert await fetch_walks(pools.shared, [(setting, []), (setting, [])]) == [["force_custom_plan"]] * 2
+        assert await fetch_walks(pools.shared, []) == []
 
 
 async def test_the_exact_statement_never_walks_the_index(sized_db):

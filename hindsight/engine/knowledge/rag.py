@@ -24,7 +24,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from hindsight.db.binder import Binder, Fragment
 from hindsight.db.sql import Q, fill
 from hindsight.engine.rules.text import Strict
-from hindsight.engine.search.arms.running import fetch_walk_ids
+from hindsight.engine.search.arms.running import fetch_walks
 from hindsight.engine.search.filters import CHUNK_FIELDS, compile_filter
 from hindsight.engine.search.lexical import left_out, rarest_first, rarity_score, seed_candidates
 from hindsight.engine.search.relevance import MAX_TOP_K as MAX_SEARCH_TOP_K
@@ -207,11 +207,12 @@ async def search_chunks(
         with contextlib.suppress(BaseException):  # its own error, if it had one, is not this one
             await keyword
         raise
-    semantic = []
+    walks = []
     for vec in vectors:  # none in keyword mode
         p = Binder(bank_id, vec, end_user.session_tags, end_user.user_id, PER_ARM)
-        semantic.append(fetch_walk_ids(rt.planned, fill(Q.chunk_semantic, filter=filt.into(p)), *p.values))
-    by_phrase, *nearest = await asyncio.gather(keyword, *semantic)
+        walks.append((fill(Q.chunk_semantic, filter=filt.into(p)), p.values))
+    # Each names the caller's access, so each is planned for its values (running.fetch_walks).
+    by_phrase, nearest = await asyncio.gather(keyword, fetch_walks(rt.pool, walks))
     # Phrase by phrase, semantic then keyword: the order ties of the fused score keep.
     lists: list[tuple[str, list]] = []
     for i, ids in enumerate(by_phrase):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from hindsight.db.pool import WALK_ROWS
 from hindsight.db.sql import Q
 from hindsight.metrics import RECALL_ARM_SECONDS
 
@@ -21,21 +20,24 @@ async def fetch_ids(pool: asyncpg.Pool, sql: str, *params) -> list:
         return [r[0] for r in await conn.fetch(sql, *params)]
 
 
-async def fetch_walk_ids(planned: asyncpg.Pool, sql: str, *params) -> list:
-    """First column of a walk of a vector index under a request's own conditions (tags, types, a
-    filter expression, a user's documents), on a connection of `planned` (the runtime's planned
-    pool), with pgvector's whole allowance of rows (db/pool.py, WALK_ROWS) for its transaction.
+async def fetch_walks(pool: asyncpg.Pool, statements: list[tuple[str, list]]) -> list[list]:
+    """First column of each walk of a vector index under a request's own conditions (tags, types,
+    a filter expression, a user's documents), in turn on one connection of `pool` (the runtime's
+    shared pool), each planned for its values: in one transaction that plans every statement so.
 
-    Planned for its values each call: with a few hundred banks, PostgreSQL's generic plan of such a
-    walk estimates a bank at the average bank's share of the table, reads the bank by its key and
-    sorts it, and a shared connection keeps that plan from the sixth call (at 100,000 memories
-    200-470 ms a call against 7-30 ms walked; bench/README.md, "A filtered walk planned for its
-    values"). A condition's values still choose: a selective one makes sorting the few memories
-    that pass it cheaper than a walk, and complete. The transaction costs three round trips a
-    call, only for requests that name conditions."""
-    async with planned.acquire() as conn, conn.transaction():
-        await conn.execute(Q.walk_rows_this_transaction, WALK_ROWS)
-        return [r[0] for r in await conn.fetch(sql, *params)]
+    With a few hundred banks, PostgreSQL's generic plan of such a walk estimates a bank at the
+    average bank's share of the table, reads the bank by its key and sorts it, and a connection
+    left to choose keeps that plan from the sixth call: a big bank's walk becomes a sort of its
+    rows, several times slower (bench/README.md, "A filtered walk planned for its values"). A
+    condition's values still choose: a selective one makes sorting the few memories that pass it
+    cheaper than a walk, and complete. Not the planned pool: its connections stop a walk at the
+    time arm's 3,000 rows, and its few connections would queue document search's walks (one a
+    phrase) behind the keyword arms. The transaction costs three round trips; none, no walks."""
+    if not statements:
+        return []
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute(Q.plan_each_call_this_transaction)
+        return [[r[0] for r in await conn.fetch(sql, *params)] for sql, params in statements]
 
 
 async def timed(arms: str | tuple[str, ...], query):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from hindsight.db.binder import Binder, Fragment
 from hindsight.db.sql import Q, fill
 from hindsight.engine.banks.sizes import EXACT_READ_ROWS
-from hindsight.engine.search.arms.running import fetch_ids, fetch_walk_ids
+from hindsight.engine.search.arms.running import fetch_ids, fetch_walks
 from hindsight.engine.search.fusion import ARM_LIMIT
 
 if TYPE_CHECKING:
@@ -32,13 +32,13 @@ async def semantic_ids(rt: Runtime, bank_id: str, qvec, f: Fragment, sort: bool)
     """The semantic arm on its own: the bank's memories nearest the query (semantic_sql). A walk
     runs on a fixed connection (db/pool.py, _FIXED: planned once, always a walk), unless the
     request names conditions of its own (tags, types, a filter expression, a time: the filters
-    bind values): then it is planned for their values each call (running.fetch_walk_ids; a
-    selective condition can make sorting the few memories that pass it cheaper than a walk that
-    reads far to find them, and complete). A sort runs on a shared connection."""
+    bind values): then on a shared one, planned for their values each call (running.fetch_walks;
+    a selective condition can make sorting the few memories that pass it cheaper than a walk
+    that reads far to find them, and complete). A sort runs on a shared connection."""
     p = Binder(bank_id)
     sql = semantic_sql(p, p(qvec), f, sort)
     if sort:
         return await fetch_ids(rt.pool, sql, *p.values)
     if f.binds:
-        return await fetch_walk_ids(rt.planned, sql, *p.values)
+        return (await fetch_walks(rt.pool, [(sql, p.values)]))[0]
     return await fetch_ids(rt.fixed, sql, *p.values)
