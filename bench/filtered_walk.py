@@ -24,6 +24,8 @@ import psutil
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+import paired  # noqa: E402
 
 from hindsight.db.binder import Binder  # noqa: E402
 from hindsight.db.embedded import EmbeddedPostgres  # noqa: E402
@@ -34,12 +36,7 @@ from hindsight.engine.search.conditions import request_filters  # noqa: E402
 from hindsight.engine.search.schemas import RecallRequest  # noqa: E402
 from hindsight.testing import machine  # noqa: E402
 
-BANK = "scale_bank"  # bench/paired.py's big bank
-
-
-def backend_cpu(pid: int) -> float:
-    t = psutil.Process(pid).cpu_times()
-    return t.user + t.system
+BANK = paired.BIG  # bench/paired.py's big bank
 
 
 async def measure(url: str, calls: int) -> None:
@@ -60,7 +57,8 @@ async def measure(url: str, calls: int) -> None:
         for name, pool, run in (("shared connection", shared, fetch_ids), ("as recall runs it", mine, walks)):
             async with pool.acquire() as conn:
                 pid = await conn.fetchval("SELECT pg_backend_pid()")
-            took, cpu = [], backend_cpu(pid)
+            backend = psutil.Process(pid)
+            took, cpu = [], paired.cpu(backend)
             for v in vectors:
                 p = Binder(BANK)
                 sql = semantic_sql(p, p(v), f, sort=False)
@@ -69,7 +67,7 @@ async def measure(url: str, calls: int) -> None:
                 took.append((time.perf_counter() - start) * 1000)
             print(
                 f"  {name:18s} median {statistics.median(took):7.1f} ms, largest {max(took):7.1f} ms,"
-                f" backend CPU {(backend_cpu(pid) - cpu) / len(vectors) * 1000:7.1f} ms a call",
+                f" backend CPU {(paired.cpu(backend) - cpu) / len(vectors) * 1000:7.1f} ms a call",
                 flush=True,
             )
     finally:

@@ -231,6 +231,16 @@ def plan_nodes(plan: dict):
         yield from plan_nodes(child)
 
 
+def index_names(plan: dict) -> set:
+    """The indexes an EXPLAIN (FORMAT JSON) plan reads."""
+    return {n.get("Index Name") for n in plan_nodes(plan)}
+
+
+async def generic_plan(conn, sql: str, *values) -> dict:
+    """The generic plan PostgreSQL would keep of `sql` (its parameters' values unseen)."""
+    return json.loads(await conn.fetchval("EXPLAIN (GENERIC_PLAN, FORMAT JSON) " + sql, *values))[0]["Plan"]
+
+
 class Runs:
     """Counts an embedder's model runs while installed (`with Runs(emb) as runs:`): the most under
     way at once, and the threads they ran on."""

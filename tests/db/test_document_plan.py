@@ -21,7 +21,7 @@ from hindsight.engine.knowledge.rag import EndUser, keyword_statement, search_ch
 from hindsight.engine.search.relevance import SearchOptions
 
 from conftest import migrated_database
-from support import plan_nodes
+from support import generic_plan, index_names, plan_nodes
 
 DIM = 384
 DOCS, PER_DOC = 150, 20
@@ -200,10 +200,8 @@ async def test_a_chunk_walk_is_planned_for_its_caller_beside_many_banks(docs_db)
             vectors = [r[0] for r in await conn.fetch("SELECT embedding FROM chunks WHERE bank_id = 'big' LIMIT 6")]
             p = Binder("big", vectors[0], [], "", 10)
             sql = fill(Q.chunk_semantic, filter="")
-            generic = json.loads(await conn.fetchval("EXPLAIN (GENERIC_PLAN, FORMAT JSON) " + sql, *p.values))[0][
-                "Plan"
-            ]
-        assert "chunks_embedding_hnsw" not in {n.get("Index Name") for n in plan_nodes(generic)}
+            generic = await generic_plan(conn, sql, *p.values)
+        assert "chunks_embedding_hnsw" not in index_names(generic)
 
         class Embedder:  # each search's phrase embedded as the next chunk's vector
             def __init__(self) -> None:

@@ -27,7 +27,7 @@ from hindsight.engine.search.fusion import ARM_LIMIT
 from hindsight.engine.search.schemas import RecallRequest
 
 from conftest import migrated_database
-from support import plan_nodes
+from support import generic_plan, index_names, plan_nodes
 
 DIM = 384
 
@@ -67,10 +67,6 @@ def sized_db(pg_url):
         await _add(conn, "small", 12, 0.2)
 
     return migrated_database(pg_url, "semantic_plan", fill)
-
-
-def _index_names(plan: dict):
-    return {n.get("Index Name") for n in plan_nodes(plan)}
 
 
 async def test_every_walk_of_the_vector_index_is_sorted_after(sized_db):
@@ -163,7 +159,7 @@ async def _walk_of_big(pools: Pools, f) -> tuple[list, str, Binder, dict]:
         vectors = [r[0] for r in await conn.fetch("SELECT embedding FROM memories WHERE bank_id = 'big' LIMIT 8")]
         p = Binder("big")
         sql = semantic_sql(p, p(vectors[0]), f, sort=False)
-        generic = json.loads(await conn.fetchval("EXPLAIN (GENERIC_PLAN, FORMAT JSON) " + sql, *p.values))[0]["Plan"]
+        generic = await generic_plan(conn, sql, *p.values)
     return vectors, sql, p, generic
 
 
@@ -176,7 +172,7 @@ async def test_the_walk_stays_a_walk_planned_once_beside_many_banks(sized_db):
     async with _beside_many_banks(sized_db) as (pools, rt):
         f = request_filters(RecallRequest(query="x"))
         vectors, sql, p, generic = await _walk_of_big(pools, f)
-        assert "memories_embedding_hnsw" not in _index_names(generic)  # what a shared connection would keep
+        assert "memories_embedding_hnsw" not in index_names(generic)  # what a shared connection would keep
         async with pools.planned.acquire() as conn, conn.transaction():  # a walk planned for each call
             await conn.execute("SET LOCAL enable_sort = off")
             custom = [[r[0] for r in await conn.fetch(sql, "big", v, *p.values[2:])] for v in vectors]
@@ -186,22 +182,21 @@ async def test_the_walk_stays_a_walk_planned_once_beside_many_banks(sized_db):
             plans = await conn.fetchrow(
                 "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1", sql
             )
-            plan = json.loads(await conn.fetchval("EXPLAIN (GENERIC_PLAN, FORMAT JSON) " + sql, *p.values))[0]["Plan"]
+            plan = await generic_plan(conn, sql, *p.values)
         assert (plans["generic_plans"], plans["custom_plans"]) == (len(vectors), 0)
-        assert "memories_embedding_hnsw" in _index_names(plan)
+        assert "memories_embedding_hnsw" in index_names(plan)
 
 
 async def test_a_walk_under_the_requests_conditions_is_planned_for_them_beside_many_banks(sized_db):
     """With a few hundred banks a shared connection would also keep, from the sixth call, a generic
     plan of a walk under the request's own conditions (here its types) that reads the bank by its
-    key and sorts it (177 ms a call at 100,000 memories, up to 410, against 20 walked). Such a walk
-    is planned for its values every call: in a transaction of its own that plans each statement
+    key and sorts it. Such a walk is planned for its values every call: in a transaction of its own that plans each statement
     so, on a shared connection (whose walks may read pgvector's whole allowance of rows)."""
     async with _beside_many_banks(sized_db) as (pools, rt):
         f = request_filters(RecallRequest(query="x", types=["world", "experience"]))
         assert f.binds
         vectors, sql, _, generic = await _walk_of_big(pools, f)
-        assert "memories_embedding_hnsw" not in _index_names(generic)  # what a shared connection would keep
+        assert "memories_embedding_hnsw" not in index_names(generic)  # what a shared connection would keep
         async with pools.shared.acquire() as conn:
             mine = {r[0] for r in await conn.fetch("SELECT id FROM memories WHERE bank_id = 'big'")}
         walked = [await semantic_ids(rt, "big", v, f, False) for v in vectors]
@@ -240,7 +235,7 @@ async def test_the_exact_statement_never_walks_the_index(sized_db):
                 return [r[0] for r in await conn.fetch(sql, *p.values)], plan
 
         got, plan = await run(EXACT_READ_ROWS)
-        assert "memories_embedding_hnsw" not in _index_names(plan)
+        assert "memories_embedding_hnsw" not in index_names(plan)
         rows = await conn.fetch(
             "SELECT id, embedding <=> $1 AS d FROM memories WHERE bank_id = 'big' AND text LIKE 'memory number 1%'",
             qvec,
