@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from apscheduler.executors.asyncio import AsyncIOExecutor
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from hindsight.engine.audit.logs import prune_audit_logs
@@ -30,13 +31,50 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hindsight.scheduler")
 
+STOP_TIMEOUT = 5.0  # seconds a cancelled job gets to end (they end at their next await)
+
+
+class _Executor(AsyncIOExecutor):
+    """APScheduler's asyncio executor, stopped cleanly: a job its shutdown cancels is not a failure
+    (a tick due at the moment of stopping is cancelled before its first line, where no wrapper of
+    ours can catch it, and would be logged as an ERROR with a traceback), and `ended()` waits for
+    the cancelled jobs to end, so none is still using a pool when the pools close."""
+
+    def start(self, scheduler, alias) -> None:
+        super().start(scheduler, alias)
+        self._shut = asyncio.Event()
+        self._cancelled: list[asyncio.Future] = []
+
+    def shutdown(self, wait: bool = True) -> None:
+        # AsyncIOScheduler.shutdown() calls this on the loop's next turn, not at once
+        self._cancelled = [f for f in self._pending_futures if not f.done()]
+        super().shutdown(wait)
+        self._shut.set()
+
+    async def ended(self, timeout: float) -> None:
+        """Once the scheduler's shutdown has run, until the jobs it cancelled have ended."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        try:
+            await asyncio.wait_for(self._shut.wait(), timeout)
+        except TimeoutError:
+            return
+        if self._cancelled:
+            await asyncio.wait(self._cancelled, timeout=max(0.0, deadline - loop.time()))
+
+    def _run_job_error(self, job_id, exc, traceback=None) -> None:
+        if isinstance(exc, asyncio.CancelledError):
+            return
+        super()._run_job_error(job_id, exc, traceback)
+
 
 class Scheduler:
     def __init__(self, rt: Runtime, worker: Worker, audit: AuditTrail | None = None):
         self.rt = rt
         self.worker = worker
         self.audit = audit
-        self._aps = AsyncIOScheduler(timezone="UTC")
+        self._executor = _Executor()
+        self._aps = AsyncIOScheduler(timezone="UTC", executors={"default": self._executor})
         self._stopping = False
 
     def _job(self, fn: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
@@ -119,4 +157,5 @@ class Scheduler:
         self._stopping = True
         if self._aps.running:
             self._aps.shutdown(wait=False)
+            await self._executor.ended(STOP_TIMEOUT)
         await self.worker.stop()
