@@ -37,6 +37,7 @@ async def test_a_job_due_as_the_scheduler_stops_is_not_an_error(caplog):
         await executor.ended(5)
     assert executor._cancelled, "the job was not due as the scheduler stopped"
     assert ran == []
+    assert executor._instances == {}, "the cancelled run still counts as running"
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors == [], [r.getMessage() for r in errors]
 

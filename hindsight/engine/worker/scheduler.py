@@ -64,6 +64,8 @@ class _Executor(AsyncIOExecutor):
 
     def _run_job_error(self, job_id, exc, traceback=None) -> None:
         if isinstance(exc, asyncio.CancelledError):
+            # counted as ended, nothing logged: the running-instances count stays right
+            self._run_job_success(job_id, [])
             return
         super()._run_job_error(job_id, exc, traceback)
 
