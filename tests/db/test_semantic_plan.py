@@ -190,8 +190,9 @@ async def test_the_walk_stays_a_walk_planned_once_beside_many_banks(sized_db):
 async def test_a_walk_under_the_requests_conditions_is_planned_for_them_beside_many_banks(sized_db):
     """With a few hundred banks a shared connection would also keep, from the sixth call, a generic
     plan of a walk under the request's own conditions (here its types) that reads the bank by its
-    key and sorts it. Such a walk is planned for its values every call: in a transaction of its own that plans each statement
-    so, on a shared connection (whose walks may read pgvector's whole allowance of rows)."""
+    key and sorts it. Such a walk is planned for its values every call: in a transaction of its own
+    that plans each statement so, on a shared connection (whose walks may read pgvector's whole
+    allowance of rows)."""
     async with _beside_many_banks(sized_db) as (pools, rt):
         f = request_filters(RecallRequest(query="x", types=["world", "experience"]))
         assert f.binds

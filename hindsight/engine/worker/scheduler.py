@@ -8,6 +8,7 @@ LOCKED claims, deduplicated queueing, retention batches read under the bank's wr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import time
@@ -52,15 +53,13 @@ class _Executor(AsyncIOExecutor):
         self._shut.set()
 
     async def ended(self, timeout: float) -> None:
-        """Once the scheduler's shutdown has run, until the jobs it cancelled have ended."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        try:
-            await asyncio.wait_for(self._shut.wait(), timeout)
-        except TimeoutError:
-            return
-        if self._cancelled:
-            await asyncio.wait(self._cancelled, timeout=max(0.0, deadline - loop.time()))
+        """Once the scheduler's shutdown has run, until the jobs it cancelled have ended (at most
+        `timeout` seconds in all)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._shut.wait()
+                if self._cancelled:
+                    await asyncio.wait(self._cancelled)
 
     def _run_job_error(self, job_id, exc, traceback=None) -> None:
         if isinstance(exc, asyncio.CancelledError):
@@ -82,7 +81,7 @@ class Scheduler:
     def _job(self, fn: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
         """`fn` as a job that ends quietly when stop() cancels it: APScheduler's shutdown cancels
         a run in progress and would log that as the job raising, with a traceback, an ERROR at
-        every shutdown that meets a tick."""
+        every shutdown that meets a tick (a run not yet begun: _Executor)."""
 
         @functools.wraps(fn)  # APScheduler names the job after it in its warnings
         async def run() -> None:
